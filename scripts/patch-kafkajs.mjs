@@ -1,0 +1,231 @@
+#!/usr/bin/env node
+// Applies patches/kafkajs+<version>.patch to the installed kafkajs (run from "postinstall").
+//
+// The patch fixes read_committed filtering of aborted transactions in
+// kafkajs/src/consumer/filterAbortedMessages.js (see test/kafkajs-read-committed.test.ts).
+// Bun and Deno use the same node_modules, so patching the file covers all three runtimes.
+//
+// Plain Node, no dependency. Strict: patches are whole-file hunks (git diff -U100000), and the
+// installed file must equal the patch's original side exactly (no fuzz, no offset). Idempotent: a file whose content already matches the
+// patched side is left alone. Anything else (another kafkajs version, a locally modified file)
+// fails loudly with a non-zero exit code.
+//
+//   node scripts/patch-kafkajs.mjs            apply (no-op when already applied)
+//   node scripts/patch-kafkajs.mjs --check    exit 0 when applied, 1 when not
+//   node scripts/patch-kafkajs.mjs --revert   restore the original kafkajs file(s)
+
+import { createRequire } from "node:module"
+import { readFileSync, readdirSync, renameSync, writeFileSync } from "node:fs"
+import { dirname, join, relative, resolve, sep } from "node:path"
+import { fileURLToPath } from "node:url"
+
+const PACKAGE = "kafkajs"
+const projectRoot = resolve(dirname(fileURLToPath(import.meta.url)), "..")
+const patchesDir = join(projectRoot, "patches")
+
+const fail = (message) => {
+  console.error(`[patch-kafkajs] ERROR: ${message}`)
+  process.exit(1)
+}
+
+const mode = process.argv.includes("--revert") ? "revert" : process.argv.includes("--check") ? "check" : "apply"
+
+/** Installed kafkajs: resolved the way Node resolves it from the project (handles hoisting). */
+const locatePackage = () => {
+  let manifestPath
+  try {
+    manifestPath = createRequire(join(projectRoot, "package.json")).resolve(`${PACKAGE}/package.json`)
+  } catch (error) {
+    fail(`cannot resolve ${PACKAGE} from ${projectRoot}: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  const manifest = JSON.parse(readFileSync(manifestPath, "utf8"))
+  return { dir: dirname(manifestPath), version: manifest.version }
+}
+
+/**
+ * Parses a unified diff (git / patch-package format) into files and hunks.
+ * @returns {{ path: string, hunks: { oldStart: number, newStart: number, oldLines: string[], newLines: string[], oldNoEol: boolean, newNoEol: boolean }[] }[]}
+ */
+const parsePatch = (text, patchPath) => {
+  const lines = text.split("\n")
+  const files = []
+  let file
+  let hunk
+  let lastSide
+  const header = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@/
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]
+    if (line.startsWith("diff --git ")) {
+      file = undefined
+      hunk = undefined
+    } else if (line.startsWith("--- ") && (hunk === undefined || hunkComplete(hunk))) {
+      const next = lines[i + 1] ?? ""
+      if (!next.startsWith("+++ ")) fail(`${patchPath}:${i + 1}: '---' without '+++'`)
+      const target = next.slice(4).replace(/^b\//, "")
+      file = { path: target, hunks: [] }
+      files.push(file)
+      hunk = undefined
+      i++
+    } else if (line.startsWith("@@")) {
+      const m = header.exec(line)
+      if (!m || file === undefined) fail(`${patchPath}:${i + 1}: malformed hunk header`)
+      hunk = {
+        oldStart: Number(m[1]),
+        oldCount: m[2] === undefined ? 1 : Number(m[2]),
+        newStart: Number(m[3]),
+        newCount: m[4] === undefined ? 1 : Number(m[4]),
+        oldLines: [],
+        newLines: [],
+        oldNoEol: false,
+        newNoEol: false,
+      }
+      file.hunks.push(hunk)
+    } else if (line.startsWith("\\ ")) {
+      // "\ No newline at end of file" refers to the line just before it
+      if (hunk === undefined) fail(`${patchPath}:${i + 1}: misplaced '\\' line`)
+      if (lastSide !== "new") hunk.oldNoEol = true
+      if (lastSide !== "old") hunk.newNoEol = true
+    } else if (hunk !== undefined && !hunkComplete(hunk)) {
+      const body = line.slice(1)
+      if (line.startsWith(" ")) {
+        hunk.oldLines.push(body)
+        hunk.newLines.push(body)
+        lastSide = "both"
+      } else if (line.startsWith("-")) {
+        hunk.oldLines.push(body)
+        lastSide = "old"
+      } else if (line.startsWith("+")) {
+        hunk.newLines.push(body)
+        lastSide = "new"
+      } else if (line === "" && i === lines.length - 1) {
+        // trailing newline of the patch file
+      } else {
+        fail(`${patchPath}:${i + 1}: unexpected line inside hunk`)
+      }
+    }
+  }
+  for (const f of files) {
+    // Whole-file patches only (one hunk, from line 1, to the end): the patch then records the
+    // entire expected original, so any drift of the installed file is detected.
+    if (f.hunks.length !== 1 || f.hunks[0].oldStart > 1 || f.hunks[0].newStart > 1) {
+      fail(`${patchPath}: ${f.path} must be one whole-file hunk (generate with git diff -U100000)`)
+    }
+    for (const h of f.hunks) {
+      if (!hunkComplete(h)) fail(`${patchPath}: truncated hunk for ${f.path}`)
+    }
+  }
+  if (files.length === 0) fail(`${patchPath}: no file in patch`)
+  return files
+}
+
+const hunkComplete = (h) => h.oldLines.length === h.oldCount && h.newLines.length === h.newCount
+
+/** Splits file content into lines; reports whether it ends with a newline. */
+const splitLines = (content) => {
+  const eol = content.endsWith("\n")
+  const lines = (eol ? content.slice(0, -1) : content).split("\n")
+  return { lines: content === "" ? [] : lines, eol }
+}
+
+/**
+ * Applies whole-file hunks strictly (exact position, exact content, nothing left over) in one direction.
+ * @returns {string | undefined} the transformed content, or undefined when it does not match
+ */
+const applyHunks = (content, hunks, direction) => {
+  const { lines, eol } = splitLines(content)
+  const out = []
+  let cursor = 0
+  let endsWithoutEol = !eol
+  for (const h of hunks) {
+    const from = direction === "forward" ? h.oldLines : h.newLines
+    const to = direction === "forward" ? h.newLines : h.oldLines
+    const fromStart = (direction === "forward" ? h.oldStart : h.newStart) - 1
+    const start = from.length === 0 ? fromStart + 1 : fromStart
+    if (start < cursor || start + from.length > lines.length) return undefined
+    for (let k = 0; k < from.length; k++) {
+      if (lines[start + k] !== from[k]) return undefined
+    }
+    const fromNoEol = direction === "forward" ? h.oldNoEol : h.newNoEol
+    const toNoEol = direction === "forward" ? h.newNoEol : h.oldNoEol
+    const touchesEnd = start + from.length === lines.length
+    if (touchesEnd && fromNoEol !== !eol) return undefined
+    out.push(...lines.slice(cursor, start), ...to)
+    cursor = start + from.length
+    if (touchesEnd) endsWithoutEol = toNoEol
+  }
+  // Whole-file hunks: nothing of the file may lie outside them.
+  if (cursor !== lines.length) return undefined
+  return out.join("\n") + (endsWithoutEol || out.length === 0 ? "" : "\n")
+}
+
+const writeAtomically = (path, content) => {
+  const tmp = `${path}.patch-kafkajs-${process.pid}.tmp`
+  writeFileSync(tmp, content)
+  renameSync(tmp, path)
+}
+
+const main = () => {
+  const pkg = locatePackage()
+  const patchName = `${PACKAGE}+${pkg.version}.patch`
+  const available = readdirSync(patchesDir).filter((name) => name.startsWith(`${PACKAGE}+`) && name.endsWith(".patch"))
+  if (!available.includes(patchName)) {
+    fail(
+      `installed ${PACKAGE} is ${pkg.version} (${pkg.dir}) but there is no patches/${patchName} ` +
+        `(have: ${available.join(", ") || "none"}). Port the patch to this version and its reproduction test.`
+    )
+  }
+  const patchPath = join(patchesDir, patchName)
+  const files = parsePatch(readFileSync(patchPath, "utf8"), patchPath)
+
+  const prefix = `node_modules/${PACKAGE}/`
+  const plan = files.map((f) => {
+    if (!f.path.startsWith(prefix)) fail(`${patchPath}: ${f.path} is outside ${prefix}`)
+    const target = resolve(pkg.dir, f.path.slice(prefix.length))
+    if (!target.startsWith(pkg.dir + sep)) fail(`${patchPath}: ${f.path} escapes the package directory`)
+    let content
+    try {
+      content = readFileSync(target, "utf8")
+    } catch (error) {
+      fail(`cannot read ${target}: ${error instanceof Error ? error.message : String(error)}`)
+    }
+    const patched = applyHunks(content, f.hunks, "forward")
+    const original = applyHunks(content, f.hunks, "reverse")
+    const state = patched !== undefined ? "original" : original !== undefined ? "patched" : "unknown"
+    return { target, display: relative(projectRoot, target), content, patched, original, state }
+  })
+
+  const unknown = plan.filter((p) => p.state === "unknown")
+  if (unknown.length > 0) {
+    fail(
+      `${unknown.map((p) => p.display).join(", ")} matches neither the original ${PACKAGE} ${pkg.version} ` +
+        `nor the patched version from patches/${patchName}. Reinstall ${PACKAGE} (rm -rf node_modules/${PACKAGE} && npm install) ` +
+        `or update the patch.`
+    )
+  }
+
+  if (mode === "check") {
+    const pending = plan.filter((p) => p.state !== "patched")
+    for (const p of plan) console.log(`[patch-kafkajs] ${p.display}: ${p.state}`)
+    process.exit(pending.length === 0 ? 0 : 1)
+  }
+
+  for (const p of plan) {
+    if (mode === "apply") {
+      if (p.state === "patched") {
+        console.log(`[patch-kafkajs] ${p.display}: already patched`)
+      } else {
+        writeAtomically(p.target, p.patched)
+        console.log(`[patch-kafkajs] ${p.display}: patched (patches/${patchName})`)
+      }
+    } else {
+      if (p.state === "original") {
+        console.log(`[patch-kafkajs] ${p.display}: already original`)
+      } else {
+        writeAtomically(p.target, p.original)
+        console.log(`[patch-kafkajs] ${p.display}: reverted to original`)
+      }
+    }
+  }
+}
+
+main()
