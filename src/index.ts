@@ -3,4 +3,16 @@
  *
  * @since 0.1.0
  */
-export {}
+
+/** @since 0.1.0 */
+export * as Runner from "./Runner.ts"
+/** @since 0.1.0 */
+export * as SkeinConfig from "./SkeinConfig.ts"
+/** @since 0.1.0 */
+export * as SkeinError from "./SkeinError.ts"
+/** @since 0.1.0 */
+export * as Topic from "./Topic.ts"
+/** @since 0.1.0 */
+export * as TopicPartition from "./TopicPartition.ts"
+/** @since 0.1.0 */
+export * as Transformer from "./Transformer.ts"

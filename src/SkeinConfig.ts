@@ -1,0 +1,129 @@
+/**
+ * Configuration of a Skein runtime.
+ *
+ * @since 0.1.0
+ */
+import { Config, Context, Duration, Effect, Layer } from "effect"
+import type { ConfigError } from "effect"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface SkeinConfig {
+  /** Consumer group id, transactional id prefix and changelog prefix. */
+  readonly applicationId: string
+  /** Bootstrap brokers, `host:port`. */
+  readonly brokers: ReadonlyArray<string>
+  /** The Kafka client id. */
+  readonly clientId: string
+  /** Records per batch across all partitions: one transaction per task per batch. */
+  readonly maxPollRecords: number
+  /** Directory of the LevelDB state stores. */
+  readonly stateDir: string
+  /** Consumer group session timeout. */
+  readonly sessionTimeout: Duration.Duration
+  /** How long the group waits for members to rejoin during a rebalance. */
+  readonly rebalanceTimeout: Duration.Duration
+  /** Heartbeat interval, also used while a batch is being processed. */
+  readonly heartbeatInterval: Duration.Duration
+  /** Broker-side transaction timeout of each task's producer. */
+  readonly transactionTimeout: Duration.Duration
+  /** Replication factor of created changelog topics (-1: the broker's default). */
+  readonly changelogReplicationFactor: number
+}
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export const SkeinConfig: Context.Tag<SkeinConfig, SkeinConfig> = Context.GenericTag<SkeinConfig>("skein/SkeinConfig")
+
+/**
+ * Defaults for every optional setting.
+ *
+ * @since 0.1.0
+ * @category defaults
+ */
+export const defaults = {
+  clientId: "skein",
+  maxPollRecords: 500,
+  stateDir: ".skein/state",
+  sessionTimeout: Duration.seconds(10),
+  rebalanceTimeout: Duration.seconds(30),
+  heartbeatInterval: Duration.seconds(1),
+  transactionTimeout: Duration.seconds(60),
+  changelogReplicationFactor: -1
+} as const
+
+/**
+ * The settings a user must give; everything else has a default.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Options = Pick<SkeinConfig, "applicationId" | "brokers"> & Partial<Omit<SkeinConfig, "applicationId" | "brokers">>
+
+/**
+ * Builds a complete configuration from options and defaults.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options): SkeinConfig => ({ ...defaults, ...options })
+
+/**
+ * A layer from explicit options.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: Options): Layer.Layer<SkeinConfig> => Layer.succeed(SkeinConfig, make(options))
+
+/**
+ * The configuration read from environment variables (`SKEIN_APPLICATION_ID`,
+ * `SKEIN_BROKERS` or `KAFKA_BROKERS`, `SKEIN_MAX_POLL_RECORDS`, ...).
+ *
+ * @since 0.1.0
+ * @category config
+ */
+export const config: Config.Config<SkeinConfig> = Config.all({
+  applicationId: Config.string("SKEIN_APPLICATION_ID").pipe(
+    Config.withDescription("Consumer group id and transactional id prefix")
+  ),
+  brokers: Config.string("SKEIN_BROKERS").pipe(
+    Config.orElse(() => Config.string("KAFKA_BROKERS")),
+    Config.map((value) => value.split(",").map((broker) => broker.trim()).filter((broker) => broker.length > 0)),
+    Config.withDescription("Comma-separated bootstrap brokers, host:port")
+  ),
+  clientId: Config.string("SKEIN_CLIENT_ID").pipe(Config.withDefault(defaults.clientId)),
+  maxPollRecords: Config.integer("SKEIN_MAX_POLL_RECORDS").pipe(
+    Config.validate({ message: "SKEIN_MAX_POLL_RECORDS must be a positive integer", validation: (n) => n > 0 }),
+    Config.withDefault(defaults.maxPollRecords),
+    Config.withDescription("Records per batch across partitions")
+  ),
+  stateDir: Config.string("SKEIN_STATE_DIR").pipe(
+    Config.withDefault(defaults.stateDir),
+    Config.withDescription("Directory of the LevelDB state stores")
+  ),
+  sessionTimeout: Config.duration("SKEIN_SESSION_TIMEOUT").pipe(Config.withDefault(defaults.sessionTimeout)),
+  rebalanceTimeout: Config.duration("SKEIN_REBALANCE_TIMEOUT").pipe(Config.withDefault(defaults.rebalanceTimeout)),
+  heartbeatInterval: Config.duration("SKEIN_HEARTBEAT_INTERVAL").pipe(Config.withDefault(defaults.heartbeatInterval)),
+  transactionTimeout: Config.duration("SKEIN_TRANSACTION_TIMEOUT").pipe(
+    Config.withDefault(defaults.transactionTimeout)
+  ),
+  changelogReplicationFactor: Config.integer("SKEIN_CHANGELOG_REPLICATION_FACTOR").pipe(
+    Config.withDefault(defaults.changelogReplicationFactor)
+  )
+})
+
+/**
+ * A layer reading the configuration from the environment, with overrides.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerConfig = (
+  overrides: Partial<SkeinConfig> = {}
+): Layer.Layer<SkeinConfig, ConfigError.ConfigError> =>
+  Layer.effect(SkeinConfig, Effect.map(config, (base) => ({ ...base, ...overrides })))

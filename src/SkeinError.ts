@@ -1,0 +1,181 @@
+/**
+ * The errors a Skein runtime can fail with.
+ *
+ * Recoverable errors (`TaskMigrated`) are handled by the runtime itself and
+ * never end a run; every other error here is fatal and ends the run with a
+ * precise, typed reason.
+ *
+ * @since 0.1.0
+ */
+import { Data } from "effect"
+import type { ParseResult } from "effect"
+
+/**
+ * A failure talking to Kafka. `reason` classifies it; `cause` keeps the
+ * original client error.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class KafkaError extends Data.TaggedError("KafkaError")<{
+  readonly reason: "Fenced" | "Timeout" | "Connection" | "Protocol" | "Crashed" | "Unknown"
+  readonly operation: string
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const detail = this.cause instanceof Error ? this.cause.message : String(this.cause)
+    return `Kafka ${this.operation} failed (${this.reason}): ${detail}`
+  }
+}
+
+/**
+ * A live member's task lost its partition: its transaction was fenced by a
+ * newer owner of the same transactional id. The runtime aborts, tears the
+ * task down and rejoins the group (Kafka Streams' TaskMigratedException).
+ * Recoverable: it never ends a run.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class TaskMigrated extends Data.TaggedError("TaskMigrated")<{
+  readonly partition: number
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    return `Task ${this.partition} was fenced by a newer owner; it migrated to another instance`
+  }
+}
+
+/**
+ * The input topics of a transformer have different partition counts.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class PartitionCountMismatch extends Data.TaggedError("PartitionCountMismatch")<{
+  readonly counts: ReadonlyArray<{ readonly topic: string; readonly partitions: number }>
+}> {
+  override get message(): string {
+    const list = this.counts.map((c) => `${c.topic}=${c.partitions}`).join(", ")
+    return `Input topics must have equal partition counts, found ${list}. ` +
+      `Repartition the topics so that every input topic has the same number of partitions.`
+  }
+}
+
+/**
+ * An existing changelog topic has a partition count other than the inputs'.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ChangelogPartitionMismatch extends Data.TaggedError("ChangelogPartitionMismatch")<{
+  readonly changelog: string
+  readonly expected: number
+  readonly actual: number
+}> {
+  override get message(): string {
+    return `Changelog topic ${this.changelog} has ${this.actual} partitions but the input topics have ` +
+      `${this.expected}. Repartitioning requires a state migration: use a new applicationId or ` +
+      `migrate the state, then delete ${this.changelog}.`
+  }
+}
+
+/**
+ * A topic the runtime needs does not exist.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class TopicNotFound extends Data.TaggedError("TopicNotFound")<{
+  readonly topic: string
+}> {
+  override get message(): string {
+    return `Topic ${this.topic} does not exist. Create it (the runtime never auto-creates input topics).`
+  }
+}
+
+/**
+ * A record's key or value does not match its topic's Schema (a poison record).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class DecodeError extends Data.TaggedError("DecodeError")<{
+  readonly topic: string
+  readonly partition: number
+  readonly offset: number
+  readonly part: "key" | "value"
+  readonly cause: ParseResult.ParseError
+}> {
+  override get message(): string {
+    return `Cannot decode the ${this.part} of ${this.topic}/${this.partition}@${this.offset}: ${this.cause.message}`
+  }
+}
+
+/**
+ * An output record or a state value does not match its Schema.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class EncodeError extends Data.TaggedError("EncodeError")<{
+  readonly topic: string
+  readonly cause: ParseResult.ParseError
+}> {
+  override get message(): string {
+    return `Cannot encode a record for ${this.topic}: ${this.cause.message}`
+  }
+}
+
+/**
+ * The local state store failed.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class StateStoreError extends Data.TaggedError("StateStoreError")<{
+  readonly operation: string
+  readonly path: string
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const detail = this.cause instanceof Error ? this.cause.message : String(this.cause)
+    return `State store ${this.operation} at ${this.path} failed: ${detail}`
+  }
+}
+
+/**
+ * The committed offset of a partition is no longer readable (deleted by
+ * retention). The runtime never silently resets an offset.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class OffsetOutOfRange extends Data.TaggedError("OffsetOutOfRange")<{
+  readonly topic: string
+  readonly partition: number
+  readonly committed: number
+  readonly earliest: number
+}> {
+  override get message(): string {
+    return `Committed offset ${this.committed} of ${this.topic}/${this.partition} is before the earliest ` +
+      `available offset ${this.earliest}: records were deleted before they were processed. ` +
+      `Reset the group's offsets deliberately (kafka-consumer-groups --reset-offsets) to continue.`
+  }
+}
+
+/**
+ * Every fatal error a run can end with (besides the transform's own errors).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type RunnerError =
+  | KafkaError
+  | PartitionCountMismatch
+  | ChangelogPartitionMismatch
+  | TopicNotFound
+  | DecodeError
+  | EncodeError
+  | StateStoreError
+  | OffsetOutOfRange

@@ -1,0 +1,152 @@
+/**
+ * Transformers: exactly-once consume-transform-produce with changelog-backed
+ * state.
+ *
+ * @since 0.1.0
+ */
+import { Option } from "effect"
+import type { Effect, Schema } from "effect"
+import * as Topic from "./Topic.ts"
+
+/**
+ * A consumed record, decoded with its topic's Schemas.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface InputRecord<K, V> {
+  readonly topic: string
+  readonly partition: number
+  readonly offset: number
+  readonly key: K | null
+  readonly value: V
+  readonly headers: Readonly<Record<string, string>>
+  readonly timestamp: number
+}
+
+/**
+ * The record type of a list of input topics: a union over the topics.
+ *
+ * @since 0.1.0
+ * @category type-level
+ */
+export type RecordOf<Inputs extends ReadonlyArray<Topic.Any>> = {
+  [I in keyof Inputs]: InputRecord<Topic.Key<Inputs[I]>, Topic.Value<Inputs[I]>>
+}[number]
+
+/**
+ * A change to the state of the record's state key.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type StateChange<S> =
+  | { readonly _tag: "Set"; readonly value: S }
+  | { readonly _tag: "Delete" }
+
+/**
+ * Sets the state of the record's state key.
+ *
+ * @since 0.1.0
+ * @category state
+ */
+export const set = <S>(value: S): StateChange<S> => ({ _tag: "Set", value })
+
+/**
+ * Deletes the state of the record's state key (a tombstone in the changelog).
+ *
+ * @since 0.1.0
+ * @category state
+ */
+export const remove: StateChange<never> = { _tag: "Delete" }
+
+/**
+ * What a transform returns: records to produce and an optional state change.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Result<S> {
+  readonly emit?: ReadonlyArray<Topic.OutputRecord>
+  readonly state?: StateChange<S>
+}
+
+/**
+ * A declared transformer. Build one with `make` (stateful) or `stateless`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in out S, out E, out R> {
+  readonly name: string
+  readonly inputs: Inputs
+  /** The state codec; `None` for a stateless transformer, which never opens a store. */
+  readonly state: Option.Option<Topic.Codec<S>>
+  readonly stateKey: (record: RecordOf<Inputs>) => string
+  readonly transform: (record: RecordOf<Inputs>, state: Option.Option<S>) => Effect.Effect<Result<S>, E, R>
+}
+
+const defaultStateKey = (record: { readonly key: unknown }): string =>
+  record.key === null ? "" : typeof record.key === "string" ? record.key : JSON.stringify(record.key)
+
+/**
+ * Declares a stateful transformer. The transform receives a private deep copy
+ * of the current state of the record's state key (default: the record key)
+ * and returns records to emit and an optional state change.
+ *
+ * @example
+ * ```ts
+ * const WordCount = Transformer.make({
+ *   name: "word-count",
+ *   inputs: [Words],
+ *   state: Schema.Number,
+ *   transform: (record, count) => {
+ *     const next = Option.getOrElse(count, () => 0) + 1
+ *     return Effect.succeed({ emit: [Topic.record(Counts, record.key, next)], state: Transformer.set(next) })
+ *   }
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = <const Inputs extends ReadonlyArray<Topic.Any>, S, SI, E = never, R = never>(options: {
+  readonly name: string
+  readonly inputs: Inputs
+  readonly state: Schema.Schema<S, SI>
+  readonly stateKey?: (record: RecordOf<Inputs>) => string
+  readonly transform: (record: RecordOf<Inputs>, state: Option.Option<S>) => Effect.Effect<Result<S>, E, R>
+}): Transformer<Inputs, S, E, R> => ({
+  name: options.name,
+  inputs: options.inputs,
+  state: Option.some(Topic.json(options.state)),
+  stateKey: options.stateKey ?? defaultStateKey,
+  transform: options.transform
+})
+
+/**
+ * Declares a stateless transformer: it can only emit records.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const stateless = <const Inputs extends ReadonlyArray<Topic.Any>, E = never, R = never>(options: {
+  readonly name: string
+  readonly inputs: Inputs
+  readonly transform: (record: RecordOf<Inputs>) => Effect.Effect<Result<never>, E, R>
+}): Transformer<Inputs, never, E, R> => ({
+  name: options.name,
+  inputs: options.inputs,
+  state: Option.none(),
+  stateKey: defaultStateKey,
+  transform: (record) => options.transform(record)
+})
+
+/**
+ * The changelog topic of a transformer in an application.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const changelogTopic = (applicationId: string, transformer: { readonly name: string }): string =>
+  `${applicationId}-${transformer.name}-changelog`

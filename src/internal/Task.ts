@@ -1,0 +1,122 @@
+/**
+ * A task: partition N of every input topic, with its fenced transactional
+ * producer and its state store.
+ *
+ * Startup order, enforced by the types: producer -> fence (a `FencedProducer`)
+ * -> committed offsets and changelog end are final -> restore the store from
+ * its changelog partition -> seek -> resume. Teardown (stop fetching, close
+ * and delete the store, release the producer) requires the batch lock.
+ *
+ * @internal
+ */
+import { Effect, Exit, Option, Scope } from "effect"
+import * as path from "node:path"
+import type { RunnerError } from "../SkeinError.ts"
+import { OffsetOutOfRange } from "../SkeinError.ts"
+import type { TopicPartition } from "../TopicPartition.ts"
+import type { BatchLockHeld } from "./BatchLock.ts"
+import type { KafkaAdmin } from "./kafka/admin.ts"
+import type { ChangelogReader } from "./kafka/changelogReader.ts"
+import type { Kafka } from "./kafka/client.ts"
+import type { GroupConsumer } from "./kafka/consumer.ts"
+import * as Producer from "./kafka/producer.ts"
+import type { FencedProducer } from "./kafka/producer.ts"
+import * as StateStore from "./StateStore.ts"
+import type { Duration } from "effect"
+
+export interface Task {
+  readonly partition: number
+  readonly inputs: ReadonlyArray<TopicPartition>
+  readonly producer: FencedProducer
+  readonly store: Option.Option<StateStore.StateStore>
+  readonly scope: Scope.CloseableScope
+  readonly restored: number
+}
+
+/** What every task of a runner shares. */
+export interface TaskContext {
+  readonly kafka: Kafka
+  readonly admin: KafkaAdmin
+  readonly consumer: GroupConsumer
+  readonly applicationId: string
+  readonly inputTopics: ReadonlyArray<string>
+  readonly changelog: Option.Option<{ readonly topic: string; readonly reader: Effect.Effect<ChangelogReader, RunnerError> }>
+  readonly storeDir: string
+  readonly transactionTimeout: Duration.Duration
+}
+
+/** The transactional id of task `partition`: static, so a new owner fences the old one. */
+export const transactionalId = (applicationId: string, partition: number): string => `${applicationId}-${partition}`
+
+/**
+ * The next offset to read of each input partition, read after fencing: only
+ * then are they final (kafkajs's own reading at group sync may predate it).
+ */
+const committedOffsets = (context: TaskContext, _fenced: FencedProducer, partition: number) =>
+  Effect.gen(function*() {
+    const committed = yield* context.admin.committedOffsets(context.applicationId, context.inputTopics, partition)
+    return yield* Effect.forEach(context.inputTopics, (topic) =>
+      Effect.gen(function*() {
+        const range = yield* context.admin.offsetRange(topic, partition)
+        const offset = committed.get(topic) ?? -1
+        if (offset < 0) return { topic, partition, offset: range.low }
+        if (offset < range.low) {
+          return yield* Effect.fail(
+            new OffsetOutOfRange({ topic, partition, committed: offset, earliest: range.low })
+          )
+        }
+        return { topic, partition, offset }
+      }))
+  })
+
+/** Restores `store` from the task's changelog partition, up to its last stable offset. */
+const restore = (
+  context: TaskContext,
+  fenced: FencedProducer,
+  store: StateStore.StateStore,
+  partition: number
+): Effect.Effect<number, RunnerError> =>
+  Option.match(context.changelog, {
+    onNone: () => Effect.succeed(0),
+    onSome: (changelog) =>
+      Effect.gen(function*() {
+        const range = yield* context.admin.offsetRange(changelog.topic, partition)
+        const reader = yield* changelog.reader
+        return yield* reader.read(fenced, partition, { from: range.low, until: range.lastStable }, (records) =>
+          store.write(records.map((r) => ({ key: r.key?.toString("utf8") ?? "", value: r.value?.toString("utf8") ?? null }))))
+      })
+  })
+
+/** Starts task `partition`; on failure everything it acquired is released. */
+export const start = (context: TaskContext, partition: number): Effect.Effect<Task, RunnerError> =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const inputs = context.inputTopics.map((topic) => ({ topic, partition }))
+    return yield* Effect.gen(function*() {
+      const producer = yield* Producer.make(context.kafka, {
+        transactionalId: transactionalId(context.applicationId, partition),
+        transactionTimeout: context.transactionTimeout
+      })
+      const fenced = yield* producer.fence
+      const offsets = yield* committedOffsets(context, fenced, partition)
+      const store = yield* Option.match(context.changelog, {
+        onNone: () => Effect.succeed(Option.none<StateStore.StateStore>()),
+        onSome: () => Effect.map(StateStore.open(path.join(context.storeDir, String(partition))), Option.some)
+      })
+      const restored = yield* Option.match(store, {
+        onNone: () => Effect.succeed(0),
+        onSome: (s) => restore(context, fenced, s, partition)
+      })
+      yield* Effect.forEach(offsets, (o) => context.consumer.seek(o, o.offset), { discard: true })
+      yield* context.consumer.resume(inputs)
+      yield* Effect.addFinalizer(() => context.consumer.pause(inputs))
+      const task: Task = { partition, inputs, producer: fenced, store, scope, restored }
+      return task
+    }).pipe(
+      Scope.extend(scope),
+      Effect.onError((cause) => Scope.close(scope, Exit.failCause(cause)))
+    )
+  })
+
+/** Tears a task down: stops fetching its partitions, deletes its store, releases its producer. */
+export const stop = (task: Task, _held: BatchLockHeld): Effect.Effect<void> => Scope.close(task.scope, Exit.void)

@@ -1,0 +1,131 @@
+/**
+ * Processing one task's share of a batch: decode, bucket by state key, run
+ * the transform serially per bucket and concurrently across buckets, and
+ * collect the outputs and the final state per key.
+ *
+ * @internal
+ */
+import { Effect, Option, Schema } from "effect"
+import { DecodeError, EncodeError, StateStoreError } from "../SkeinError.ts"
+import type * as Topic from "../Topic.ts"
+import type { RecordOf, Transformer } from "../Transformer.ts"
+import type { FetchedRecord } from "./kafka/consumer.ts"
+import type { StateStore, StoreWrite } from "./StateStore.ts"
+
+export interface TaskBatchResult {
+  readonly outputs: ReadonlyArray<Topic.EncodedRecord>
+  /** The final state per key reached in the batch (one write per key). */
+  readonly writes: ReadonlyArray<StoreWrite>
+}
+
+interface Entry {
+  readonly record: FetchedRecord
+  readonly topicIndex: number
+}
+
+const text = (buffer: Buffer | null): string | null => (buffer === null ? null : buffer.toString("utf8"))
+
+/** Decodes a fetched record with its topic's Schemas; a failure is a poison record. */
+export const decode = <Inputs extends ReadonlyArray<Topic.Any>>(
+  topic: Topic.Any,
+  record: FetchedRecord
+): Effect.Effect<RecordOf<Inputs>, DecodeError> =>
+  topic.decode(text(record.key), text(record.value)).pipe(
+    Effect.map((decoded) =>
+      ({
+        topic: record.topic,
+        partition: record.partition,
+        offset: record.offset,
+        key: decoded.key,
+        value: decoded.value,
+        headers: record.headers,
+        timestamp: record.timestamp
+      }) as RecordOf<Inputs>
+    ),
+    Effect.mapError((failure) =>
+      new DecodeError({
+        topic: record.topic,
+        partition: record.partition,
+        offset: record.offset,
+        part: failure.part,
+        cause: failure.cause
+      })
+    )
+  )
+
+/** Runs the transform over one task's records of a batch. */
+export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
+  transformer: Transformer<Inputs, S, E, R>,
+  store: Option.Option<StateStore>,
+  records: ReadonlyArray<FetchedRecord>
+): Effect.Effect<TaskBatchResult, E | DecodeError | EncodeError | StateStoreError, R> =>
+  Effect.gen(function*() {
+    const topics = new Map(transformer.inputs.map((topic, index) => [topic.name, { topic, index }]))
+    const buckets = new Map<string, Array<{ entry: Entry; decoded: RecordOf<Inputs> }>>()
+    for (const record of records) {
+      const input = topics.get(record.topic)
+      if (input === undefined) continue
+      const decoded = yield* decode<Inputs>(input.topic, record)
+      const stateKey = transformer.stateKey(decoded)
+      let bucket = buckets.get(stateKey)
+      if (bucket === undefined) {
+        bucket = []
+        buckets.set(stateKey, bucket)
+      }
+      bucket.push({ entry: { record, topicIndex: input.index }, decoded })
+    }
+
+    const codec = transformer.state
+    const decodeState = Option.map(codec, (c) => Schema.decode(c))
+    const encodeState = Option.map(codec, (c) => Schema.encode(c))
+    const writes: Array<StoreWrite> = []
+
+    const runBucket = (stateKey: string, bucket: ReadonlyArray<{ entry: Entry; decoded: RecordOf<Inputs> }>) =>
+      Effect.gen(function*() {
+        const ordered = [...bucket].sort((a, b) =>
+          a.entry.topicIndex - b.entry.topicIndex || a.entry.record.offset - b.entry.record.offset
+        )
+        let state: Option.Option<S> = Option.none()
+        let loaded = false
+        let changed = false
+        const outputs: Array<Topic.OutputRecord> = []
+        for (const { decoded } of ordered) {
+          if (!loaded && Option.isSome(store) && Option.isSome(decodeState)) {
+            const stored = yield* store.value.get(stateKey)
+            if (stored !== undefined) {
+              state = Option.some(
+                yield* Effect.mapError(
+                  decodeState.value(stored),
+                  (cause) => new StateStoreError({ operation: `decode state of ${stateKey}`, path: store.value.path, cause })
+                )
+              )
+            }
+            loaded = true
+          }
+          const result = yield* transformer.transform(decoded, Option.map(state, (s) => structuredClone(s)))
+          if (result.emit !== undefined) outputs.push(...result.emit)
+          if (result.state !== undefined) {
+            changed = true
+            state = result.state._tag === "Set" ? Option.some(structuredClone(result.state.value)) : Option.none()
+          }
+        }
+        if (changed && Option.isSome(encodeState)) {
+          if (Option.isSome(state)) {
+            const encoded = yield* Effect.mapError(
+              encodeState.value(state.value),
+              (cause) => new EncodeError({ topic: `state of ${transformer.name}`, cause })
+            )
+            writes.push({ key: stateKey, value: encoded })
+          } else {
+            writes.push({ key: stateKey, value: null })
+          }
+        }
+        return outputs
+      })
+
+    const outputs = yield* Effect.forEach([...buckets], ([stateKey, bucket]) => runBucket(stateKey, bucket), {
+      concurrency: "unbounded"
+    })
+    const encoded = yield* Effect.forEach(outputs.flat(), (output) => output.encode)
+    return { outputs: encoded, writes }
+  })

@@ -1,0 +1,97 @@
+/**
+ * Admin operations the runtime needs, behind Skein's own types.
+ *
+ * @internal
+ */
+import { Effect } from "effect"
+import type { Scope } from "effect"
+import type { Admin } from "kafkajs"
+import { KafkaError, TopicNotFound } from "../../SkeinError.ts"
+import type { Kafka } from "./client.ts"
+import { toKafkaError } from "./errors.ts"
+
+export interface KafkaAdmin {
+  /** Partition count per topic; fails with `TopicNotFound` for a missing topic. */
+  readonly partitionCounts: (
+    topics: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyMap<string, number>, KafkaError | TopicNotFound>
+  /** Partition count of a topic, or `undefined` when it does not exist. */
+  readonly partitionCount: (topic: string) => Effect.Effect<number | undefined, KafkaError>
+  /** Creates a compacted topic (no-op when it exists). */
+  readonly createCompactedTopic: (
+    topic: string,
+    partitions: number,
+    replicationFactor: number
+  ) => Effect.Effect<void, KafkaError>
+  /** Committed offsets of a group for one partition of several topics (-1: none). */
+  readonly committedOffsets: (
+    groupId: string,
+    topics: ReadonlyArray<string>,
+    partition: number
+  ) => Effect.Effect<ReadonlyMap<string, number>, KafkaError>
+  /** The earliest offset and the last stable offset of a partition. */
+  readonly offsetRange: (
+    topic: string,
+    partition: number
+  ) => Effect.Effect<{ readonly low: number; readonly lastStable: number }, KafkaError>
+}
+
+const attempt = <A>(operation: string, f: () => Promise<A>): Effect.Effect<A, KafkaError> =>
+  Effect.tryPromise({ try: f, catch: toKafkaError(operation) })
+
+const isUnknownTopic = (error: unknown): boolean =>
+  error instanceof Error && /does not host this topic-partition|UNKNOWN_TOPIC_OR_PARTITION|not exist/i.test(error.message)
+
+const makeFrom = (admin: Admin): KafkaAdmin => {
+  const partitionCount = (topic: string) =>
+    attempt("fetchTopicMetadata", () => admin.fetchTopicMetadata({ topics: [topic] })).pipe(
+      Effect.map((metadata): number | undefined => metadata.topics[0]?.partitions.length),
+      Effect.catchIf((e) => isUnknownTopic(e.cause), () => Effect.succeed(undefined))
+    )
+  return {
+    partitionCount,
+    partitionCounts: (topics) =>
+      Effect.forEach(topics, (topic) =>
+        partitionCount(topic).pipe(
+          Effect.flatMap((count) =>
+            count === undefined ? Effect.fail(new TopicNotFound({ topic })) : Effect.succeed([topic, count] as const)
+          )
+        )).pipe(Effect.map((entries) => new Map(entries))),
+    createCompactedTopic: (topic, partitions, replicationFactor) =>
+      attempt("createTopics", () =>
+        admin.createTopics({
+          waitForLeaders: true,
+          topics: [{
+            topic,
+            numPartitions: partitions,
+            replicationFactor,
+            configEntries: [{ name: "cleanup.policy", value: "compact" }]
+          }]
+        })).pipe(Effect.asVoid),
+    committedOffsets: (groupId, topics, partition) =>
+      attempt("fetchOffsets", () => admin.fetchOffsets({ groupId, topics: [...topics] })).pipe(
+        Effect.map((result) => {
+          const offsets = new Map<string, number>()
+          for (const entry of result) {
+            const found = entry.partitions.find((p) => p.partition === partition)
+            offsets.set(entry.topic, found === undefined ? -1 : Number(found.offset))
+          }
+          return offsets
+        })
+      ),
+    offsetRange: (topic, partition) =>
+      attempt("fetchTopicOffsets", () => admin.fetchTopicOffsets(topic)).pipe(
+        Effect.map((offsets) => {
+          const found = offsets.find((o) => o.partition === partition)
+          return { low: Number(found?.low ?? 0), lastStable: Number(found?.high ?? 0) }
+        })
+      )
+  }
+}
+
+/** A connected admin client, disconnected when the scope closes. */
+export const make = (kafka: Kafka): Effect.Effect<KafkaAdmin, KafkaError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(() => kafka.admin()).pipe(Effect.tap((admin) => attempt("admin.connect", () => admin.connect()))),
+    (admin) => Effect.promise(() => admin.disconnect().catch(() => undefined))
+  ).pipe(Effect.map(makeFrom))

@@ -1,0 +1,142 @@
+/**
+ * Reads one changelog partition from an offset up to an end offset,
+ * read_committed, for restoring a task's store.
+ *
+ * kafkajs has no manual `assign()`, so the reader is a consumer in a private
+ * group of its own (the only member, it is assigned every partition), with
+ * every partition paused except the one being restored.
+ *
+ * @internal
+ */
+import { Deferred, Effect, Queue } from "effect"
+import type { Scope } from "effect"
+import type { Consumer } from "kafkajs"
+import type { KafkaError } from "../../SkeinError.ts"
+import type { Kafka } from "./client.ts"
+import type { FetchedRecord } from "./consumer.ts"
+import { toKafkaError } from "./errors.ts"
+import type { FencedProducer } from "./producer.ts"
+
+type ReadEvent =
+  | { readonly _tag: "Records"; readonly records: ReadonlyArray<FetchedRecord>; readonly ack: () => void }
+  | { readonly _tag: "Position"; readonly next: number }
+  | { readonly _tag: "Failed"; readonly error: KafkaError }
+
+export interface ChangelogReader {
+  /**
+   * Feeds every record of `partition` in [from, until) to `apply`, in order.
+   * Requires the fenced producer of the partition's task: only after fencing
+   * is the changelog's last stable offset final.
+   */
+  readonly read: <E>(
+    fenced: FencedProducer,
+    partition: number,
+    range: { readonly from: number; readonly until: number },
+    apply: (records: ReadonlyArray<FetchedRecord>) => Effect.Effect<void, E>
+  ) => Effect.Effect<number, KafkaError | E>
+}
+
+export const make = (
+  kafka: Kafka,
+  options: { readonly topic: string; readonly groupId: string }
+): Effect.Effect<ChangelogReader, KafkaError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const joined = yield* Deferred.make<ReadonlyArray<number>>()
+    let current: { partition: number; position: number; events: Queue.Queue<ReadEvent> } | undefined
+    let assigned: ReadonlyArray<number> = []
+
+    const consumer: Consumer = kafka.consumer({
+      groupId: options.groupId,
+      readUncommitted: false,
+      maxWaitTimeInMs: 200,
+      maxBytesPerPartition: 4 * 1024 * 1024,
+      retry: { retries: 5, restartOnFailure: async () => false }
+    })
+    const pauseAll = () => {
+      if (assigned.length > 0) consumer.pause([{ topic: options.topic, partitions: [...assigned] }])
+    }
+    consumer.on(consumer.events.GROUP_JOIN, (event) => {
+      assigned = event.payload.memberAssignment[options.topic] ?? []
+      pauseAll()
+      if (current !== undefined) {
+        consumer.seek({ topic: options.topic, partition: current.partition, offset: String(current.position) })
+        consumer.resume([{ topic: options.topic, partitions: [current.partition] }])
+      }
+      Deferred.unsafeDone(joined, Effect.succeed(assigned))
+    })
+    consumer.on(consumer.events.END_BATCH_PROCESS, (event) => {
+      if (current !== undefined && event.payload.partition === current.partition) {
+        Queue.unsafeOffer(current.events, { _tag: "Position", next: Number(event.payload.lastOffset) + 1 })
+      }
+    })
+    consumer.on(consumer.events.CRASH, (event) => {
+      current?.events.unsafeOffer({ _tag: "Failed", error: toKafkaError("changelog consumer")(event.payload.error) })
+    })
+
+    yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: async () => {
+          await consumer.connect()
+          await consumer.subscribe({ topics: [options.topic], fromBeginning: true })
+          await consumer.run({
+            autoCommit: false,
+            eachBatch: async ({ batch }) => {
+              const target = current
+              if (target === undefined || batch.partition !== target.partition || batch.messages.length === 0) return
+              const records = batch.messages.map((m) => ({
+                topic: batch.topic,
+                partition: batch.partition,
+                offset: Number(m.offset),
+                key: m.key,
+                value: m.value,
+                headers: {},
+                timestamp: Number(m.timestamp)
+              }))
+              await new Promise<void>((resolve) => {
+                Queue.unsafeOffer(target.events, { _tag: "Records", records, ack: resolve })
+              })
+            }
+          })
+        },
+        catch: toKafkaError("changelog consumer.run")
+      }),
+      () => Effect.promise(() => consumer.disconnect().catch(() => undefined))
+    )
+
+    const read: ChangelogReader["read"] = (_fenced, partition, range, apply) =>
+      range.until <= range.from ? Effect.succeed(0) : Effect.gen(function*() {
+        yield* Deferred.await(joined)
+        const events = yield* Queue.unbounded<ReadEvent>()
+        const reading = { partition, position: range.from, events }
+        current = reading
+        consumer.seek({ topic: options.topic, partition, offset: String(range.from) })
+        consumer.resume([{ topic: options.topic, partitions: [partition] }])
+        let restored = 0
+        while (reading.position < range.until) {
+          const event = yield* Queue.take(events)
+          switch (event._tag) {
+            case "Failed":
+              return yield* Effect.fail(event.error)
+            case "Position":
+              reading.position = Math.max(reading.position, event.next)
+              break
+            case "Records": {
+              const records = event.records.filter((r) => r.offset >= reading.position && r.offset < range.until)
+              yield* Effect.ensuring(apply(records), Effect.sync(event.ack))
+              restored += records.length
+              const last = event.records[event.records.length - 1]
+              if (last !== undefined) reading.position = Math.max(reading.position, last.offset + 1)
+              break
+            }
+          }
+        }
+        return restored
+      }).pipe(
+        Effect.ensuring(Effect.sync(() => {
+          current = undefined
+          consumer.pause([{ topic: options.topic, partitions: [partition] }])
+        }))
+      )
+
+    return { read }
+  })

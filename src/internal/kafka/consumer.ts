@@ -1,0 +1,219 @@
+/**
+ * The fetch bridge: turns kafkajs's push-style `eachBatch` into a queue of
+ * events the runner's main loop pulls from.
+ *
+ * Every partition batch kafkajs hands over is offered to the queue and its
+ * `eachBatch` call waits until the main loop completes it (committed, dropped
+ * or "rejoin"), heartbeating meanwhile. kafkajs rejoins a group only after its
+ * in-flight `eachBatch` calls return, so a rebalance waits for the batch being
+ * processed to commit, as a revoke callback under the batch lock would.
+ *
+ * @internal
+ */
+import { Duration, Effect, Queue } from "effect"
+import type { Scope } from "effect"
+import kafkajs from "kafkajs"
+import type { Consumer, EachBatchPayload } from "kafkajs"
+import type { KafkaError } from "../../SkeinError.ts"
+import type { TopicPartition } from "../../TopicPartition.ts"
+import { CoPartitionedAssigner } from "./assignor.ts"
+import type { Kafka } from "./client.ts"
+import { isRebalancing, toKafkaError } from "./errors.ts"
+
+const { KafkaJSProtocolError } = kafkajs
+
+/** A record as fetched, before decoding. */
+export interface FetchedRecord {
+  readonly topic: string
+  readonly partition: number
+  readonly offset: number
+  readonly key: Buffer | null
+  readonly value: Buffer | null
+  readonly headers: Readonly<Record<string, string>>
+  readonly timestamp: number
+}
+
+/** How the main loop finished with a partition batch. */
+export type BatchOutcome = "Committed" | "Dropped" | "Rejoin"
+
+/** The records kafkajs fetched for one partition. */
+export interface PartitionBatch {
+  readonly topic: string
+  readonly partition: number
+  readonly generation: number
+  readonly records: ReadonlyArray<FetchedRecord>
+  /** The offset after this batch, past any filtered control records. */
+  readonly nextOffset: number
+  readonly complete: (outcome: BatchOutcome) => void
+}
+
+export type ConsumerEvent =
+  | { readonly _tag: "Batch"; readonly batch: PartitionBatch }
+  | { readonly _tag: "Assigned"; readonly generation: number; readonly partitions: ReadonlyArray<TopicPartition> }
+  | { readonly _tag: "Rebalancing" }
+  | { readonly _tag: "Crashed"; readonly error: KafkaError }
+
+export interface GroupConsumer {
+  readonly events: Queue.Dequeue<ConsumerEvent>
+  readonly pause: (partitions: ReadonlyArray<TopicPartition>) => Effect.Effect<void>
+  readonly resume: (partitions: ReadonlyArray<TopicPartition>) => Effect.Effect<void>
+  readonly seek: (partition: TopicPartition, offset: number) => Effect.Effect<void>
+  /** Completes every batch still waiting (as dropped), e.g. before leaving the group. */
+  readonly dropInFlight: Effect.Effect<void>
+}
+
+export interface Options {
+  readonly groupId: string
+  readonly topics: ReadonlyArray<string>
+  readonly sessionTimeout: Duration.Duration
+  readonly rebalanceTimeout: Duration.Duration
+  readonly heartbeatInterval: Duration.Duration
+  readonly maxBytesPerPartition?: number
+}
+
+const byTopic = (partitions: ReadonlyArray<TopicPartition>) => {
+  const topics = new Map<string, Array<number>>()
+  for (const tp of partitions) topics.set(tp.topic, [...(topics.get(tp.topic) ?? []), tp.partition])
+  return [...topics].map(([topic, list]) => ({ topic, partitions: list }))
+}
+
+const toRecord = (topic: string, partition: number, message: EachBatchPayload["batch"]["messages"][number]) => {
+  const headers: Record<string, string> = {}
+  for (const [name, value] of Object.entries(message.headers ?? {})) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? String(value[0]) : String(value)
+  }
+  return {
+    topic,
+    partition,
+    offset: Number(message.offset),
+    key: message.key,
+    value: message.value,
+    headers,
+    timestamp: Number(message.timestamp)
+  }
+}
+
+const rejoinError = () =>
+  new KafkaJSProtocolError(
+    Object.assign(new Error("Skein requested a rejoin after a task migrated"), {
+      type: "REBALANCE_IN_PROGRESS",
+      code: 27,
+      retriable: false
+    })
+  )
+
+const sleep = (ms: number) => new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms))
+
+/** Joins the group and starts fetching; leaves the group when the scope closes. */
+export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsumer, KafkaError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const events = yield* Queue.unbounded<ConsumerEvent>()
+    const inFlight = new Set<(outcome: BatchOutcome) => void>()
+    let generation = 0
+    const heartbeatMs = Duration.toMillis(options.heartbeatInterval)
+
+    const consumer: Consumer = kafka.consumer({
+      groupId: options.groupId,
+      sessionTimeout: Duration.toMillis(options.sessionTimeout),
+      rebalanceTimeout: Duration.toMillis(options.rebalanceTimeout),
+      heartbeatInterval: heartbeatMs,
+      partitionAssigners: [CoPartitionedAssigner],
+      readUncommitted: false,
+      maxWaitTimeInMs: 500,
+      ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
+      retry: { retries: 5, restartOnFailure: async () => false }
+    })
+
+    consumer.on(consumer.events.GROUP_JOIN, (event) => {
+      generation++
+      const partitions: Array<TopicPartition> = []
+      for (const [topic, list] of Object.entries(event.payload.memberAssignment)) {
+        for (const partition of list) partitions.push({ topic, partition })
+      }
+      // Bookkeeping only: pause everything; the main loop resumes each task's
+      // partitions once the task is fenced and restored.
+      if (partitions.length > 0) consumer.pause(byTopic(partitions))
+      Queue.unsafeOffer(events, { _tag: "Assigned", generation, partitions })
+    })
+    consumer.on(consumer.events.REBALANCING, () => {
+      Queue.unsafeOffer(events, { _tag: "Rebalancing" })
+    })
+    consumer.on(consumer.events.CRASH, (event) => {
+      Queue.unsafeOffer(events, { _tag: "Crashed", error: toKafkaError("consumer")(event.payload.error) })
+    })
+
+    const eachBatch = async ({ batch, heartbeat, resolveOffset, isRunning }: EachBatchPayload): Promise<void> => {
+      if (!isRunning()) return
+      let complete: (outcome: BatchOutcome) => void = () => undefined
+      const done = new Promise<BatchOutcome>((resolve) => {
+        complete = resolve
+      })
+      const finish = (outcome: BatchOutcome) => {
+        inFlight.delete(finish)
+        complete(outcome)
+      }
+      inFlight.add(finish)
+      Queue.unsafeOffer(events, {
+        _tag: "Batch",
+        batch: {
+          topic: batch.topic,
+          partition: batch.partition,
+          generation,
+          records: batch.messages.map((m) => toRecord(batch.topic, batch.partition, m)),
+          nextOffset: Number(batch.lastOffset()) + 1,
+          complete: finish
+        }
+      })
+      let pendingError: unknown = undefined
+      for (;;) {
+        const outcome = await Promise.race([done, sleep(heartbeatMs)])
+        if (outcome !== undefined) {
+          if (outcome === "Committed") resolveOffset(batch.lastOffset())
+          if (pendingError !== undefined) throw pendingError
+          if (outcome === "Rejoin") throw rejoinError()
+          return
+        }
+        if (pendingError === undefined) {
+          try {
+            await heartbeat()
+          } catch (error) {
+            // Keep waiting for the batch to commit before kafkajs rejoins.
+            pendingError = error
+            if (isRebalancing(error)) Queue.unsafeOffer(events, { _tag: "Rebalancing" })
+          }
+        }
+      }
+    }
+
+    yield* Effect.acquireRelease(
+      Effect.tryPromise({
+        try: async () => {
+          await consumer.connect()
+          await consumer.subscribe({ topics: [...options.topics], fromBeginning: true })
+          await consumer.run({
+            autoCommit: false,
+            eachBatchAutoResolve: false,
+            partitionsConsumedConcurrently: 256,
+            eachBatch
+          })
+        },
+        catch: toKafkaError("consumer.run")
+      }),
+      () =>
+        Effect.promise(async () => {
+          for (const finish of [...inFlight]) finish("Dropped")
+          await consumer.disconnect().catch(() => undefined)
+        })
+    )
+
+    return {
+      events,
+      pause: (partitions) => Effect.sync(() => partitions.length > 0 && consumer.pause(byTopic(partitions))),
+      resume: (partitions) => Effect.sync(() => partitions.length > 0 && consumer.resume(byTopic(partitions))),
+      seek: (tp, offset) =>
+        Effect.sync(() => consumer.seek({ topic: tp.topic, partition: tp.partition, offset: String(offset) })),
+      dropInFlight: Effect.sync(() => {
+        for (const finish of [...inFlight]) finish("Dropped")
+      })
+    }
+  })
