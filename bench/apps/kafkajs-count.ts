@@ -1,0 +1,80 @@
+/**
+ * Baseline contender: a plain kafkajs consume-count-produce loop, no transactions.
+ * eachBatch -> in-memory Map counts -> produce outputs (acks=all) -> commit offsets after the
+ * acks. At-least-once; state is not durable (lost on a crash, so no restore to measure).
+ *
+ * node --import tsx bench/apps/kafkajs-count.ts --brokers B --input T --output T --group G
+ */
+import { parseArgs } from "node:util"
+import { Kafka, logLevel, type Message } from "kafkajs"
+
+process.env["KAFKAJS_NO_PARTITIONER_WARNING"] = "1"
+
+const { values } = parseArgs({
+  options: {
+    brokers: { type: "string" },
+    input: { type: "string" },
+    output: { type: "string" },
+    group: { type: "string" },
+    "state-dir": { type: "string" },
+    "commit-interval-ms": { type: "string" },
+  },
+})
+const { brokers, input, output, group } = values
+if (brokers === undefined || input === undefined || output === undefined || group === undefined) {
+  console.error("usage: kafkajs-count --brokers B --input T --output T --group G")
+  process.exit(2)
+}
+
+const emit = (event: string): void => console.log(JSON.stringify({ event, ts: Date.now() }))
+
+const kafka = new Kafka({ clientId: "bench-kafkajs-count", brokers: brokers.split(","), logLevel: logLevel.WARN })
+const consumer = kafka.consumer({ groupId: group, maxBytes: 10 * 1024 * 1024 })
+const producer = kafka.producer({ allowAutoTopicCreation: false })
+const counts = new Map<string, number>()
+let first = true
+
+const main = async (): Promise<void> => {
+  await producer.connect()
+  await consumer.connect()
+  await consumer.subscribe({ topic: input, fromBeginning: true })
+  await consumer.run({
+    autoCommit: false,
+    partitionsConsumedConcurrently: 6,
+    eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+      if (batch.messages.length === 0) return
+      if (first) {
+        first = false
+        emit("first-read")
+      }
+      const out: Message[] = new Array(batch.messages.length)
+      let i = 0
+      for (const m of batch.messages) {
+        const key = m.key?.toString() ?? ""
+        const c = (counts.get(key) ?? 0) + 1
+        counts.set(key, c)
+        out[i++] = { key, value: String(c) }
+      }
+      await producer.send({ topic: output, messages: out, acks: -1 })
+      const lastOffset = batch.lastOffset()
+      await consumer.commitOffsets([
+        { topic: batch.topic, partition: batch.partition, offset: (BigInt(lastOffset) + 1n).toString() },
+      ])
+      resolveOffset(lastOffset)
+      await heartbeat()
+    },
+  })
+}
+
+const shutdown = (): void => {
+  void consumer
+    .disconnect()
+    .then(() => producer.disconnect())
+    .finally(() => process.exit(0))
+}
+process.on("SIGTERM", shutdown)
+process.on("SIGINT", shutdown)
+main().catch((e: unknown) => {
+  console.error(e)
+  process.exit(1)
+})

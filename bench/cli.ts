@@ -1,0 +1,351 @@
+/**
+ * Benchmark harness (issue #7). See bench/README.md.
+ *
+ *   npm run bench -- [--records N] [--partitions N] [--only a,b] [--runs N]
+ *                    [--keys N] [--value-bytes N] [--rate N] [--latency-seconds N]
+ *                    [--warmup-seconds N] [--commit-interval-ms N] [--no-latency] [--no-restore]
+ *                    [--out bench/results/NAME.md]
+ */
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { cpus, homedir, totalmem } from "node:os"
+import { basename, dirname, join, relative } from "node:path"
+import { parseArgs } from "node:util"
+import type { Admin, Kafka } from "kafkajs"
+import { kafkajsLoop } from "./contenders/kafkajs.ts"
+import { kafkaPerfConsume, kafkaPerfProduce } from "./contenders/kafkatools.ts"
+import { kafkaStreams } from "./contenders/kstreams.ts"
+import { quixStreams } from "./contenders/quix.ts"
+import { skeinAlos, skeinEos } from "./contenders/skein.ts"
+import type { CeilingContender, Contender, ProcessContender, SetupContext } from "./contenders/types.ts"
+import { acquireBroker } from "./lib/broker.ts"
+import {
+  createTopics,
+  deleteTopics,
+  expectedCounts,
+  groupCaughtUp,
+  keySequence,
+  makeKafka,
+  measureLatency,
+  preload,
+  topicEnds,
+  verifyOutput,
+  WatermarkTimeline,
+  type Workload,
+} from "./lib/kafka.ts"
+import { AppProcess } from "./lib/proc.ts"
+import { renderMarkdown, renderText, type ContenderReport, type RunResult } from "./lib/report.ts"
+import { exec } from "./lib/setup.ts"
+import { fmtInt, sleep } from "./lib/stats.ts"
+
+const ALL: ReadonlyArray<Contender> = [skeinEos, skeinAlos, kafkajsLoop, kafkaStreams, quixStreams, kafkaPerfProduce, kafkaPerfConsume]
+
+const { values: opt } = parseArgs({
+  options: {
+    records: { type: "string", default: "1000000" },
+    partitions: { type: "string", default: "6" },
+    keys: { type: "string", default: "20000" },
+    "value-bytes": { type: "string", default: "100" },
+    only: { type: "string" },
+    runs: { type: "string", default: "3" },
+    rate: { type: "string", default: "2000" },
+    "latency-seconds": { type: "string", default: "20" },
+    "warmup-seconds": { type: "string", default: "5" },
+    "commit-interval-ms": { type: "string", default: "100" },
+    "timeout-seconds": { type: "string", default: "900" },
+    "no-latency": { type: "boolean", default: false },
+    "no-restore": { type: "boolean", default: false },
+    out: { type: "string" },
+    help: { type: "boolean", default: false },
+  },
+})
+
+const int = (name: keyof typeof opt): number => {
+  const v = Number(opt[name])
+  if (!Number.isFinite(v) || v < 0) throw new Error(`--${name} must be a non-negative number`)
+  return Math.floor(v)
+}
+
+const log = (m: string): void => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}`)
+
+const root = process.cwd()
+const cache = process.env["SKEIN_BENCH_CACHE"] ?? join(homedir(), ".cache", "skein", "bench")
+
+const main = async (): Promise<void> => {
+  if (opt.help) {
+    console.log("npm run bench -- [--records N] [--partitions N] [--only a,b] [--runs N] ... (see bench/README.md)")
+    console.log(`contenders: ${ALL.map((c) => c.name).join(", ")}`)
+    return
+  }
+  const w: Workload = {
+    records: int("records"),
+    partitions: Math.max(1, int("partitions")),
+    keys: Math.max(1, int("keys")),
+    valueBytes: int("value-bytes"),
+    seed: 42,
+  }
+  const runs = Math.max(1, int("runs"))
+  const rate = Math.max(1, int("rate"))
+  const latencySeconds = int("latency-seconds")
+  const warmupSeconds = int("warmup-seconds")
+  const commitIntervalMs = Math.max(1, int("commit-interval-ms"))
+  const timeoutMs = int("timeout-seconds") * 1000
+  const doLatency = !opt["no-latency"] && latencySeconds > 0
+  const doRestore = !opt["no-restore"]
+
+  const only = opt.only?.split(",").map((s) => s.trim()).filter((s) => s !== "")
+  // --only matches full names or prefixes (e.g. "skein" = skein-eos + skein-alos, "kafka-perf").
+  const selected = only === undefined ? ALL : ALL.filter((c) => only.some((o) => c.name === o || c.name.startsWith(o)))
+  if (selected.length === 0) throw new Error(`--only matched nothing; contenders: ${ALL.map((c) => c.name).join(", ")}`)
+
+  const date = new Date().toISOString().slice(0, 10)
+  const runId = `${Date.now().toString(36)}`
+  const workDir = join(cache, "runs", runId)
+  mkdirSync(workDir, { recursive: true })
+  const defaultName = w.records === 1_000_000 && only === undefined ? date : `${date}-${w.records >= 1000 ? `${w.records / 1000}k` : w.records}`
+  const outMd = opt.out ?? join("bench", "results", `${defaultName}.md`)
+  log(`run ${runId}: ${fmtInt(w.records)} records, ${w.partitions} partitions, ${fmtInt(w.keys)} keys, ${runs} run(s); logs in ${workDir}`)
+
+  // Setup (idempotent, cached).
+  const ctx: SetupContext = { root, cache, log }
+  const available = new Map<string, string | undefined>()
+  for (const c of selected) {
+    const a = await c.setup(ctx).catch((e: unknown) => ({ ok: false as const, reason: String(e) }))
+    available.set(c.name, a.ok ? undefined : a.reason)
+    log(`${c.name}: ${a.ok ? "ready" : `unavailable: ${a.reason}`}`)
+  }
+
+  const broker = await acquireBroker(root, log)
+  log(`broker: ${broker.origin}`)
+  const kafka = makeKafka(broker.brokers, "skein-bench")
+  const admin = kafka.admin()
+  await admin.connect()
+
+  const seq = keySequence(w)
+  const expected = expectedCounts(w, seq)
+  const results = new Map<string, RunResult[]>(selected.map((c) => [c.name, []]))
+
+  try {
+    for (let r = 1; r <= runs; r++) {
+      for (const c of selected) {
+        if (available.get(c.name) !== undefined) continue
+        const prefix = `bench-${runId}-${c.name}-r${r}`
+        log(`── ${c.name} run ${r}/${runs}`)
+        const res =
+          c.kind === "process"
+            ? await runProcess(c, r, prefix, { kafka, admin, brokers: broker.brokers, w, seq, expected, workDir, commitIntervalMs, timeoutMs, doLatency, doRestore, rate, latencySeconds, warmupSeconds })
+            : await runCeiling(c, r, prefix, { admin, brokers: broker.brokers, w, workDir, rate, latencySeconds })
+        results.get(c.name)?.push(res)
+        log(
+          `   ${c.name} run ${r}: throughput ${res.throughput === undefined ? "–" : fmtInt(res.throughput)} rec/s, ` +
+            `p50 ${res.p50?.toFixed(1) ?? "–"} ms, p99 ${res.p99?.toFixed(1) ?? "–"} ms, restore ${res.restoreRate === undefined ? "–" : fmtInt(res.restoreRate)} rec/s, ` +
+            `peak RSS ${res.peakRssMiB?.toFixed(0) ?? "–"} MiB${res.verified === undefined ? "" : `, output ${res.verified}`}` +
+            (res.notes.length > 0 ? `\n   notes: ${res.notes.join("; ")}` : ""),
+        )
+        await deleteTopics(admin, [prefix, `changelog__${prefix}`]).catch(() => undefined)
+      }
+    }
+  } finally {
+    await admin.disconnect().catch(() => undefined)
+    await broker.release().catch((e: unknown) => log(`broker release failed: ${String(e)}`))
+  }
+
+  const reports: ContenderReport[] = selected.map((c) => {
+    const u = available.get(c.name)
+    return {
+      name: c.name,
+      description: c.description,
+      hasState: c.kind === "process" && c.hasState,
+      ceiling: c.kind === "ceiling",
+      runs: results.get(c.name) ?? [],
+      ...(u !== undefined ? { unavailable: u } : {}),
+    }
+  })
+
+  // Results: markdown + JSON + chart.
+  mkdirSync(dirname(outMd), { recursive: true })
+  const stem = outMd.replace(/\.md$/, "")
+  const jsonPath = `${stem}.json`
+  const meta = {
+    date,
+    brokerOrigin: broker.origin.replace(/at [\d.]+:\d+$/, "(local)").replace(/=[\d.:,]+$/, "=<host>"),
+    records: w.records,
+    partitions: w.partitions,
+    keys: w.keys,
+    valueBytes: w.valueBytes,
+    runs,
+    rate,
+    latencySeconds,
+    warmupSeconds,
+    commitIntervalMs,
+    machine: `${cpus().length} cores (${cpus()[0]?.model.trim() ?? "?"}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+    command: `npm run bench -- ${process.argv.slice(2).join(" ")}`.trim(),
+  }
+  writeFileSync(jsonPath, `${JSON.stringify({ meta, contenders: reports }, null, 2)}\n`)
+  let chart: string | undefined
+  const py = join(root, "bench", ".venv", "bin", "python")
+  if (existsSync(py)) {
+    const svg = `${stem}.svg`
+    const png = `${stem}.png`
+    const r = await exec(py, [join(root, "bench", "peers", "chart.py"), jsonPath, svg, png])
+    if (r.code === 0) chart = basename(svg)
+    else log(`chart failed: ${r.out.trim().split("\n").slice(-3).join(" | ")}`)
+  } else log("no bench/.venv (quix-streams setup did not run): no chart")
+  const md = renderMarkdown({ ...meta, ...(chart !== undefined ? { chart } : {}) }, reports)
+  writeFileSync(outMd, md)
+  console.log("")
+  console.log(renderText(reports))
+  console.log("")
+  log(`results: ${relative(root, outMd)}, ${relative(root, jsonPath)}${chart !== undefined ? `, ${relative(root, join(dirname(outMd), chart))}` : ""}`)
+}
+
+interface ProcessRunCtx {
+  readonly kafka: Kafka
+  readonly admin: Admin
+  readonly brokers: string
+  readonly w: Workload
+  readonly seq: Uint32Array
+  readonly expected: Int32Array
+  readonly workDir: string
+  readonly commitIntervalMs: number
+  readonly timeoutMs: number
+  readonly doLatency: boolean
+  readonly doRestore: boolean
+  readonly rate: number
+  readonly latencySeconds: number
+  readonly warmupSeconds: number
+}
+
+const runProcess = async (c: ProcessContender, run: number, prefix: string, x: ProcessRunCtx): Promise<RunResult> => {
+  const notes: string[] = []
+  const out: { -readonly [K in keyof RunResult]: RunResult[K] } = { run, notes }
+  const input = `${prefix}.in`
+  const output = `${prefix}.out`
+  const stateDir = join(x.workDir, `${c.name}-r${run}`, "state")
+  const logFile = join(x.workDir, `${c.name}-r${run}.log`)
+  mkdirSync(stateDir, { recursive: true })
+  const spec = { brokers: x.brokers, input, output, group: prefix, stateDir, commitIntervalMs: x.commitIntervalMs }
+
+  await createTopics(x.admin, [input, output], x.w.partitions)
+  const preloadSec = await preload(x.kafka, input, x.w, x.seq)
+  log(`   preloaded ${fmtInt(x.w.records)} records in ${preloadSec.toFixed(1)} s`)
+  const inputEnds = await topicEnds(x.admin, input)
+
+  // 1. Throughput.
+  const app = new AppProcess(c.command(spec), logFile)
+  const timeline = new WatermarkTimeline(x.admin, output, 50)
+  const deadline = Date.now() + x.timeoutMs
+  let caughtUp = false
+  while (Date.now() < deadline && app.alive()) {
+    if (await groupCaughtUp(x.admin, prefix, input, inputEnds).catch(() => false)) {
+      caughtUp = true
+      break
+    }
+    await sleep(250)
+  }
+  await sleep(300)
+  await timeline.stop()
+  out.peakRssMiB = app.peakRssMiB()
+  const finalHw = timeline.last()
+  const end = finalHw === undefined ? undefined : timeline.reachedAt(finalHw)
+  const firstRead = app.event("first-read")?.ts
+  if (firstRead === undefined) notes.push("no first-read event: throughput measured from process spawn")
+  const start = firstRead ?? app.spawnedAt
+  if (!caughtUp) {
+    notes.push(app.alive() ? `did not finish within ${x.timeoutMs / 1000} s` : `process exited early (see ${logFile})`)
+  } else if (end !== undefined && end > start) {
+    out.throughput = x.w.records / ((end - start) / 1000)
+  }
+  await app.kill()
+  const v = await verifyOutput(x.kafka, output, x.expected, 15_000)
+  out.verified = v.exact
+    ? "exact"
+    : v.complete
+      ? `complete (+${fmtInt(v.duplicates)} dup)`
+      : `WRONG: ${v.keysWrong} keys off, ${v.gaps} gaps, ${fmtInt(v.records)} records`
+  if (!v.complete) {
+    notes.push(`output check failed: ${out.verified}`)
+    delete out.throughput
+  }
+
+  // 2. Restore: crash (already SIGKILLed above), lose the local state, restart on the same group.
+  if (x.doRestore && c.hasState && caughtUp) {
+    rmSync(stateDir, { recursive: true, force: true })
+    mkdirSync(stateDir, { recursive: true })
+    const again = new AppProcess(c.command(spec), logFile)
+    const ended = await again.waitFor((e) => e.event === "restore-end" && (e.records ?? 0) > 0, 600_000)
+    const started = again.events.filter((e) => e.event === "restore-start" && e.ts <= (ended?.ts ?? 0)).pop()
+    if (ended !== undefined && started !== undefined && ended.ts > started.ts) {
+      out.restoreRate = (ended.records ?? 0) / ((ended.ts - started.ts) / 1000)
+      out.restoreRecords = ended.records ?? 0
+      notes.push(`restored ${fmtInt(ended.records ?? 0)} changelog records in ${((ended.ts - started.ts) / 1000).toFixed(2)} s (restart→restored ${((ended.ts - again.spawnedAt) / 1000).toFixed(1)} s)`)
+    } else {
+      notes.push(again.alive() ? "no restore-start/restore-end events: restore not measured" : "restart exited early: restore not measured")
+    }
+    await again.kill()
+  }
+
+  // 3. Latency at a fixed rate, on fresh topics and a fresh group.
+  if (x.doLatency) {
+    const lin = `${prefix}.lat.in`
+    const lout = `${prefix}.lat.out`
+    await createTopics(x.admin, [lin, lout], x.w.partitions)
+    const lstate = join(x.workDir, `${c.name}-r${run}`, "lat-state")
+    mkdirSync(lstate, { recursive: true })
+    const lapp = new AppProcess(c.command({ ...spec, input: lin, output: lout, group: `${prefix}.lat`, stateDir: lstate }), logFile)
+    try {
+      const l = await measureLatency(x.kafka, lin, lout, x.w, {
+        rate: x.rate,
+        warmupSec: x.warmupSeconds,
+        measureSec: x.latencySeconds,
+        readyTimeoutMs: 180_000,
+        isAlive: () => lapp.alive(),
+      })
+      if (l.measured > 0) {
+        out.p50 = l.p50
+        out.p99 = l.p99
+      }
+      if (l.missing > 0) notes.push(`latency: ${fmtInt(l.missing)} of ${fmtInt(l.measured + l.missing)} measured records had no output in time`)
+    } catch (e) {
+      notes.push(`latency not measured: ${String(e)}`)
+    } finally {
+      await lapp.kill()
+    }
+  }
+  rmSync(join(x.workDir, `${c.name}-r${run}`), { recursive: true, force: true })
+  return out
+}
+
+const runCeiling = async (
+  c: CeilingContender,
+  run: number,
+  prefix: string,
+  x: { admin: Admin; brokers: string; w: Workload; workDir: string; rate: number; latencySeconds: number },
+): Promise<RunResult> => {
+  const r = await c.run({
+    brokers: x.brokers,
+    topic: prefix,
+    records: x.w.records,
+    valueBytes: x.w.valueBytes,
+    partitions: x.w.partitions,
+    rate: x.rate,
+    latencySeconds: x.latencySeconds,
+    logFile: join(x.workDir, `${c.name}-r${run}.log`),
+    createTopic: (name) => createTopics(x.admin, [name], x.w.partitions),
+  })
+  return {
+    run,
+    notes: r.note === undefined ? [] : [r.note],
+    ...(r.throughput !== undefined ? { throughput: r.throughput } : {}),
+    ...(r.p50 !== undefined ? { p50: r.p50 } : {}),
+    ...(r.p99 !== undefined ? { p99: r.p99 } : {}),
+    ...(r.peakRssMiB !== undefined ? { peakRssMiB: r.peakRssMiB } : {}),
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    console.error(e)
+    process.exit(1)
+  },
+)

@@ -1,0 +1,58 @@
+/**
+ * Contender 4: Kafka Streams 4.4.0, processing.guarantee=exactly_once_v2, KTable count over a
+ * RocksDB store with a changelog (bench/peers/streams/SkeinBenchCount.java).
+ * Jars come from Maven Central into <cache>/jars/streams; classes go to bench/peers/build/.
+ */
+import { join } from "node:path"
+import { javac, mavenJars } from "../lib/setup.ts"
+import type { ProcessContender, SetupContext } from "./types.ts"
+
+const jarDir = (ctx: { cache: string }): string => join(ctx.cache, "jars", "streams")
+const classDir = (root: string): string => join(root, "bench", "peers", "build", "streams")
+let resolved: { jars: string; classes: string } | undefined
+
+export const kafkaStreams: ProcessContender = {
+  kind: "process",
+  name: "kafka-streams-eos",
+  description:
+    "Kafka Streams 4.4.0, exactly_once_v2, KTable count (RocksDB + changelog, record cache off), 1 stream thread, JVM default heap",
+  hasState: true,
+  setup: async (ctx: SetupContext) => {
+    const jars = jarDir(ctx)
+    const j = await mavenJars(join(ctx.root, "bench", "peers", "streams", "pom.xml"), jars, ctx.log)
+    if (!j.ok) return j
+    const classes = classDir(ctx.root)
+    const c = await javac([join(ctx.root, "bench", "peers", "streams", "SkeinBenchCount.java")], jars, classes, ctx.log)
+    if (!c.ok) return c
+    resolved = { jars, classes }
+    return { ok: true }
+  },
+  command: (s) => {
+    if (resolved === undefined) throw new Error("kafka-streams: setup() not run")
+    return {
+      cmd: "java",
+      args: [
+        "-XX:+UseG1GC",
+        "-Djava.awt.headless=true",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-cp",
+        `${resolved.classes}:${resolved.jars}/*`,
+        "SkeinBenchCount",
+        "--brokers",
+        s.brokers,
+        "--input",
+        s.input,
+        "--output",
+        s.output,
+        "--group",
+        s.group,
+        "--state-dir",
+        s.stateDir,
+        "--mode",
+        "eos",
+        "--commit-interval-ms",
+        String(s.commitIntervalMs),
+      ],
+    }
+  },
+}

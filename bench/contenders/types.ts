@@ -1,0 +1,79 @@
+/**
+ * The contender interface of the benchmark.
+ *
+ * A processing contender is a PROCESS. The harness gives it, on its command line:
+ *   --brokers host:port[,...]  --input <topic>  --output <topic>  --group <consumer group / app id>
+ *   --state-dir <empty or existing dir>  --commit-interval-ms <n>
+ * It must consume <input> from the earliest offset and, for every input record (key K), write
+ * one record to <output> with key K and value = the running count of K as a decimal UTF-8
+ * string ("1", "2", ...), committing its input offsets to <group>. It runs until the harness
+ * stops it (SIGTERM = clean stop, SIGKILL = crash). Completion is judged by the harness (group
+ * offsets at the input's end, then a read_committed check of the output), not by the process.
+ *
+ * Optionally it prints JSON lines on stdout (other lines are only logged):
+ *   {"event":"first-read","ts":<epoch ms>}     first input record seen (throughput starts here;
+ *                                               without it the harness uses the spawn time)
+ *   {"event":"restore-start","ts":<epoch ms>}  state restore from the changelog begins
+ *   {"event":"restore-end","ts":<epoch ms>,"records":<changelog records applied>}
+ */
+import type { Command } from "../lib/proc.ts"
+
+export interface AppSpec {
+  readonly brokers: string
+  readonly input: string
+  readonly output: string
+  readonly group: string
+  readonly stateDir: string
+  readonly commitIntervalMs: number
+}
+
+export type Availability = { readonly ok: true } | { readonly ok: false; readonly reason: string }
+
+export interface SetupContext {
+  /** Repository root. */
+  readonly root: string
+  /** Cache dir outside git: jars, compiled classes. */
+  readonly cache: string
+  readonly log: (msg: string) => void
+}
+
+export interface ProcessContender {
+  readonly kind: "process"
+  readonly name: string
+  /** One line for the report: guarantee, threads, notable settings. */
+  readonly description: string
+  /** Has a changelog-backed store, so a restore after a kill can be measured. */
+  readonly hasState: boolean
+  /** Idempotent, cached setup (install, compile). Says why not when it cannot run. */
+  readonly setup: (ctx: SetupContext) => Promise<Availability>
+  readonly command: (spec: AppSpec) => Command
+}
+
+export interface CeilingResult {
+  readonly throughput?: number
+  readonly p50?: number
+  readonly p99?: number
+  readonly peakRssMiB?: number
+  readonly note?: string
+}
+
+/** A contender measured by its own tool rather than by the harness (Kafka's perf tools). */
+export interface CeilingContender {
+  readonly kind: "ceiling"
+  readonly name: string
+  readonly description: string
+  readonly setup: (ctx: SetupContext) => Promise<Availability>
+  readonly run: (args: {
+    readonly brokers: string
+    readonly topic: string
+    readonly records: number
+    readonly valueBytes: number
+    readonly partitions: number
+    readonly rate: number
+    readonly latencySeconds: number
+    readonly logFile: string
+    readonly createTopic: (name: string) => Promise<void>
+  }) => Promise<CeilingResult>
+}
+
+export type Contender = ProcessContender | CeilingContender
