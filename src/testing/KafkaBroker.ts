@@ -1,0 +1,173 @@
+/**
+ * A Kafka broker for tests, as a scoped service: an existing cluster
+ * (`KAFKA_BROKERS`), else a Docker container, else a real broker run locally
+ * from jars fetched from Maven Central. The scope that acquires it stops
+ * whatever it started.
+ *
+ * @example
+ * ```ts
+ * import { KafkaBroker } from "skein/testing"
+ *
+ * const program = Effect.gen(function*() {
+ *   const { brokers } = yield* KafkaBroker.KafkaBroker
+ *   // ... connect a client to `brokers`
+ * }).pipe(Effect.provide(KafkaBroker.layer()))
+ * ```
+ *
+ * @since 0.1.0
+ */
+import { Context, Duration, Effect, Layer, Option } from "effect"
+import type { Scope } from "effect"
+import { KafkaBrokerError } from "./KafkaBrokerError.ts"
+import * as LocalKafka from "./LocalKafka.ts"
+import * as Distribution from "./internal/distribution.ts"
+import * as Docker from "./internal/docker.ts"
+import { dockerAvailable, findJava, findMaven, type HostEnvironment, readHostEnvironment } from "./internal/environment.ts"
+
+/**
+ * How the broker was provided: an existing cluster, a container, or a
+ * locally run broker.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Kind = "external" | "docker" | "local"
+
+/**
+ * A reachable Kafka cluster.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Service {
+  /** Client addresses, `host:port`. */
+  readonly brokers: ReadonlyArray<string>
+  readonly kind: Kind
+}
+
+/**
+ * The Kafka cluster tests run against.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class KafkaBroker extends Context.Tag("skein/testing/KafkaBroker")<KafkaBroker, Service>() {}
+
+/**
+ * How to provision a broker. The environment is read through `Config`
+ * (`KAFKA_BROKERS`, `SKEIN_KAFKA_PROVIDER`, `PATH`, `JAVA_HOME`,
+ * `SKEIN_CACHE_DIR`, `DOCKER_HOST`), so a `ConfigProvider` can replace it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** The Kafka version of a local broker (default 4.4.0). */
+  readonly version?: LocalKafka.KafkaVersion
+  /** The Docker image (default apache/kafka:4.1.0). */
+  readonly dockerImage?: string
+  /** How long the broker may take to become ready (default 120 s). */
+  readonly startTimeout?: Duration.DurationInput
+  /** More options for a local broker. */
+  readonly local?: Omit<LocalKafka.StartOptions, "nodes" | "version" | "detached" | "startTimeout">
+}
+
+const external = (brokers: ReadonlyArray<string>): Service => ({ brokers, kind: "external" })
+
+/** What keeps a local broker from running here, if anything. */
+const localProblems = (env: HostEnvironment, version: LocalKafka.KafkaVersion): ReadonlyArray<string> => [
+  ...(Option.isNone(findJava(env)) ? ["a Java 17+ runtime (java is not on PATH nor in JAVA_HOME)"] : []),
+  ...(Option.isNone(findMaven(env)) && !Distribution.isCached(env.cacheDir, version)
+    ? [`Maven (mvn is not on PATH; it fetches the Kafka ${version} jars once into ${env.cacheDir})`]
+    : [])
+]
+
+const unavailable = (env: HostEnvironment, problems: ReadonlyArray<string>) =>
+  new KafkaBrokerError({
+    reason: "Unavailable",
+    detail: (env.provider === "auto"
+      ? "no Kafka broker for tests: KAFKA_BROKERS is not set, no Docker daemon answers, and "
+      : "no local Kafka broker (SKEIN_KAFKA_PROVIDER=local): ") +
+      `a local broker needs ${problems.join(" and ")}. ` +
+      "Set KAFKA_BROKERS=host:port to use a running cluster, start Docker, " +
+      "or install Java 17+ and Maven (e.g. apt-get install openjdk-17-jre-headless maven)."
+  })
+
+const local = (version: LocalKafka.KafkaVersion, options: Options) =>
+  LocalKafka.start({
+    ...options.local,
+    version,
+    ...(options.startTimeout === undefined ? {} : { startTimeout: options.startTimeout })
+  }).pipe(Effect.map((cluster): Service => ({ brokers: cluster.brokers, kind: "local" })))
+
+const docker = (options: Options) =>
+  Docker.start({
+    image: options.dockerImage ?? Docker.defaultImage,
+    startTimeout: Duration.decode(options.startTimeout ?? Duration.seconds(120))
+  }).pipe(Effect.map((brokers): Service => ({ brokers, kind: "docker" })))
+
+/**
+ * Provides a broker for the life of the scope: `KAFKA_BROKERS` if set (and
+ * nothing is stopped), else a Docker container if a daemon answers, else a
+ * local broker. Fails at once with `reason: "Unavailable"`, whose message
+ * says what to install or set, when none of these is possible.
+ * `SKEIN_KAFKA_PROVIDER=external|docker|local` forces one way.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options = {}): Effect.Effect<Service, KafkaBrokerError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const env = yield* readHostEnvironment
+    const version = options.version ?? LocalKafka.defaultVersion
+    const service = yield* Effect.suspend((): Effect.Effect<Service, KafkaBrokerError, Scope.Scope> => {
+      switch (env.provider) {
+        case "external":
+          return Option.match(env.kafkaBrokers, {
+            onSome: (brokers) => Effect.succeed(external(brokers)),
+            onNone: () =>
+              Effect.fail(
+                new KafkaBrokerError({
+                  reason: "Unavailable",
+                  detail: "SKEIN_KAFKA_PROVIDER=external but KAFKA_BROKERS is not set (host:port,...)"
+                })
+              )
+          })
+        case "docker":
+          return docker(options)
+        case "local": {
+          const problems = localProblems(env, version)
+          return problems.length === 0 ? local(version, options) : Effect.fail(unavailable(env, problems))
+        }
+        case "auto":
+          return Effect.gen(function*() {
+            if (Option.isSome(env.kafkaBrokers)) return external(env.kafkaBrokers.value)
+            if (yield* dockerAvailable(env)) return yield* docker(options)
+            const problems = localProblems(env, version)
+            if (problems.length > 0) return yield* unavailable(env, problems)
+            return yield* local(version, options)
+          })
+      }
+    })
+    yield* Effect.logDebug(`Kafka broker (${service.kind}): ${service.brokers.join(",")}`)
+    return service
+  })
+
+/**
+ * The broker as a layer: acquired when the layer is built, stopped when its
+ * scope closes. See `make`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: Options = {}): Layer.Layer<KafkaBroker, KafkaBrokerError> =>
+  Layer.scoped(KafkaBroker, make(options))
+
+/**
+ * A broker that already runs elsewhere (nothing is started or stopped).
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerExternal = (brokers: ReadonlyArray<string>): Layer.Layer<KafkaBroker> =>
+  Layer.succeed(KafkaBroker, external(brokers))

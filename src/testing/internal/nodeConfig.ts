@@ -1,0 +1,153 @@
+/**
+ * The configuration files of one local broker node: `server.properties`
+ * (KRaft, combined broker + controller, settings that keep tests fast) and
+ * the logging configuration that sends the broker's log to a file.
+ *
+ * @internal
+ */
+import * as Path from "node:path"
+import type { LoggingBackend } from "./distribution.ts"
+
+/** Where one node keeps its files. */
+export interface NodeLayout {
+  /** 0-based position in the cluster. */
+  readonly index: number
+  readonly nodeId: number
+  readonly host: string
+  readonly port: number
+  readonly controllerPort: number
+  /** The node's own folder: configs, logs and data. */
+  readonly dir: string
+  readonly dataDir: string
+  readonly configFile: string
+  readonly loggingFile: string
+  /** The broker's log (log4j), where readiness is read from. */
+  readonly logFile: string
+  /** The JVM's stdout/stderr. */
+  readonly outputFile: string
+}
+
+/** The files of node `index` under `clusterDir`. */
+export const layout = (
+  clusterDir: string,
+  index: number,
+  ports: { readonly port: number; readonly controllerPort: number },
+  backend: LoggingBackend
+): NodeLayout => {
+  const nodeId = index + 1
+  const dir = Path.join(clusterDir, `node-${nodeId}`)
+  return {
+    index,
+    nodeId,
+    host: "127.0.0.1",
+    port: ports.port,
+    controllerPort: ports.controllerPort,
+    dir,
+    dataDir: Path.join(dir, "data"),
+    configFile: Path.join(dir, "server.properties"),
+    loggingFile: Path.join(dir, backend === "log4j2" ? "log4j2.properties" : "log4j.properties"),
+    logFile: Path.join(dir, "server.log"),
+    outputFile: Path.join(dir, "stdout.log")
+  }
+}
+
+/**
+ * Settings for a test cluster of `size` nodes: tiny internal topics, no
+ * initial rebalance delay, fast cleanup of timed-out transactions, a small
+ * cleaner buffer. From 3 nodes on: replication 3 (capped by size) with
+ * min.insync.replicas 2 for topics, offsets and transaction state.
+ */
+export const testSettings = (size: number, backend: LoggingBackend): Record<string, string> => {
+  const replication = String(Math.min(size, 3))
+  const minIsr = size >= 3 ? "2" : "1"
+  return {
+    "auto.create.topics.enable": "false",
+    "num.partitions": "1",
+    "default.replication.factor": replication,
+    "min.insync.replicas": minIsr,
+    "offsets.topic.replication.factor": replication,
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.replication.factor": replication,
+    "transaction.state.log.min.isr": minIsr,
+    "transaction.state.log.num.partitions": "1",
+    // Share groups only exist from Kafka 4 on.
+    ...(backend === "log4j2"
+      ? {
+        "share.coordinator.state.topic.replication.factor": replication,
+        "share.coordinator.state.topic.min.isr": minIsr
+      }
+      : {}),
+    "group.initial.rebalance.delay.ms": "0",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+    "log.cleaner.dedupe.buffer.size": "2097152",
+    ...(size > 1
+      ? {
+        // A killed node is fenced (and leaves the ISR) after 6 s, not 9 s.
+        "broker.heartbeat.interval.ms": "1000",
+        "broker.session.timeout.ms": "6000"
+      }
+      : {})
+  }
+}
+
+/** The `server.properties` of a node of `cluster`. */
+export const serverProperties = (
+  node: NodeLayout,
+  cluster: ReadonlyArray<NodeLayout>,
+  settings: Readonly<Record<string, string>>
+): string => {
+  const voters = cluster.map((n) => `${n.nodeId}@${n.host}:${n.controllerPort}`).join(",")
+  const properties: Record<string, string> = {
+    "process.roles": "broker,controller",
+    "node.id": String(node.nodeId),
+    "controller.quorum.voters": voters,
+    "listeners": `PLAINTEXT://${node.host}:${node.port},CONTROLLER://${node.host}:${node.controllerPort}`,
+    "advertised.listeners": `PLAINTEXT://${node.host}:${node.port}`,
+    "inter.broker.listener.name": "PLAINTEXT",
+    "controller.listener.names": "CONTROLLER",
+    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+    "log.dirs": node.dataDir,
+    ...settings
+  }
+  return Object.entries(properties)
+    .map(([key, value]) => `${key}=${escapeProperty(value)}`)
+    .join("\n") + "\n"
+}
+
+const escapeProperty = (value: string): string => value.replace(/\\/g, "\\\\")
+
+/** The logging configuration sending everything to `node.logFile`. */
+export const loggingConfig = (node: NodeLayout, backend: LoggingBackend): string => {
+  const file = escapeProperty(node.logFile)
+  return backend === "log4j2"
+    ? [
+      "status = warn",
+      "appender.file.type = File",
+      "appender.file.name = FILE",
+      `appender.file.fileName = ${file}`,
+      "appender.file.append = true",
+      "appender.file.layout.type = PatternLayout",
+      "appender.file.layout.pattern = [%d] %p %m (%c)%n",
+      "rootLogger.level = INFO",
+      "rootLogger.appenderRef.file.ref = FILE",
+      "logger.state.name = state.change.logger",
+      "logger.state.level = WARN",
+      ""
+    ].join("\n")
+    : [
+      "log4j.rootLogger=INFO, file",
+      "log4j.appender.file=org.apache.log4j.FileAppender",
+      `log4j.appender.file.File=${file}`,
+      "log4j.appender.file.Append=true",
+      "log4j.appender.file.layout=org.apache.log4j.PatternLayout",
+      "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n",
+      "log4j.logger.state.change.logger=WARN",
+      ""
+    ].join("\n")
+}
+
+/** The JVM flag pointing the logging backend at its configuration. */
+export const loggingFlag = (node: NodeLayout, backend: LoggingBackend): string =>
+  backend === "log4j2"
+    ? `-Dlog4j2.configurationFile=${node.loggingFile}`
+    : `-Dlog4j.configuration=file:${node.loggingFile}`
