@@ -1,0 +1,195 @@
+/**
+ * Test helpers that talk to the real broker with kafkajs directly, so that
+ * what a test checks does not go through the runtime's own code paths.
+ */
+import { Effect, Exit, Fiber, Layer, Option } from "effect"
+import type { Scope } from "effect"
+import kafkajs from "kafkajs"
+import type { Kafka } from "kafkajs"
+import { randomUUID } from "node:crypto"
+import { inject } from "vitest"
+import { Runner, SkeinConfig } from "../../src/index.ts"
+import type { SkeinError, Topic, Transformer } from "../../src/index.ts"
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    kafkaBrokers: string
+  }
+}
+
+export const brokers = (): ReadonlyArray<string> =>
+  (process.env["KAFKA_BROKERS"] ?? inject("kafkaBrokers")).split(",")
+
+export const kafka = (): Kafka =>
+  new kafkajs.Kafka({ clientId: "skein-test", brokers: [...brokers()], logLevel: kafkajs.logLevel.NOTHING })
+
+export const unique = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`
+
+export const createTopics = (topics: ReadonlyArray<{ readonly name: string; readonly partitions: number }>) =>
+  Effect.promise(async () => {
+    const admin = kafka().admin()
+    await admin.connect()
+    try {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: topics.map((t) => ({ topic: t.name, numPartitions: t.partitions }))
+      })
+    } finally {
+      await admin.disconnect()
+    }
+  })
+
+export interface Produced {
+  readonly key: string | null
+  readonly value: string
+  readonly partition?: number
+}
+
+/** Produces records (idempotent, non-transactional). */
+export const produce = (topic: string, records: ReadonlyArray<Produced>) =>
+  Effect.promise(async () => {
+    const producer = kafka().producer({ idempotent: true, maxInFlightRequests: 1 })
+    await producer.connect()
+    try {
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: records.map((r) => ({
+          key: r.key,
+          value: r.value,
+          ...(r.partition === undefined ? {} : { partition: r.partition })
+        }))
+      })
+    } finally {
+      await producer.disconnect()
+    }
+  })
+
+export interface ReadRecord {
+  readonly partition: number
+  readonly offset: number
+  readonly key: string | null
+  readonly value: string | null
+}
+
+/** End offsets (high watermarks) and last stable offsets of each partition. */
+export const offsets = (topic: string) =>
+  Effect.promise(async () => {
+    const admin = kafka().admin()
+    await admin.connect()
+    try {
+      const committed = await admin.fetchTopicOffsets(topic)
+      return committed.map((o) => ({ partition: o.partition, low: Number(o.low), lastStable: Number(o.high) }))
+    } finally {
+      await admin.disconnect()
+    }
+  })
+
+/** Committed offsets of a group for a topic. */
+export const groupOffsets = (groupId: string, topic: string) =>
+  Effect.promise(async () => {
+    const admin = kafka().admin()
+    await admin.connect()
+    try {
+      const [entry] = await admin.fetchOffsets({ groupId, topics: [topic] })
+      return new Map((entry?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]))
+    } finally {
+      await admin.disconnect()
+    }
+  })
+
+/**
+ * Reads a topic read_committed from the beginning up to the last stable
+ * offset of every partition (so it waits for nothing that is still open).
+ */
+export const readCommitted = (topic: string) =>
+  Effect.gen(function*() {
+    const ends = yield* offsets(topic)
+    const targets = new Map(ends.map((e) => [e.partition, e.lastStable]))
+    return yield* Effect.promise(async () => {
+      const records: Array<ReadRecord> = []
+      const positions = new Map(ends.map((e) => [e.partition, e.low]))
+      const done = () => [...targets].every(([p, end]) => (positions.get(p) ?? 0) >= end)
+      if (done()) return records
+      const consumer = kafka().consumer({ groupId: unique("reader"), readUncommitted: false, maxWaitTimeInMs: 200 })
+      await consumer.connect()
+      await consumer.subscribe({ topic, fromBeginning: true })
+      let resolve: () => void = () => undefined
+      const finished = new Promise<void>((r) => {
+        resolve = r
+      })
+      consumer.on(consumer.events.END_BATCH_PROCESS, (event) => {
+        const p = event.payload.partition
+        positions.set(p, Math.max(positions.get(p) ?? 0, Number(event.payload.lastOffset) + 1))
+        if (done()) resolve()
+      })
+      await consumer.run({
+        eachBatch: async ({ batch }) => {
+          for (const m of batch.messages) {
+            const end = targets.get(batch.partition) ?? 0
+            if (Number(m.offset) < end) {
+              records.push({
+                partition: batch.partition,
+                offset: Number(m.offset),
+                key: m.key?.toString("utf8") ?? null,
+                value: m.value?.toString("utf8") ?? null
+              })
+            }
+          }
+        }
+      })
+      await Promise.race([finished, new Promise((r) => setTimeout(r, 60_000))])
+      await consumer.disconnect()
+      if (!done()) throw new Error(`readCommitted(${topic}) timed out at ${JSON.stringify([...positions])}`)
+      return records
+    })
+  })
+
+/** Polls `check` until it returns true. */
+export const eventually = <E, R>(
+  check: Effect.Effect<boolean, E, R>,
+  options: { readonly timeout?: number; readonly what?: string } = {}
+): Effect.Effect<void, E | Error, R> =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + (options.timeout ?? 60_000)
+    while (!(yield* check)) {
+      if (Date.now() > deadline) return yield* Effect.fail(new Error(`timed out waiting for ${options.what ?? "condition"}`))
+      yield* Effect.sleep("200 millis")
+    }
+  })
+
+/** Waits until the group committed every input record (offsets == end offsets). */
+export const caughtUp = (groupId: string, topic: string, timeout = 60_000) =>
+  eventually(
+    Effect.gen(function*() {
+      const ends = yield* offsets(topic)
+      const committed = yield* groupOffsets(groupId, topic)
+      return ends.every((e) => (committed.get(e.partition) ?? -1) >= e.lastStable)
+    }),
+    { timeout, what: `group ${groupId} to commit up to the end of ${topic}` }
+  )
+
+export interface RunningInstance<E> {
+  readonly stats: Runner.Stats
+  readonly fiber: Fiber.RuntimeFiber<never, E>
+  readonly stop: Effect.Effect<void>
+  readonly exit: Effect.Effect<Option.Option<Exit.Exit<never, E>>>
+}
+
+/** Starts a runner instance in this process. */
+export const startInstance = <Inputs extends ReadonlyArray<Topic.Any>, S, E>(
+  transformer: Transformer.Transformer<Inputs, S, E, never>,
+  options: Omit<SkeinConfig.Options, "brokers">
+): Effect.Effect<RunningInstance<E | SkeinError.RunnerError>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const stats = Runner.makeStats()
+    const fiber = yield* Effect.forkDaemon(
+      Runner.runWithStats(transformer, stats).pipe(
+        Effect.provide(Layer.succeed(SkeinConfig.SkeinConfig, SkeinConfig.make({ brokers: brokers(), ...options })))
+      )
+    )
+    yield* Effect.addFinalizer(() => Fiber.interrupt(fiber))
+    return { stats, fiber, stop: Effect.asVoid(Fiber.interrupt(fiber)), exit: Fiber.poll(fiber) }
+  })
+
+export const sleep = (ms: number) => Effect.sleep(`${ms} millis`)
