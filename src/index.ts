@@ -5,6 +5,8 @@
  */
 
 /** @since 0.1.0 */
+export * as Extractor from "./Extractor.ts"
+/** @since 0.1.0 */
 export * as Runner from "./Runner.ts"
 /** @since 0.1.0 */
 export * as SkeinConfig from "./SkeinConfig.ts"

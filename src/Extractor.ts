@@ -1,0 +1,259 @@
+/**
+ * Extractors: exactly-once ingestion from external sources.
+ *
+ * An extractor reads a source (an HTTP API, a database, a file store) page by
+ * page. Its work is split into ownership tokens (a tenant, a table range, an
+ * API account): each token has a cursor, typed by a Schema, and is owned by
+ * exactly one running instance at a time. For every page the instance commits
+ * one Kafka transaction holding the page's records and the token's next
+ * cursor, so downstream `read_committed` consumers see every page exactly
+ * once, even when an instance crashes between reading a page and committing
+ * it: the next owner reads the page again from the last committed cursor, and
+ * the crashed attempt was never visible.
+ *
+ * Cursors live in a compacted topic `${applicationId}-${name}-cursors` with one
+ * partition per token (token `i` is partition `i`). Ownership is Kafka's group
+ * protocol over that topic: being assigned partition `i` is owning token `i`.
+ * Starting to own a token fences its static transactional id
+ * (`${applicationId}-extract-${name}-${token}`), which aborts the transaction
+ * of any previous owner, then reads the token's committed cursor.
+ *
+ * @example
+ * ```ts
+ * const Orders = Topic.make({ name: "orders", key: Schema.String, value: Topic.json(Order) })
+ *
+ * const OrdersExtractor = Extractor.make({
+ *   name: "orders",
+ *   tokens: ["tenant-a", "tenant-b"],
+ *   cursor: Schema.Struct({ after: Schema.Number }),
+ *   initial: { after: 0 },
+ *   poll: Schedule.spaced("5 seconds"),
+ *   rateLimit: { pages: 10, per: "1 second" },
+ *   read: (tenant, cursor) =>
+ *     fetchOrders(tenant, cursor.after).pipe(Effect.map((response) => {
+ *       const emit = response.orders.map((order) => Topic.record(Orders, order.id, order))
+ *       const next = { after: response.orders.at(-1)?.id ?? cursor.after }
+ *       return response.hasMore ? Extractor.page({ emit, next }) : Extractor.drained({ emit, next })
+ *     }))
+ * })
+ *
+ * Extractor.run(OrdersExtractor).pipe(Effect.provide(SkeinConfig.layer({ applicationId: "shop", brokers })))
+ * ```
+ *
+ * @since 0.1.0
+ */
+import { Duration, Effect, Option, Schedule } from "effect"
+import type { Schema } from "effect"
+import { SkeinConfig } from "./SkeinConfig.ts"
+import type { EncodeError, KafkaError } from "./SkeinError.ts"
+import type { BadCursor, InvalidTokens, ReadTimeout } from "./internal/extractor/errors.ts"
+import * as Cursors from "./internal/extractor/cursors.ts"
+import * as internal from "./internal/extractor/runner.ts"
+import * as Topic from "./Topic.ts"
+
+export {
+  /**
+   * @since 0.1.0
+   * @category errors
+   */
+  BadCursor,
+  /**
+   * @since 0.1.0
+   * @category errors
+   */
+  InvalidTokens,
+  /**
+   * @since 0.1.0
+   * @category errors
+   */
+  ReadTimeout
+} from "./internal/extractor/errors.ts"
+
+/**
+ * What one read of the source returns: the records to emit and the cursor
+ * the next read starts from, committed together in one transaction.
+ *
+ * - `Page`: more may follow at once; the next read starts immediately
+ *   (subject to the rate limit).
+ * - `Drained`: the source has nothing more for now; the next read waits for
+ *   the extractor's `poll` schedule, or never comes once that schedule ends.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Page<C> {
+  readonly _tag: "Page" | "Drained"
+  readonly emit: ReadonlyArray<Topic.OutputRecord>
+  readonly next: C
+}
+
+/**
+ * A page after which more may follow at once.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const page = <C>(options: { readonly emit?: ReadonlyArray<Topic.OutputRecord>; readonly next: C }): Page<C> => ({
+  _tag: "Page",
+  emit: options.emit ?? [],
+  next: options.next
+})
+
+/**
+ * The last page for now: the source is caught up. The next read, from
+ * `next`, happens when the extractor's `poll` schedule says so. A drained
+ * read that emits nothing and leaves the cursor unchanged commits nothing.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const drained = <C>(options: { readonly emit?: ReadonlyArray<Topic.OutputRecord>; readonly next: C }): Page<C> => ({
+  _tag: "Drained",
+  emit: options.emit ?? [],
+  next: options.next
+})
+
+/**
+ * At most `pages` reads per `per`, for each token separately.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RateLimit {
+  readonly pages: number
+  readonly per: Duration.DurationInput
+}
+
+/**
+ * A declared extractor. Build one with `make`, run it with `run`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Extractor<in out Token extends string, in out C, in out E, out R> {
+  readonly name: string
+  readonly tokens: ReadonlyArray<Token>
+  /** The cursor codec: the Schema's encoded form, as JSON text. */
+  readonly cursor: Topic.Codec<C>
+  /** The cursor of a token that has never committed one. */
+  readonly initial: C
+  readonly read: (token: Token, cursor: C) => Effect.Effect<Page<C>, E, R>
+  /** When to read again after a drained page; the token stops reading when it ends. */
+  readonly poll: Schedule.Schedule<unknown, unknown>
+  readonly rateLimit: Option.Option<{ readonly pages: number; readonly per: Duration.Duration }>
+  /** How long a read may take before it fails with `ReadTimeout`. */
+  readonly timeout: Option.Option<Duration.Duration>
+  /** Retries of a failed read; without it a failed read ends the run. */
+  readonly retry: Option.Option<Schedule.Schedule<unknown, E | ReadTimeout>>
+}
+
+/**
+ * The default `poll` schedule: read a drained token again every 5 seconds.
+ *
+ * @since 0.1.0
+ * @category defaults
+ */
+export const defaultPoll: Schedule.Schedule<number> = Schedule.spaced(Duration.seconds(5))
+
+/**
+ * Declares an extractor.
+ *
+ * `read` gets a token and its cursor and reads one page from there: it
+ * returns `Extractor.page({ emit, next })` when more may follow at once, or
+ * `Extractor.drained({ emit, next })` when the source is caught up.
+ *
+ * A failed read ends the run (the transaction of that page was never
+ * opened; a restarted instance reads it again from the committed cursor).
+ * Remedy what can be remedied inside `read` itself (refresh a token, skip a
+ * tenant without the endpoint); retry transient failures only by passing a
+ * `retry` schedule, e.g. `Schedule.exponential("200 millis").pipe(Schedule.intersect(Schedule.recurs(3)))`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = <const Token extends string, C, CI, E = never, R = never>(options: {
+  readonly name: string
+  /** The ownership tokens. Append new tokens at the end; never reorder or remove them. */
+  readonly tokens: ReadonlyArray<Token>
+  readonly cursor: Schema.Schema<C, CI>
+  readonly initial: C
+  readonly read: (token: Token, cursor: C) => Effect.Effect<Page<C>, E, R>
+  /** Default `defaultPoll` (every 5 seconds). */
+  readonly poll?: Schedule.Schedule<unknown, unknown>
+  readonly rateLimit?: RateLimit
+  readonly timeout?: Duration.DurationInput
+  readonly retry?: Schedule.Schedule<unknown, NoInfer<E> | ReadTimeout>
+}): Extractor<Token, C, E, R> => ({
+  name: options.name,
+  tokens: options.tokens,
+  cursor: Topic.json(options.cursor),
+  initial: options.initial,
+  read: options.read,
+  poll: options.poll ?? defaultPoll,
+  rateLimit: Option.map(
+    Option.fromNullable(options.rateLimit),
+    (limit) => ({ pages: limit.pages, per: Duration.decode(limit.per) })
+  ),
+  timeout: Option.map(Option.fromNullable(options.timeout), Duration.decode),
+  retry: Option.fromNullable(options.retry)
+})
+
+/**
+ * Every fatal error a run can end with, besides the read's own errors.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type ExtractorError = KafkaError | EncodeError | BadCursor | InvalidTokens | ReadTimeout
+
+/**
+ * The compacted topic holding an extractor's cursors, one partition per token.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const cursorTopic = (applicationId: string, extractor: { readonly name: string }): string =>
+  Cursors.topicName(applicationId, extractor.name)
+
+/**
+ * Counters of a running extractor: pages read and committed, records
+ * emitted, token starts, stops and migrations, and the tokens owned now.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Stats = internal.ExtractorStats
+
+/**
+ * Fresh counters to pass to `runWithStats`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeStats: () => Stats = internal.makeStats
+
+/**
+ * Runs an extractor until interrupted or until a fatal error. This instance
+ * joins the extractor's group and extracts the tokens the group assigns to
+ * it; start more instances to spread the tokens. Interrupting it lets the
+ * pages being committed finish, abandons the reads in flight and leaves the
+ * group.
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const run = <Token extends string, C, E, R>(
+  extractor: Extractor<Token, C, E, R>
+): Effect.Effect<never, ExtractorError | E, R | SkeinConfig> => runWithStats(extractor, internal.makeStats())
+
+/**
+ * Like `run`, updating `stats` as it goes.
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const runWithStats = <Token extends string, C, E, R>(
+  extractor: Extractor<Token, C, E, R>,
+  stats: Stats
+): Effect.Effect<never, ExtractorError | E, R | SkeinConfig> =>
+  Effect.flatMap(SkeinConfig, (config) => Effect.scoped(internal.run(extractor, config, stats)))
