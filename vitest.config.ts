@@ -7,6 +7,5 @@ export default defineConfig({
     pool: "forks",
     testTimeout: 120_000,
     hookTimeout: 300_000,
-    typecheck: { enabled: true, include: ["test/**/*.test-d.ts"], tsconfig: "tsconfig.json" }
   }
 })

@@ -1,0 +1,50 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Schema } from "effect"
+import { Runner, SkeinConfig, SkeinError, Topic, Transformer } from "../../src/index.ts"
+import { brokers, createTopics, unique } from "../helpers/kafka.ts"
+
+const config = (applicationId: string) =>
+  Layer.succeed(SkeinConfig.SkeinConfig, SkeinConfig.make({ applicationId, brokers: brokers() }))
+
+const counter = (inputs: ReadonlyArray<string>) =>
+  Transformer.make({
+    name: "count",
+    inputs: inputs.map((name) => Topic.make({ name, key: Schema.String, value: Schema.String })),
+    state: Schema.Number,
+    transform: () => Effect.succeed({})
+  })
+
+describe("startup validation", () => {
+  it.live("input topics with unequal partition counts fail with PartitionCountMismatch", () =>
+    Effect.gen(function*() {
+      const a = unique("val-a")
+      const b = unique("val-b")
+      yield* createTopics([{ name: a, partitions: 2 }, { name: b, partitions: 3 }])
+      const error = yield* Effect.flip(Runner.run(counter([a, b])).pipe(Effect.provide(config(unique("val-app")))))
+      assert.ok(error instanceof SkeinError.PartitionCountMismatch)
+      assert.include(error.message, `${a}=2`)
+      assert.include(error.message, `${b}=3`)
+    }))
+
+  it.live("an existing changelog with another partition count fails with ChangelogPartitionMismatch", () =>
+    Effect.gen(function*() {
+      const input = unique("val-in")
+      const applicationId = unique("val-app")
+      const transformer = counter([input])
+      const changelog = Transformer.changelogTopic(applicationId, transformer)
+      yield* createTopics([{ name: input, partitions: 2 }, { name: changelog, partitions: 4 }])
+      const error = yield* Effect.flip(Runner.run(transformer).pipe(Effect.provide(config(applicationId))))
+      assert.ok(error instanceof SkeinError.ChangelogPartitionMismatch)
+      assert.include(error.message, changelog)
+      assert.include(error.message, "4 partitions")
+      assert.include(error.message, "have 2")
+    }))
+
+  it.live("a missing input topic fails with TopicNotFound naming it", () =>
+    Effect.gen(function*() {
+      const missing = unique("val-missing")
+      const error = yield* Effect.flip(Runner.run(counter([missing])).pipe(Effect.provide(config(unique("val-app")))))
+      assert.ok(error instanceof SkeinError.TopicNotFound)
+      assert.include(error.message, missing)
+    }))
+})
