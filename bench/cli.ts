@@ -7,7 +7,7 @@
  *                    [--out bench/results/NAME.md]
  */
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
-import { cpus, homedir, totalmem } from "node:os"
+import { cpus, homedir, loadavg, totalmem } from "node:os"
 import { basename, dirname, join, relative } from "node:path"
 import { parseArgs } from "node:util"
 import type { Admin, Kafka } from "kafkajs"
@@ -64,6 +64,10 @@ const int = (name: keyof typeof opt): number => {
   if (!Number.isFinite(v) || v < 0) throw new Error(`--${name} must be a non-negative number`)
   return Math.floor(v)
 }
+
+/** 1-min load average above which a run is flagged as disturbed (the harness itself and the
+ *  broker account for ~2 on this 2-core machine). */
+const LOAD_WARN = cpus().length + 1.5
 
 const log = (m: string): void => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}`)
 
@@ -231,6 +235,7 @@ const runProcess = async (c: ProcessContender, run: number, prefix: string, x: P
   const inputEnds = await topicEnds(x.admin, input)
 
   // 1. Throughput.
+  const load0 = loadavg()[0] ?? 0
   const app = new AppProcess(c.command(spec), logFile)
   const timeline = new WatermarkTimeline(x.admin, output, 50)
   const deadline = Date.now() + x.timeoutMs
@@ -255,6 +260,10 @@ const runProcess = async (c: ProcessContender, run: number, prefix: string, x: P
   } else if (end !== undefined && end > start) {
     out.throughput = x.w.records / ((end - start) / 1000)
   }
+  const load1 = loadavg()[0] ?? 0
+  if (Math.max(load0, load1) > LOAD_WARN) {
+    notes.push(`machine busy during the throughput run: 1-min load average ${load0.toFixed(1)} → ${load1.toFixed(1)} on ${cpus().length} cores`)
+  }
   await app.kill()
   const v = await verifyOutput(x.kafka, output, x.expected, 15_000)
   out.verified = v.exact
@@ -272,8 +281,12 @@ const runProcess = async (c: ProcessContender, run: number, prefix: string, x: P
     rmSync(stateDir, { recursive: true, force: true })
     mkdirSync(stateDir, { recursive: true })
     const again = new AppProcess(c.command(spec), logFile)
-    const ended = await again.waitFor((e) => e.event === "restore-end" && (e.records ?? 0) > 0, 600_000)
-    const started = again.events.filter((e) => e.event === "restore-start" && e.ts <= (ended?.ts ?? 0)).pop()
+    // restore-end may come once per batch of partitions with a cumulative count: after the first
+    // one that restored anything, give the rest 3 s to report, then take the last.
+    const firstEnd = await again.waitFor((e) => e.event === "restore-end" && (e.records ?? 0) > 0, 600_000)
+    if (firstEnd !== undefined) await sleep(3000)
+    const ended = firstEnd === undefined ? undefined : again.events.filter((e) => e.event === "restore-end").pop()
+    const started = again.events.find((e) => e.event === "restore-start")
     if (ended !== undefined && started !== undefined && ended.ts > started.ts) {
       out.restoreRate = (ended.records ?? 0) / ((ended.ts - started.ts) / 1000)
       out.restoreRecords = ended.records ?? 0

@@ -4,7 +4,7 @@
  */
 import { execFile } from "node:child_process"
 import { createHash } from "node:crypto"
-import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import type { Availability } from "../contenders/types.ts"
 
@@ -27,7 +27,11 @@ export const exec = (
 
 const hashOf = (parts: ReadonlyArray<string>): string => {
   const h = createHash("sha256")
-  for (const p of parts) h.update(existsSync(p) ? readFileSync(p) : p)
+  for (const p of parts) {
+    if (!existsSync(p)) h.update(p)
+    else if (statSync(p).isDirectory()) h.update(readdirSync(p).sort().join("\n"))
+    else h.update(readFileSync(p))
+  }
   return h.digest("hex").slice(0, 16)
 }
 

@@ -35,7 +35,7 @@ _orig_recover_msg = quix_recovery.RecoveryPartition.recover_from_changelog_messa
 
 
 def _do_recovery(self: quix_recovery.RecoveryManager) -> None:
-    _restored["records"] = 0
+    # records is cumulative over the process' life, like the Kafka Streams peer's.
     emit("restore-start")
     _orig_do_recovery(self)
     emit("restore-end", records=_restored["records"])
