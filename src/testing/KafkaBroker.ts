@@ -20,9 +20,9 @@ import { Context, Duration, Effect, Layer, Option } from "effect"
 import type { Scope } from "effect"
 import { KafkaBrokerError } from "./KafkaBrokerError.ts"
 import * as LocalKafka from "./LocalKafka.ts"
-import * as Distribution from "./internal/distribution.ts"
 import * as Docker from "./internal/docker.ts"
-import { dockerAvailable, findJava, findMaven, type HostEnvironment, readHostEnvironment } from "./internal/environment.ts"
+import { dockerAvailable, type HostEnvironment, readHostEnvironment } from "./internal/environment.ts"
+import { installHint, live, localProblems } from "./internal/preflight.ts"
 
 /**
  * How the broker was provided: an existing cluster, a container, or a
@@ -74,23 +74,13 @@ export interface Options {
 
 const external = (brokers: ReadonlyArray<string>): Service => ({ brokers, kind: "external" })
 
-/** What keeps a local broker from running here, if anything. */
-const localProblems = (env: HostEnvironment, version: LocalKafka.KafkaVersion): ReadonlyArray<string> => [
-  ...(Option.isNone(findJava(env)) ? ["a Java 17+ runtime (java is not on PATH nor in JAVA_HOME)"] : []),
-  ...(Option.isNone(findMaven(env)) && !Distribution.isCached(env.cacheDir, version)
-    ? [`Maven (mvn is not on PATH; it fetches the Kafka ${version} jars once into ${env.cacheDir})`]
-    : [])
-]
-
 const unavailable = (env: HostEnvironment, problems: ReadonlyArray<string>) =>
   new KafkaBrokerError({
     reason: "Unavailable",
     detail: (env.provider === "auto"
       ? "no Kafka broker for tests: KAFKA_BROKERS is not set, no Docker daemon answers, and "
       : "no local Kafka broker (SKEIN_KAFKA_PROVIDER=local): ") +
-      `a local broker needs ${problems.join(" and ")}. ` +
-      "Set KAFKA_BROKERS=host:port to use a running cluster, start Docker, " +
-      "or install Java 17+ and Maven (e.g. apt-get install openjdk-17-jre-headless maven)."
+      `a local broker needs ${problems.join(" and ")}. ${installHint}`
   })
 
 const local = (version: LocalKafka.KafkaVersion, options: Options) =>
@@ -151,7 +141,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, KafkaBrokerE
     })
     yield* Effect.logDebug(`Kafka broker (${service.kind}): ${service.brokers.join(",")}`)
     return service
-  })
+  }).pipe(live)
 
 /**
  * The broker as a layer: acquired when the layer is built, stopped when its

@@ -17,9 +17,10 @@ import { Duration, Effect, Option, Ref, Schedule, Schema } from "effect"
 import type { Scope } from "effect"
 import { KafkaBrokerError } from "./KafkaBrokerError.ts"
 import * as Distribution from "./internal/distribution.ts"
-import { findJava, findMaven, type HostEnvironment, readHostEnvironment } from "./internal/environment.ts"
+import { findJava, readHostEnvironment } from "./internal/environment.ts"
 import * as NodeConfig from "./internal/nodeConfig.ts"
 import { freePorts } from "./internal/ports.ts"
+import { installHint, live, localProblems } from "./internal/preflight.ts"
 import * as Proc from "./internal/process.ts"
 
 /**
@@ -480,46 +481,31 @@ const makeCluster = (params: {
       jars: params.jars,
       pid,
       describe,
-      stop,
-      stopNode: (index) =>
-        lock.withPermits(1)(Effect.flatMap(slot(index), ({ ref }) => endNode(ref, "SIGTERM"))),
-      killNode: (index) =>
-        lock.withPermits(1)(Effect.flatMap(slot(index), ({ ref }) => endNode(ref, "SIGKILL"))),
-      restartNode
+      stop: live(stop),
+      stopNode: (index) => live(lock.withPermits(1)(Effect.flatMap(slot(index), ({ ref }) => endNode(ref, "SIGTERM")))),
+      killNode: (index) => live(lock.withPermits(1)(Effect.flatMap(slot(index), ({ ref }) => endNode(ref, "SIGKILL")))),
+      restartNode: (index) => live(restartNode(index))
     } satisfies LocalKafkaCluster
   })
 
-const requireJava = (env: HostEnvironment): Effect.Effect<string, KafkaBrokerError> =>
-  Option.match(findJava(env), {
-    onSome: Effect.succeed,
-    onNone: () =>
-      Effect.fail(
-        new KafkaBrokerError({
-          reason: "Unavailable",
-          detail: "java is not on PATH (nor in JAVA_HOME): the local Kafka broker needs a Java 17+ runtime. " +
-            "Install one (e.g. apt-get install openjdk-17-jre-headless) or set KAFKA_BROKERS=host:port."
-        })
-      )
+const unavailable = (problems: ReadonlyArray<string>) =>
+  new KafkaBrokerError({
+    reason: "Unavailable",
+    detail: `cannot run a local Kafka broker: it needs ${problems.join(" and ")}. ${installHint}`
   })
 
 /**
- * Whether this host can run a local broker: java is found, and the jars are
- * cached or Maven is found to fetch them. Fails with the reason otherwise.
+ * Checks that this host can run a local broker of `version`: java is found,
+ * and the jars are cached or Maven is found to fetch them. Fails with
+ * `reason: "Unavailable"` saying what to install otherwise.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const preflight = (version: KafkaVersion = defaultVersion): Effect.Effect<void, KafkaBrokerError> =>
-  Effect.gen(function*() {
-    const env = yield* readHostEnvironment
-    yield* requireJava(env)
-    if (!Distribution.isCached(env.cacheDir, version) && Option.isNone(findMaven(env))) {
-      return yield* new KafkaBrokerError({
-        reason: "Unavailable",
-        detail: `Kafka ${version} jars are not cached in ${env.cacheDir} and Maven (mvn) is not on PATH to fetch them. ` +
-          "Install Maven (e.g. apt-get install maven) or set KAFKA_BROKERS=host:port."
-      })
-    }
+  Effect.flatMap(readHostEnvironment, (env) => {
+    const problems = localProblems(env, version)
+    return problems.length === 0 ? Effect.void : Effect.fail(unavailable(problems))
   })
 
 /**
@@ -538,11 +524,13 @@ export const launch = (options: StartOptions = {}): Effect.Effect<LocalKafkaClus
     }
     const version = options.version ?? defaultVersion
     const env = yield* readHostEnvironment
-    const java = yield* requireJava(env)
+    const problems = localProblems(env, version)
+    const java = findJava(env)
+    if (problems.length > 0 || Option.isNone(java)) return yield* unavailable(problems)
     const distribution = yield* Distribution.ensure(env, version)
     const backend = Distribution.loggingBackend(version)
     const runtime: Runtime = {
-      java,
+      java: java.value,
       libDir: distribution.libDir,
       backend,
       heap: options.heap ?? "512m",
@@ -580,7 +568,7 @@ export const launch = (options: StartOptions = {}): Effect.Effect<LocalKafkaClus
       nodes,
       processes: processes.map(Option.some)
     })
-  })
+  }).pipe(live)
 
 /**
  * Starts a local cluster for the life of the current scope: closing the

@@ -1,0 +1,96 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import kafkajs from "kafkajs"
+import type { Kafka } from "kafkajs"
+import * as ChildProcess from "node:child_process"
+import { randomUUID } from "node:crypto"
+import * as LocalKafka from "../src/testing/LocalKafka.ts"
+
+const client = (brokers: ReadonlyArray<string>): Kafka =>
+  new kafkajs.Kafka({
+    clientId: "skein-broker-cluster-test",
+    brokers: [...brokers],
+    logLevel: kafkajs.logLevel.NOTHING,
+    retry: { retries: 30, initialRetryTime: 200, maxRetryTime: 1_000 }
+  })
+
+const produce = (kafka: Kafka, topic: string, values: ReadonlyArray<string>) =>
+  Effect.acquireUseRelease(
+    Effect.tryPromise(async () => {
+      const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
+      await producer.connect()
+      return producer
+    }),
+    (producer) =>
+      Effect.tryPromise(() =>
+        producer.send({ topic, acks: -1, messages: values.map((value) => ({ key: value, value })) })
+      ),
+    (producer) => Effect.promise(() => producer.disconnect())
+  )
+
+const consumeAll = (kafka: Kafka, topic: string, count: number) =>
+  Effect.acquireUseRelease(
+    Effect.tryPromise(async () => {
+      const consumer = kafka.consumer({ groupId: `g-${randomUUID()}` })
+      await consumer.connect()
+      await consumer.subscribe({ topic, fromBeginning: true })
+      return consumer
+    }),
+    (consumer) =>
+      Effect.async<ReadonlyArray<string>>((resume) => {
+        const seen: Array<string> = []
+        void consumer.run({
+          eachMessage: async ({ message }) => {
+            seen.push(message.value?.toString() ?? "")
+            if (seen.length === count) resume(Effect.succeed(seen))
+          }
+        })
+      }),
+    (consumer) => Effect.promise(() => consumer.disconnect())
+  )
+
+const alive = (pid: number) =>
+  ChildProcess.execFileSync("ps", ["-eo", "pid="], { encoding: "utf8" })
+    .split("\n")
+    .some((line) => Number(line.trim()) === pid)
+
+describe("LocalKafka cluster", () => {
+  it.scoped("3 nodes: acks=all survives a killed node, which restarts and rejoins", () =>
+    Effect.gen(function*() {
+      const cluster = yield* LocalKafka.start({ nodes: 3 })
+      assert.strictEqual(cluster.brokers.length, 3)
+      const kafka = client(cluster.brokers)
+      const admin = kafka.admin()
+      yield* Effect.acquireRelease(
+        Effect.promise(() => admin.connect()),
+        () => Effect.promise(() => admin.disconnect())
+      )
+      const topic = `cluster-${randomUUID().slice(0, 8)}`
+      yield* Effect.tryPromise(() =>
+        admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 3, replicationFactor: 3 }] })
+      )
+      const before = Array.from({ length: 30 }, (_, i) => `before-${i}`)
+      yield* produce(kafka, topic, before)
+
+      const victim = 2
+      const victimPid = Option.getOrThrow(yield* cluster.pid(victim))
+      yield* cluster.killNode(victim)
+      assert.isFalse(alive(victimPid), "the killed node's process is gone")
+      assert.isTrue(Option.isNone(yield* cluster.pid(victim)))
+
+      // Two of three replicas are left: min.insync.replicas=2 still accepts acks=all.
+      const after = Array.from({ length: 30 }, (_, i) => `after-${i}`)
+      yield* produce(kafka, topic, after)
+      const consumed = yield* consumeAll(kafka, topic, 60)
+      assert.sameMembers([...consumed], [...before, ...after])
+
+      yield* cluster.restartNode(victim)
+      assert.isTrue(Option.isSome(yield* cluster.pid(victim)))
+      const described = yield* Effect.tryPromise(() => admin.describeCluster())
+      assert.sameMembers(described.brokers.map((b) => b.nodeId), [1, 2, 3])
+
+      const pids = (yield* Effect.forEach(cluster.nodes, (node) => cluster.pid(node.index))).map(Option.getOrThrow)
+      yield* cluster.stop
+      for (const pid of pids) assert.isFalse(alive(pid), `node pid ${pid} has exited`)
+    }), 240_000)
+})
