@@ -1,0 +1,466 @@
+/**
+ * The chaos harness: exactly-once under SIGKILLs, bounces and broker kills.
+ *
+ *   npm run chaos -- [--app echo|aggregate|pipeline|all] [--instances N] [--kills N] [--bounces N]
+ *                    [--broker-kills N] [--records N] [--runtimes node,bun,deno]
+ *                    [--rate R] [--max-poll-records N] [--partitions N] [--keys N] [--seed S]
+ *                    [--catch-up-timeout SECONDS]
+ *
+ * It starts what it needs: a local single-node broker (a 3-node cluster when
+ * --broker-kills > 0) unless KAFKA_BROKERS is set; the input and output
+ * topics; N instances of every app (runtimes mixed round-robin, rotated at
+ * every restart); the driver; the faults, spread over the driving time. Then
+ * it waits until every app has caught up, stops them (SIGTERM), waits until
+ * the groups are empty and no transaction is open, reads every topic raw and
+ * checks the outputs against the input. It ends with one line per app:
+ *
+ *   EOS <app>: records=<n> duplicates=<n> lost=<n> state_mismatches=<n> kills=<n> bounces=<n> broker_kills=<n> -> PASS|FAIL
+ *
+ * and exits 1 if any app fails.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Cause, Duration, Effect, Exit, Fiber, Option, Ref } from "effect"
+import kafkajs from "kafkajs"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { LocalKafka } from "../../src/testing/index.ts"
+import * as Driver from "./driver.ts"
+import * as Faults from "./faults.ts"
+import type { AppSpec, Fleet, RuntimeName } from "./instances.ts"
+import { makeFleet, runtimeNames, statusOf } from "./instances.ts"
+import * as Verifier from "./verifier.ts"
+import * as Wire from "./wire.ts"
+
+export type AppName = "echo" | "aggregate" | "pipeline"
+
+export interface ChaosOptions {
+  readonly apps: ReadonlyArray<AppName>
+  readonly instances: number
+  readonly kills: number
+  readonly bounces: number
+  readonly brokerKills: number
+  readonly records: number
+  readonly runtimes: ReadonlyArray<RuntimeName>
+  /** Records per second written by the driver. */
+  readonly rate: number
+  readonly maxPollRecords: number
+  readonly partitions: number
+  readonly keys: number
+  readonly seed: number
+  readonly catchUpTimeout: Duration.Duration
+  /** Existing brokers (KAFKA_BROKERS): nothing is started. */
+  readonly brokers: Option.Option<ReadonlyArray<string>>
+}
+
+/** The verdict on one app. */
+export interface AppResult {
+  readonly app: AppName
+  readonly records: number
+  readonly duplicates: number
+  readonly lost: number
+  readonly stateMismatches: number
+  readonly kills: number
+  readonly bounces: number
+  readonly brokerKills: number
+  readonly pass: boolean
+}
+
+export const summaryLine = (r: AppResult): string =>
+  `EOS ${r.app}: records=${r.records} duplicates=${r.duplicates} lost=${r.lost} ` +
+  `state_mismatches=${r.stateMismatches} kills=${r.kills} bounces=${r.bounces} broker_kills=${r.brokerKills} -> ` +
+  (r.pass ? "PASS" : "FAIL")
+
+// ---------------------------------------------------------------------------
+// arguments
+
+const usage =
+  "usage: npm run chaos -- [--app echo|aggregate|pipeline|all] [--instances N] [--kills N] [--bounces N] " +
+  "[--broker-kills N] [--records N] [--runtimes node,bun,deno] [--rate R] [--max-poll-records N] " +
+  "[--partitions N] [--keys N] [--seed S] [--catch-up-timeout SECONDS]"
+
+export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): ChaosOptions => {
+  const values = new Map<string, string>()
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? ""
+    if (!arg.startsWith("--")) throw new Error(`unexpected argument ${arg}\n${usage}`)
+    const [name = "", inline] = arg.slice(2).split("=", 2)
+    const value = inline ?? argv[++i]
+    if (value === undefined) throw new Error(`--${name} needs a value\n${usage}`)
+    values.set(name, value)
+  }
+  const known = [
+    "app",
+    "instances",
+    "kills",
+    "bounces",
+    "broker-kills",
+    "records",
+    "runtimes",
+    "rate",
+    "max-poll-records",
+    "partitions",
+    "keys",
+    "seed",
+    "catch-up-timeout"
+  ]
+  for (const name of values.keys()) if (!known.includes(name)) throw new Error(`unknown option --${name}\n${usage}`)
+  const int = (name: string, fallback: number, min = 0) => {
+    const raw = values.get(name)
+    if (raw === undefined) return fallback
+    const n = Number(raw)
+    if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got ${raw}`)
+    return n
+  }
+  const app = values.get("app") ?? "all"
+  const apps: ReadonlyArray<AppName> = app === "all"
+    ? ["echo", "aggregate", "pipeline"]
+    : app === "echo" || app === "aggregate" || app === "pipeline"
+    ? [app]
+    : (() => {
+      throw new Error(`--app must be echo, aggregate, pipeline or all, got ${app}`)
+    })()
+  const runtimes = (values.get("runtimes") ?? "node").split(",").map((r) => r.trim()).filter((r) => r !== "")
+  const badRuntime = runtimes.find((r) => !runtimeNames.some((n) => n === r))
+  if (badRuntime !== undefined || runtimes.length === 0) {
+    throw new Error(`--runtimes takes node,bun,deno; got ${values.get("runtimes")}`)
+  }
+  const records = int("records", 10_000, 1)
+  const brokers = (env["KAFKA_BROKERS"] ?? "").split(",").map((b) => b.trim()).filter((b) => b !== "")
+  return {
+    apps,
+    instances: int("instances", 3, 1),
+    kills: int("kills", 0),
+    bounces: int("bounces", 0),
+    brokerKills: int("broker-kills", 0),
+    records,
+    runtimes: runtimes as ReadonlyArray<RuntimeName>,
+    rate: int("rate", Math.max(50, Math.min(400, Math.ceil(records / 60))), 1),
+    maxPollRecords: int("max-poll-records", 50, 1),
+    partitions: int("partitions", 6, 1),
+    keys: int("keys", 20_000, 1),
+    seed: int("seed", Math.floor(Math.random() * 1_000_000)),
+    catchUpTimeout: Duration.seconds(int("catch-up-timeout", 600, 1)),
+    brokers: brokers.length > 0 ? Option.some(brokers) : Option.none()
+  }
+}
+
+// ---------------------------------------------------------------------------
+// the run
+
+const say = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
+
+const prng = (seed: number) => {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+interface Group {
+  readonly spec: AppSpec
+  readonly input: string
+  readonly output: string
+  readonly changelog: Option.Option<string>
+}
+
+const createTopics = (
+  brokers: ReadonlyArray<string>,
+  topics: ReadonlyArray<string>,
+  partitions: number,
+  replication: number
+) =>
+  Effect.promise(async () => {
+    const admin = new kafkajs.Kafka({ brokers: [...brokers], logLevel: kafkajs.logLevel.NOTHING }).admin()
+    await admin.connect()
+    try {
+      await admin.createTopics({
+        waitForLeaders: true,
+        topics: topics.map((topic) => ({
+          topic,
+          numPartitions: partitions,
+          replicationFactor: replication,
+          configEntries: [{ name: "min.insync.replicas", value: replication >= 3 ? "2" : "1" }]
+        }))
+      })
+    } finally {
+      await admin.disconnect()
+    }
+  })
+
+const elapsed = (since: number) => `${String(Math.round((Date.now() - since) / 1000)).padStart(5)}s`
+
+/** Runs one chaos run and returns the verdict per app. */
+export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<AppResult>, unknown> =>
+  Effect.scoped(Effect.gen(function*() {
+    const t0 = Date.now()
+    const root = Path.resolve(Path.dirname(new URL(import.meta.url).pathname), "..", "..")
+    const runId = `chaos-${Date.now().toString(36)}`
+    const runDir = Path.join(Os.tmpdir(), "skein-chaos", runId)
+    Fs.mkdirSync(runDir, { recursive: true })
+    const random = prng(options.seed)
+    yield* say(
+      `chaos ${runId}: apps=${options.apps.join(",")} instances=${options.instances} kills=${options.kills} ` +
+        `bounces=${options.bounces} broker_kills=${options.brokerKills} records=${options.records} ` +
+        `rate=${options.rate}/s runtimes=${options.runtimes.join(",")} max_poll_records=${options.maxPollRecords} ` +
+        `seed=${options.seed}\n  logs: ${runDir}`
+    )
+
+    // -- brokers
+    const cluster = yield* Option.match(options.brokers, {
+      onSome: () => Effect.succeed(Option.none<LocalKafka.LocalKafkaCluster>()),
+      onNone: () =>
+        Effect.map(
+          LocalKafka.start({ nodes: options.brokerKills > 0 ? 3 : 1, dataDir: Path.join(runDir, "kafka") }),
+          Option.some
+        )
+    })
+    if (options.brokerKills > 0 && Option.isNone(cluster)) {
+      return yield* Effect.fail(new Error("--broker-kills needs the harness's own cluster: unset KAFKA_BROKERS"))
+    }
+    const brokers = Option.match(cluster, {
+      onSome: (c) => c.brokers,
+      onNone: () => Option.getOrElse(options.brokers, () => [])
+    })
+    const replication = Math.min(3, brokers.length)
+    yield* say(`[${elapsed(t0)}] brokers ${brokers.join(",")} (replication ${replication})`)
+
+    // -- topics and apps
+    const input = `${runId}-input`
+    const groups: Array<Group> = []
+    const common = {
+      KAFKA_BROKERS: brokers.join(","),
+      SKEIN_MAX_POLL_RECORDS: String(options.maxPollRecords),
+      SKEIN_SESSION_TIMEOUT: "6 seconds",
+      SKEIN_HEARTBEAT_INTERVAL: "1 second",
+      SKEIN_TRANSACTION_TIMEOUT: "20 seconds",
+      SKEIN_CHANGELOG_REPLICATION_FACTOR: String(replication)
+    }
+    const group = (label: string, app: AppName, file: string, args: ReadonlyArray<string>, from: string, to: string, store: Option.Option<string>) => {
+      const applicationId = `${runId}-${label}`
+      groups.push({
+        spec: {
+          label,
+          app,
+          file,
+          args,
+          env: { ...common, SKEIN_APPLICATION_ID: applicationId, CHAOS_INPUT_TOPIC: from, CHAOS_OUTPUT_TOPIC: to }
+        },
+        input: from,
+        output: to,
+        changelog: Option.map(store, (name) => `${applicationId}-${name}-changelog`)
+      })
+    }
+    for (const app of options.apps) {
+      if (app === "echo") group("echo", "echo", "test/apps/echo.ts", [], input, `${runId}-echo-out`, Option.none())
+      if (app === "aggregate") {
+        group("aggregate", "aggregate", "test/apps/aggregate.ts", [], input, `${runId}-aggregate-out`, Option.some("aggregate"))
+      }
+      if (app === "pipeline") {
+        group("pipeline-1", "pipeline", "test/apps/pipeline.ts", ["--stage", "1"], input, `${runId}-pipeline-mid`, Option.some("aggregate"))
+        group("pipeline-2", "pipeline", "test/apps/pipeline.ts", ["--stage", "2"], `${runId}-pipeline-mid`, `${runId}-pipeline-out`, Option.some("audit"))
+      }
+    }
+    yield* createTopics(brokers, [input, ...groups.map((g) => g.output)], options.partitions, replication)
+
+    const wire = yield* Wire.make(brokers)
+    const admin = yield* Verifier.groupAdmin(brokers)
+    const fleet: Fleet = yield* makeFleet({
+      root,
+      logDir: Path.join(runDir, "logs"),
+      runtimes: options.runtimes,
+      envFor: (instance) => ({
+        SKEIN_STATE_DIR: Path.join(runDir, "state", instance.id),
+        SKEIN_CLIENT_ID: instance.id
+      })
+    })
+    const onExit = () => fleet.killAllNow()
+    process.on("exit", onExit)
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        fleet.killAllNow()
+        process.off("exit", onExit)
+      })
+    )
+    for (const g of groups) {
+      for (let i = 0; i < options.instances; i++) yield* fleet.add(g.spec, false)
+    }
+    yield* Effect.forEach(fleet.instances, fleet.start, { discard: true })
+    yield* say(`[${elapsed(t0)}] started ${fleet.instances.length} instances`)
+
+    // -- drive, inject faults, report progress
+    const progress = yield* Ref.make<Driver.DriverProgress>({ acked: 0, retries: 0 })
+    const driveSeconds = options.records / options.rate
+    const driver = yield* Effect.fork(Driver.drive({
+      brokers,
+      topic: input,
+      partitions: options.partitions,
+      records: options.records,
+      rate: options.rate,
+      keys: options.keys,
+      seed: options.seed
+    }, progress))
+    const faults = yield* Effect.fork(Faults.run({
+      fleet,
+      specs: groups.map((g) => g.spec),
+      cluster,
+      plan: {
+        kills: options.kills,
+        bounces: options.bounces,
+        brokerKills: options.brokerKills,
+        window: Duration.seconds(driveSeconds)
+      },
+      random,
+      say: (line) => say(`[${elapsed(t0)}] ${line}`)
+    }))
+
+    const lags = Effect.forEach(groups, (g) =>
+      Verifier.lag(admin, wire, g.spec.env["SKEIN_APPLICATION_ID"] ?? "", g.input).pipe(
+        Effect.map((n) => [g.spec.label, n] as const),
+        Effect.orElseSucceed(() => [g.spec.label, -1] as const)
+      ))
+    const report = Effect.gen(function*() {
+      const p = yield* Ref.get(progress)
+      const l = yield* lags
+      const crashes = [...fleet.crashes().values()].reduce((a, b) => a + b, 0)
+      yield* say(
+        `[${elapsed(t0)}] driven ${p.acked}/${options.records}${p.retries > 0 ? ` (retries ${p.retries})` : ""} | lag ` +
+          l.map(([label, n]) => `${label}=${n < 0 ? "?" : n}`).join(" ") +
+          ` | crashes ${crashes} | ${fleet.instances.filter((i) => i.phase !== "exited" || !i.extra).map(statusOf).join(" ")}`
+      )
+      return l
+    })
+    const reporter = yield* Effect.fork(
+      Effect.forever(Effect.sleep(Duration.seconds(options.records > 20_000 ? 15 : 5)).pipe(Effect.zipRight(report)))
+    )
+    const driven = yield* Fiber.join(driver)
+    yield* say(`[${elapsed(t0)}] driver done: ${driven.acked} records acknowledged`)
+    const counts = yield* Fiber.join(faults)
+    yield* say(`[${elapsed(t0)}] faults done: ${counts.errors.length === 0 ? "no errors" : counts.errors.join("; ")}`)
+
+    // -- catch up: every group has consumed all of its input (stage 2 after stage 1)
+    const caughtUp = yield* Effect.gen(function*() {
+      const deadline = Date.now() + Duration.toMillis(options.catchUpTimeout)
+      let zeros = 0
+      while (Date.now() < deadline) {
+        for (const instance of fleet.instances) if (!instance.extra && instance.phase === "killed") yield* fleet.start(instance)
+        const l = yield* lags
+        zeros = l.every(([, n]) => n === 0) ? zeros + 1 : 0
+        if (zeros >= 2) return true
+        yield* Effect.sleep(Duration.seconds(1))
+      }
+      return false
+    })
+    yield* Fiber.interrupt(reporter)
+    yield* report
+    yield* say(`[${elapsed(t0)}] ${caughtUp ? "all apps caught up" : "TIMEOUT: apps did not catch up"}`)
+
+    // -- stop everything cleanly, then wait for empty groups and no open transaction
+    fleet.closeRestarts()
+    const unclean = yield* Effect.forEach(
+      fleet.instances,
+      (i) => Effect.map(fleet.stop(i, Duration.seconds(30)), (clean) => (clean ? [] : [i.id])),
+      { concurrency: "unbounded" }
+    ).pipe(Effect.map((lists) => lists.flat()))
+    if (unclean.length > 0) yield* say(`[${elapsed(t0)}] did not stop within 30 s of SIGTERM: ${unclean.join(", ")}`)
+    const topics = [...new Set(groups.flatMap((g) => [g.output, ...Option.toArray(g.changelog)]))]
+    const quiet = yield* Verifier.awaitQuiescence({
+      admin,
+      wire,
+      groups: groups.map((g) => g.spec.env["SKEIN_APPLICATION_ID"] ?? ""),
+      topics,
+      timeout: Duration.seconds(90)
+    })
+    yield* say(
+      `[${elapsed(t0)}] ${quiet.quiet ? "quiescent" : "NOT quiescent"} after ${quiet.waitedMs} ms` +
+        (quiet.blockers.length > 0 ? `: ${quiet.blockers.slice(0, 5).join("; ")}` : "")
+    )
+
+    // -- verify
+    const truth = Verifier.readInput(yield* wire.read(input))
+    yield* say(
+      `[${elapsed(t0)}] input: ${truth.records} records, ${truth.byKey.size} keys` +
+        (truth.repeated > 0 ? `, ${truth.repeated} written twice by driver retries` : "") +
+        (truth.problems.length > 0 ? `; PROBLEMS: ${truth.problems.slice(0, 3).join("; ")}` : "")
+    )
+    const distinctIds = truth.idCounts.size
+    const inputProblems = [
+      ...truth.problems,
+      ...(distinctIds < driven.acked ? [`input holds ${distinctIds} distinct ids but the driver had ${driven.acked} acknowledged`] : [])
+    ]
+    const results: Array<AppResult> = []
+    for (const app of options.apps) {
+      const mine = groups.filter((g) => g.spec.app === app)
+      const checks: Array<Verifier.Check> = []
+      for (const g of mine) {
+        const logs = yield* wire.read(g.output)
+        const label = g.spec.label
+        if (label === "echo") checks.push(Verifier.checkEcho(label, truth, logs))
+        else if (label === "pipeline-2") checks.push(Verifier.checkAudited(label, truth, logs))
+        else checks.push(Verifier.checkAggregate(label, truth, logs))
+        if (Option.isSome(g.changelog)) {
+          const changelog = yield* wire.read(g.changelog.value)
+          checks.push(
+            label === "pipeline-2"
+              ? Verifier.checkChangelog(`${label} changelog`, truth, changelog, Verifier.finalAudit, Verifier.AUDIT_STATE_FIELDS)
+              : Verifier.checkChangelog(`${label} changelog`, truth, changelog, Verifier.finalAggregate, Verifier.AGGREGATE_STATE_FIELDS)
+          )
+        }
+      }
+      // The app's verdict: its final output (pipeline: stage 2) for duplicates and losses, every check for state.
+      const final = checks.find((c) => c.name === (app === "pipeline" ? "pipeline-2" : app))
+      for (const c of checks) {
+        yield* say(`  ${c.name}: ${c.records} records, duplicates=${c.duplicates} lost=${c.lost} mismatches=${c.stateMismatches}`)
+        for (const d of c.details) yield* say(`    ${d}`)
+      }
+      const crashes = mine.reduce((n, g) => n + (fleet.crashes().get(g.spec.label) ?? 0), 0)
+      if (crashes > 0) yield* say(`    ${app}: ${crashes} unexpected exit(s) (restarted); see the logs`)
+      const duplicates = (final?.duplicates ?? 0) + checks.filter((c) => c !== final).reduce((n, c) => n + c.duplicates, 0)
+      const lost = (final?.lost ?? 0) + checks.filter((c) => c !== final).reduce((n, c) => n + c.lost, 0)
+      const stateMismatches = checks.reduce((n, c) => n + c.stateMismatches, 0)
+      const pass = duplicates === 0 && lost === 0 && stateMismatches === 0 && quiet.quiet && caughtUp &&
+        inputProblems.length === 0 && truth.records > 0
+      results.push({
+        app,
+        records: truth.records,
+        duplicates,
+        lost,
+        stateMismatches,
+        kills: counts.kills.get(app) ?? 0,
+        bounces: counts.bounces.get(app) ?? 0,
+        brokerKills: counts.brokerKills,
+        pass
+      })
+    }
+    for (const p of inputProblems) yield* say(`  input problem: ${p}`)
+    yield* say(
+      `[${elapsed(t0)}] ${counts.killsOfActive}/${[...counts.kills.values()].reduce((a, b) => a + b, 0)} kills hit an instance holding tasks`
+    )
+    for (const r of results) yield* say(summaryLine(r))
+    return results
+  }))
+
+const isMain = process.argv[1] !== undefined && Path.resolve(process.argv[1]) === new URL(import.meta.url).pathname
+
+if (isMain) {
+  const options = Effect.try({
+    try: () => parseArgs(process.argv.slice(2), process.env),
+    catch: (e) => (e instanceof Error ? e : new Error(String(e)))
+  })
+  const program = options.pipe(
+    Effect.flatMap(runChaos),
+    Effect.exit,
+    Effect.flatMap((exit) =>
+      Effect.sync(() => {
+        if (Exit.isSuccess(exit)) process.exit(exit.value.every((r) => r.pass) ? 0 : 1)
+        process.stderr.write(`chaos: ${Cause.pretty(exit.cause)}\n`)
+        process.exit(2)
+      })
+    )
+  )
+  NodeRuntime.runMain(program, { disableErrorReporting: true })
+}

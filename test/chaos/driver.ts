@@ -1,0 +1,147 @@
+/**
+ * The driver: a continuous keyed stream into the input topic at a controlled
+ * rate. Keys are `k00000`..`k19999` (uniformly random, seeded); every value
+ * carries a unique `id` (0, 1, 2, ...), the key's sequence number `seq`
+ * (1-based) and a number `v` in [-1000, 1000] to aggregate. Key `kN` always
+ * goes to partition `N % partitions`.
+ *
+ * The input topic itself is the record of truth: the verifier reads it back.
+ * The driver's idempotent producer (acks=all) rides out broker restarts; if a
+ * send still fails it is retried, which may write a record twice, and the
+ * verifier counts the input as it is.
+ *
+ *   tsx test/chaos/driver.ts --brokers host:port --topic T --records N [--rate R] [--keys K] [--seed S]
+ */
+import { Duration, Effect, Ref } from "effect"
+import kafkajs from "kafkajs"
+import type { Message } from "kafkajs"
+
+export interface DriverOptions {
+  readonly brokers: ReadonlyArray<string>
+  readonly topic: string
+  readonly partitions: number
+  readonly records: number
+  /** Records per second. */
+  readonly rate: number
+  readonly keys?: number
+  readonly seed?: number
+}
+
+export interface DriverProgress {
+  /** Records acknowledged by the broker. */
+  readonly acked: number
+  /** Send attempts that failed and were retried. */
+  readonly retries: number
+}
+
+/** Deterministic PRNG (mulberry32). */
+const prng = (seed: number) => {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+export const keyName = (index: number): string => `k${String(index).padStart(5, "0")}`
+
+const TICK_MS = 50
+const MAX_SEND = 1000
+
+/** Writes `records` records at `rate` per second; `progress` follows the acknowledged count. */
+export const drive = (options: DriverOptions, progress: Ref.Ref<DriverProgress>): Effect.Effect<DriverProgress> =>
+  Effect.gen(function*() {
+    const keys = options.keys ?? 20_000
+    const random = prng(options.seed ?? 42)
+    const seqs = new Int32Array(keys)
+    let next = 0
+    const make = (): Message => {
+      const keyIndex = Math.floor(random() * keys)
+      const seq = ++seqs[keyIndex]
+      const v = Math.floor(random() * 2001) - 1000
+      const id = next++
+      return {
+        key: keyName(keyIndex),
+        value: JSON.stringify({ id, seq, v }),
+        partition: keyIndex % options.partitions
+      }
+    }
+    const kafka = new kafkajs.Kafka({
+      clientId: "skein-chaos-driver",
+      brokers: [...options.brokers],
+      logLevel: kafkajs.logLevel.NOTHING,
+      retry: { initialRetryTime: 200, retries: 10 }
+    })
+    const producer = yield* Effect.acquireRelease(
+      Effect.promise(async () => {
+        const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 2000 } })
+        await p.connect()
+        return p
+      }),
+      (p) => Effect.promise(() => p.disconnect().catch(() => undefined))
+    )
+    const started = Date.now()
+    while (next < options.records) {
+      const due = Math.min(options.records, Math.floor(((Date.now() - started) / 1000) * options.rate) + 1)
+      if (due <= next) {
+        yield* Effect.sleep(Duration.millis(TICK_MS))
+        continue
+      }
+      const messages: Array<Message> = []
+      while (next < due && messages.length < MAX_SEND) messages.push(make())
+      // Retry the same records until the broker takes them.
+      for (;;) {
+        const sent = yield* Effect.tryPromise(() =>
+          producer.send({ topic: options.topic, acks: -1, messages })
+        ).pipe(Effect.as(true), Effect.catchAll(() => Effect.succeed(false)))
+        if (sent) break
+        yield* Ref.update(progress, (p) => ({ ...p, retries: p.retries + 1 }))
+        yield* Effect.sleep(Duration.seconds(1))
+      }
+      yield* Ref.update(progress, (p) => ({ ...p, acked: p.acked + messages.length }))
+    }
+    return yield* Ref.get(progress)
+  }).pipe(Effect.scoped)
+
+const flag = (name: string): string | undefined => {
+  const i = process.argv.indexOf(`--${name}`)
+  return i >= 0 ? process.argv[i + 1] : undefined
+}
+
+const isMain = process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/\\/g, "/"))
+
+if (isMain) {
+  const brokers = (flag("brokers") ?? process.env["KAFKA_BROKERS"] ?? "").split(",").filter((b) => b !== "")
+  const topic = flag("topic")
+  if (brokers.length === 0 || topic === undefined) {
+    process.stderr.write("usage: driver.ts --brokers host:port --topic T --records N [--rate R] [--keys K] [--seed S]\n")
+    process.exit(2)
+  }
+  const program = Effect.gen(function*() {
+    const admin = new kafkajs.Kafka({ brokers, logLevel: kafkajs.logLevel.NOTHING }).admin()
+    const partitions = yield* Effect.promise(async () => {
+      await admin.connect()
+      const meta = await admin.fetchTopicMetadata({ topics: [topic] })
+      await admin.disconnect()
+      return meta.topics[0]?.partitions.length ?? 1
+    })
+    const progress = yield* Ref.make<DriverProgress>({ acked: 0, retries: 0 })
+    const result = yield* drive({
+      brokers,
+      topic,
+      partitions,
+      records: Number(flag("records") ?? "10000"),
+      rate: Number(flag("rate") ?? "1000"),
+      ...(flag("keys") === undefined ? {} : { keys: Number(flag("keys")) }),
+      ...(flag("seed") === undefined ? {} : { seed: Number(flag("seed")) })
+    }, progress)
+    process.stdout.write(`${JSON.stringify(result)}\n`)
+  })
+  Effect.runPromise(program).then(() => process.exit(0), (error: unknown) => {
+    process.stderr.write(`${String(error)}\n`)
+    process.exit(1)
+  })
+}
