@@ -47,11 +47,11 @@ const { values: opt } = parseArgs({
     "value-bytes": { type: "string", default: "100" },
     only: { type: "string" },
     runs: { type: "string", default: "3" },
-    rate: { type: "string", default: "2000" },
+    rate: { type: "string", default: "1000" },
     "latency-seconds": { type: "string", default: "20" },
     "warmup-seconds": { type: "string", default: "5" },
     "commit-interval-ms": { type: "string", default: "100" },
-    "timeout-seconds": { type: "string", default: "900" },
+    "timeout-seconds": { type: "string", default: "1800" },
     "no-latency": { type: "boolean", default: false },
     "no-restore": { type: "boolean", default: false },
     out: { type: "string" },
@@ -118,7 +118,13 @@ const main = async (): Promise<void> => {
     log(`${c.name}: ${a.ok ? "ready" : `unavailable: ${a.reason}`}`)
   }
 
-  const broker = await acquireBroker(root, log)
+  const broker = await acquireBroker(log)
+  const onSignal = (sig: string): void => {
+    log(`${sig}: stopping the broker and exiting`)
+    void broker.release().finally(() => process.exit(130))
+  }
+  process.once("SIGINT", () => onSignal("SIGINT"))
+  process.once("SIGTERM", () => onSignal("SIGTERM"))
   log(`broker: ${broker.origin}`)
   const kafka = makeKafka(broker.brokers, "skein-bench")
   const admin = kafka.admin()
@@ -316,6 +322,10 @@ const runProcess = async (c: ProcessContender, run: number, prefix: string, x: P
       if (l.measured > 0) {
         out.p50 = l.p50
         out.p99 = l.p99
+      }
+      const tput = out.throughput
+      if (tput !== undefined && tput < x.rate * 1.5) {
+        notes.push(`latency rate ${fmtInt(x.rate)} rec/s is close to or above this run's throughput (${fmtInt(tput)} rec/s): latency includes queueing`)
       }
       if (l.missing > 0) notes.push(`latency: ${fmtInt(l.missing)} of ${fmtInt(l.measured + l.missing)} measured records had no output in time`)
     } catch (e) {

@@ -1,0 +1,113 @@
+/**
+ * Skein contender app (bench/contenders/skein.ts): the benchmark's stateful per-key count on the
+ * Skein runtime. Input key -> running count; one output record per input record, value = the
+ * count as a decimal string; state in Skein's changelog-backed store.
+ *
+ *   node --import tsx bench/apps/skein-count.ts --mode eos --brokers B --input T --output T
+ *        --group G --state-dir D [--commit-interval-ms N]
+ *
+ * Speaks the contender protocol (bench/contenders/types.ts) on stdout:
+ *  - first-read: the first call of the transform.
+ *  - restore-start: the first task store directory appears under --state-dir (Skein opens a
+ *    task's store right before restoring it from the changelog).
+ *  - restore-end: when Runner stats' restoredRecords/tasksStarted stop changing for 2 s after
+ *    the first task started; ts = the last change, records = restoredRecords.
+ * --commit-interval-ms is accepted and ignored: Skein commits one transaction per poll batch.
+ */
+import { existsSync, readdirSync } from "node:fs"
+import { join } from "node:path"
+import { parseArgs } from "node:util"
+import { Cause, Effect, Exit, Fiber, Option, Schema } from "effect"
+import { Runner, SkeinConfig, Topic, Transformer } from "../../src/index.ts"
+
+const { values } = parseArgs({
+  options: {
+    mode: { type: "string", default: "eos" },
+    brokers: { type: "string" },
+    input: { type: "string" },
+    output: { type: "string" },
+    group: { type: "string" },
+    "state-dir": { type: "string" },
+    "commit-interval-ms": { type: "string" },
+  },
+})
+const { brokers, input, output, group } = values
+const stateDir = values["state-dir"]
+if (brokers === undefined || input === undefined || output === undefined || group === undefined || stateDir === undefined) {
+  console.error("usage: skein-count --mode eos --brokers B --input T --output T --group G --state-dir D")
+  process.exit(2)
+}
+if (values.mode !== "eos") {
+  console.error(`skein-count: mode ${values.mode} is not supported: Skein runs exactly-once only`)
+  process.exit(3)
+}
+
+const emit = (event: string, extra: Record<string, number> = {}): void => {
+  process.stdout.write(`${JSON.stringify({ event, ts: Date.now(), ...extra })}\n`)
+}
+
+const Input = Topic.make({ name: input, key: Schema.String, value: Schema.String })
+const Output = Topic.make({ name: output, key: Schema.String, value: Schema.NumberFromString })
+
+let firstRead = false
+const Count = Transformer.make({
+  name: "count",
+  inputs: [Input],
+  state: Schema.Number,
+  transform: (record, count) =>
+    Effect.sync(() => {
+      if (!firstRead) {
+        firstRead = true
+        emit("first-read")
+      }
+      const next = Option.getOrElse(count, () => 0) + 1
+      return { emit: [Topic.record(Output, record.key, next)], state: Transformer.set(next) }
+    }),
+})
+
+// Restore instrumentation (see the header).
+const stats = Runner.makeStats()
+let restoreStarted = false
+let lastSeen = { restored: 0, tasks: 0, at: 0 }
+let restoreReported = false
+const storeOpened = (): boolean => {
+  if (!existsSync(stateDir)) return false
+  for (const d of readdirSync(stateDir)) {
+    try {
+      if (readdirSync(join(stateDir, d)).length > 0) return true
+    } catch {
+      // not a directory
+    }
+  }
+  return false
+}
+const watcher = setInterval(() => {
+  if (!restoreStarted && storeOpened()) {
+    restoreStarted = true
+    emit("restore-start")
+  }
+  const now = { restored: stats.restoredRecords, tasks: stats.tasksStarted, at: Date.now() }
+  if (now.restored !== lastSeen.restored || now.tasks !== lastSeen.tasks) {
+    lastSeen = now
+    restoreReported = false
+  } else if (!restoreReported && lastSeen.tasks > 0 && Date.now() - lastSeen.at >= 2000) {
+    restoreReported = true
+    process.stdout.write(`${JSON.stringify({ event: "restore-end", ts: lastSeen.at, records: lastSeen.restored })}\n`)
+  }
+}, 20)
+watcher.unref()
+
+const program = Runner.runWithStats(Count, stats).pipe(
+  Effect.provide(SkeinConfig.layer({ applicationId: group, brokers: brokers.split(","), stateDir })),
+)
+const fiber = Effect.runFork(program)
+const stop = (): void => {
+  Effect.runFork(Fiber.interrupt(fiber))
+}
+process.on("SIGTERM", stop)
+process.on("SIGINT", stop)
+fiber.addObserver((exit) => {
+  if (Exit.isSuccess(exit) || Exit.isInterrupted(exit)) process.exit(0)
+  console.error(Cause.pretty(exit.cause))
+  process.exit(1)
+})
