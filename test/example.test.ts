@@ -1,0 +1,39 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { execFile } from "node:child_process"
+import * as path from "node:path"
+import { brokers } from "./helpers/kafka.ts"
+
+const root = path.join(import.meta.dirname, "..")
+const bin = (name: string) => path.join(root, "node_modules", ".bin", name)
+
+const runExample = (command: string, args: ReadonlyArray<string>) =>
+  Effect.async<string, Error>((resume) => {
+    execFile(command, [...args], {
+      cwd: root,
+      env: { ...process.env, KAFKA_BROKERS: brokers().join(",") },
+      timeout: 120_000
+    }, (error, stdout, stderr) => {
+      if (error) resume(Effect.fail(new Error(`${command} failed: ${error.message}\n${stdout}\n${stderr}`)))
+      else resume(Effect.succeed(stdout))
+    })
+  })
+
+// The word-count example, end to end, on each runtime Skein supports.
+describe("word-count example", () => {
+  const runtimes: ReadonlyArray<readonly [string, string, ReadonlyArray<string>]> = [
+    ["node", process.execPath, ["--import", "tsx", "examples/word-count.ts"]],
+    ["bun", bin("bun"), ["examples/word-count.ts"]],
+    ["deno", bin("deno"), ["run", "-A", "examples/word-count.ts"]]
+  ]
+  for (const [name, command, args] of runtimes) {
+    it.live(`runs on ${name} and prints the counts it read back`, () =>
+      Effect.gen(function*() {
+        const stdout = yield* runExample(command, args)
+        assert.include(stdout, "read back 20 committed records")
+        assert.match(stdout, /the\s+4/)
+        assert.match(stdout, /fox\s+2/)
+        assert.match(stdout, /once\s+2/)
+      }), 150_000)
+  }
+})
