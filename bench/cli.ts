@@ -32,7 +32,7 @@ import {
   WatermarkTimeline,
   type Workload,
 } from "./lib/kafka.ts"
-import { AppProcess } from "./lib/proc.ts"
+import { AppProcess, type Command } from "./lib/proc.ts"
 import { renderMarkdown, renderText, type ContenderReport, type RunResult } from "./lib/report.ts"
 import { exec } from "./lib/setup.ts"
 import { fmtInt, sleep } from "./lib/stats.ts"
@@ -140,10 +140,10 @@ const main = async (): Promise<void> => {
         if (available.get(c.name) !== undefined) continue
         const prefix = `bench-${runId}-${c.name}-r${r}`
         log(`── ${c.name} run ${r}/${runs}`)
-        const res =
-          c.kind === "process"
-            ? await runProcess(c, r, prefix, { kafka, admin, brokers: broker.brokers, w, seq, expected, workDir, commitIntervalMs, timeoutMs, doLatency, doRestore, rate, latencySeconds, warmupSeconds })
-            : await runCeiling(c, r, prefix, { admin, brokers: broker.brokers, w, workDir, rate, latencySeconds })
+        const res: RunResult = await (c.kind === "process"
+          ? runProcess(c, r, prefix, { kafka, admin, brokers: broker.brokers, w, seq, expected, workDir, commitIntervalMs, timeoutMs, doLatency, doRestore, rate, latencySeconds, warmupSeconds })
+          : runCeiling(c, r, prefix, { admin, brokers: broker.brokers, w, workDir, rate, latencySeconds })
+        ).catch((e: unknown): RunResult => ({ run: r, notes: [`run failed: ${String(e).slice(0, 300)}`] }))
         results.get(c.name)?.push(res)
         log(
           `   ${c.name} run ${r}: throughput ${res.throughput === undefined ? "–" : fmtInt(res.throughput)} rec/s, ` +
@@ -226,6 +226,26 @@ interface ProcessRunCtx {
 }
 
 const runProcess = async (c: ProcessContender, run: number, prefix: string, x: ProcessRunCtx): Promise<RunResult> => {
+  const spawned: AppProcess[] = []
+  const spawn = (cmd: Command, logFile: string): AppProcess => {
+    const p = new AppProcess(cmd, logFile)
+    spawned.push(p)
+    return p
+  }
+  try {
+    return await runProcessInner(c, run, prefix, x, spawn)
+  } finally {
+    for (const p of spawned) await p.kill()
+  }
+}
+
+const runProcessInner = async (
+  c: ProcessContender,
+  run: number,
+  prefix: string,
+  x: ProcessRunCtx,
+  spawn: (cmd: Command, logFile: string) => AppProcess,
+): Promise<RunResult> => {
   const notes: string[] = []
   const out: { -readonly [K in keyof RunResult]: RunResult[K] } = { run, notes }
   const input = `${prefix}.in`
@@ -242,7 +262,7 @@ const runProcess = async (c: ProcessContender, run: number, prefix: string, x: P
 
   // 1. Throughput.
   const load0 = loadavg()[0] ?? 0
-  const app = new AppProcess(c.command(spec), logFile)
+  const app = spawn(c.command(spec), logFile)
   const timeline = new WatermarkTimeline(x.admin, output, 50)
   const deadline = Date.now() + x.timeoutMs
   let caughtUp = false
@@ -286,7 +306,7 @@ const runProcess = async (c: ProcessContender, run: number, prefix: string, x: P
   if (x.doRestore && c.hasState && caughtUp) {
     rmSync(stateDir, { recursive: true, force: true })
     mkdirSync(stateDir, { recursive: true })
-    const again = new AppProcess(c.command(spec), logFile)
+    const again = spawn(c.command(spec), logFile)
     // restore-end may come once per batch of partitions with a cumulative count: after the first
     // one that restored anything, give the rest 3 s to report, then take the last.
     const firstEnd = await again.waitFor((e) => e.event === "restore-end" && (e.records ?? 0) > 0, 600_000)
@@ -310,7 +330,7 @@ const runProcess = async (c: ProcessContender, run: number, prefix: string, x: P
     await createTopics(x.admin, [lin, lout], x.w.partitions)
     const lstate = join(x.workDir, `${c.name}-r${run}`, "lat-state")
     mkdirSync(lstate, { recursive: true })
-    const lapp = new AppProcess(c.command({ ...spec, input: lin, output: lout, group: `${prefix}.lat`, stateDir: lstate }), logFile)
+    const lapp = spawn(c.command({ ...spec, input: lin, output: lout, group: `${prefix}.lat`, stateDir: lstate }), logFile)
     try {
       const l = await measureLatency(x.kafka, lin, lout, x.w, {
         rate: x.rate,

@@ -33,9 +33,21 @@ export const createTopics = async (
   partitions: number,
 ): Promise<void> => {
   await admin.createTopics({
-    waitForLeaders: true,
+    waitForLeaders: false,
     topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })),
   })
+  // Wait until every partition has a leader (kafkajs' own waitForLeaders gives up on
+  // UNKNOWN_TOPIC_OR_PARTITION while the metadata propagates).
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    const ok = await admin
+      .fetchTopicMetadata({ topics: [...topics] })
+      .then((md) => md.topics.every((t) => t.partitions.length === partitions && t.partitions.every((p) => p.leader >= 0)))
+      .catch(() => false)
+    if (ok) return
+    if (Date.now() > deadline) throw new Error(`topics ${topics.join(", ")} have no leaders after 60 s`)
+    await sleep(200)
+  }
 }
 
 /** Deletes the given topics plus every topic whose name starts with one of the prefixes. */
