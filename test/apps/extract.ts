@@ -3,12 +3,14 @@
  * (SIGSTOP): runs the items extractor of `extractItems.ts` with the settings
  * in `EXTRACT_APP` (JSON, see `AppConfig` in `extractSupport.ts`) and prints a
  * JSON status line every 100 ms. A fatal error prints a `Failed` line and
- * exits with code 1.
+ * exits with code 1. With `waitForStart` it loads, prints `Ready` and waits
+ * for a line on stdin before it starts, so a test can have the next instance
+ * loaded before it kills the current one.
  *
  *   EXTRACT_APP='{"brokers":["127.0.0.1:9092"],...}' tsx test/apps/extract.ts
  */
 import { FetchHttpClient } from "@effect/platform"
-import { Duration, Effect, Layer, Schedule } from "effect"
+import { Duration, Effect, Layer, Logger, LogLevel, Schedule } from "effect"
 import * as Extractor from "../../src/Extractor.ts"
 import * as SkeinConfig from "../../src/SkeinConfig.ts"
 import * as Items from "./extractItems.ts"
@@ -39,7 +41,17 @@ const extractor = Items.make({
   delayBeforeCommit: Duration.millis(config.delayBeforeCommitMs)
 })
 
+/** Modules are loaded: with `waitForStart`, wait for a line on stdin before joining the group. */
+const started = config.waitForStart
+  ? print({ _tag: "Ready" }).pipe(
+    Effect.zipRight(Effect.async<void>((resume) => {
+      process.stdin.once("data", () => resume(Effect.void))
+    }))
+  )
+  : Effect.void
+
 const program = Effect.gen(function*() {
+  yield* started
   yield* Effect.forkDaemon(reportStatus)
   return yield* Extractor.runWithStats(extractor, stats)
 }).pipe(
@@ -55,10 +67,12 @@ const program = Effect.gen(function*() {
       brokers: config.brokers,
       clientId: `extract-app-${process.pid}`,
       sessionTimeout: Duration.millis(config.sessionTimeoutMs),
-      rebalanceTimeout: Duration.millis(config.sessionTimeoutMs * 2),
+      rebalanceTimeout: Duration.millis(config.sessionTimeoutMs),
       heartbeatInterval: Duration.millis(Math.max(100, Math.floor(config.sessionTimeoutMs / 6)))
     })
   ))
 )
 
-Effect.runFork(program)
+Effect.runFork(
+  process.env["EXTRACT_APP_LOG"] === "1" ? program.pipe(Logger.withMinimumLogLevel(LogLevel.Debug)) : program
+)

@@ -148,6 +148,8 @@ export interface AppConfig {
   readonly pageSize: number
   readonly delayBeforeCommitMs: number
   readonly sessionTimeoutMs: number
+  /** Load, print `Ready`, and wait for `App.start` before joining the group. */
+  readonly waitForStart: boolean
 }
 
 /** A status line `extract.ts` prints every 100 ms, and its last words. */
@@ -159,6 +161,7 @@ export type AppEvent =
     readonly migrations: number
     readonly tokensStarted: number
   }
+  | { readonly _tag: "Ready" }
   | { readonly _tag: "Failed"; readonly error: string; readonly message: string }
 
 export interface App {
@@ -166,25 +169,31 @@ export interface App {
   readonly events: Queue.Dequeue<AppEvent>
   /** The last status printed. */
   readonly status: () => Extract<AppEvent, { _tag: "Status" }> | undefined
+  /** Waits until the app is loaded (`waitForStart`), then lets it start. */
+  readonly start: Effect.Effect<void>
   readonly kill: (signal: NodeJS.Signals) => Effect.Effect<void>
   /** Resolves when the process has exited. */
   readonly exited: Effect.Effect<number | null>
 }
 
 const appPath = Path.join(Path.dirname(fileURLToPath(import.meta.url)), "extract.ts")
-const tsx = Path.join(Path.dirname(fileURLToPath(import.meta.url)), "..", "..", "node_modules", ".bin", "tsx")
+const root = Path.join(Path.dirname(fileURLToPath(import.meta.url)), "..", "..")
 
-/** Starts `extract.ts`; the scope SIGKILLs it if it still runs. */
+/** Starts `extract.ts` (under `node --import tsx`); the scope SIGKILLs it if it still runs. */
 export const spawnApp = (config: AppConfig): Effect.Effect<App, never, Scope.Scope> =>
   Effect.gen(function*() {
     const events = yield* Queue.unbounded<AppEvent>()
     const exit = yield* Deferred.make<number | null>()
+    const ready = yield* Deferred.make<void>()
     let last: Extract<AppEvent, { _tag: "Status" }> | undefined
     const child = yield* Effect.acquireRelease(
       Effect.sync(() =>
-        ChildProcess.spawn(tsx, [appPath], {
+        // `node --import tsx`, not the tsx CLI: the CLI runs the app in a child process of its own,
+        // which a SIGKILL or SIGSTOP of the CLI would not reach.
+        ChildProcess.spawn(process.execPath, ["--import", "tsx", appPath], {
+          cwd: root,
           env: { ...process.env, EXTRACT_APP: JSON.stringify(config) },
-          stdio: ["ignore", "pipe", process.env["EXTRACT_APP_LOG"] === "1" ? "inherit" : "ignore"]
+          stdio: ["pipe", "pipe", process.env["EXTRACT_APP_LOG"] === "1" ? "inherit" : "ignore"]
         })
       ),
       (child) =>
@@ -197,10 +206,14 @@ export const spawnApp = (config: AppConfig): Effect.Effect<App, never, Scope.Sco
     )
     child.on("exit", (code) => Deferred.unsafeDone(exit, Effect.succeed(code)))
     Readline.createInterface({ input: child.stdout }).on("line", (line) => {
-      if (!line.startsWith("{")) return
+      if (!line.startsWith("{")) {
+        if (process.env["EXTRACT_APP_LOG"] === "1") process.stderr.write(`[extract ${child.pid}] ${line}\n`)
+        return
+      }
       try {
         const event = JSON.parse(line) as AppEvent
         if (event._tag === "Status") last = event
+        if (event._tag === "Ready") Deferred.unsafeDone(ready, Effect.void)
         Queue.unsafeOffer(events, event)
       } catch {
         // not a status line
@@ -210,6 +223,7 @@ export const spawnApp = (config: AppConfig): Effect.Effect<App, never, Scope.Sco
       pid: child.pid ?? -1,
       events,
       status: () => last,
+      start: Deferred.await(ready).pipe(Effect.zipRight(Effect.sync(() => child.stdin.write("go\n")))),
       kill: (signal) => Effect.sync(() => child.kill(signal)),
       exited: Deferred.await(exit)
     }

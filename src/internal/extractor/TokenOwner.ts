@@ -93,6 +93,10 @@ const extract = <Token extends string, C, E, R>(
           [...records, cursors.record(owned, next)],
           { groupId: context.groupId, offsets: [] },
           owned.partition
+        ).pipe(
+          // Counted before an interruption waiting for the commit can take over.
+          Effect.tapError((error) => Effect.sync(() => error instanceof TaskMigrated && stats.migrations++)),
+          Effect.uninterruptible
         )
         stats.pagesCommitted++
         stats.recordsEmitted += records.length
@@ -150,7 +154,6 @@ export const own = <Token extends string, C, E, R>(
   ownOnce(context, owned).pipe(
     Effect.catchIf((error): error is TaskMigrated => error instanceof TaskMigrated, (migrated) =>
       Effect.gen(function*() {
-        context.stats.migrations++
         yield* Effect.logWarning(
           `Token ${owned.token} was fenced by a newer owner; ` +
             `starting it again in ${Duration.format(context.migrationGrace)} if it is still assigned here`,
