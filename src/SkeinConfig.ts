@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import { Config, Context, Duration, Effect, Layer } from "effect"
+import { Config, Context, Duration, Effect, Layer, Option } from "effect"
 import type { ConfigError } from "effect"
 
 /**
@@ -31,6 +31,12 @@ export interface SkeinConfig {
   readonly transactionTimeout: Duration.Duration
   /** Replication factor of created changelog topics (-1: the broker's default). */
   readonly changelogReplicationFactor: number
+  /**
+   * Where poison records (a key or value that fails its Schema) go, with the
+   * error in headers, inside the batch's transaction. Unset: a poison record
+   * fails the run with `DecodeError` (nothing is silently dropped).
+   */
+  readonly deadLetterTopic?: string | undefined
 }
 
 /**
@@ -114,6 +120,11 @@ export const config: Config.Config<SkeinConfig> = Config.all({
   ),
   changelogReplicationFactor: Config.integer("SKEIN_CHANGELOG_REPLICATION_FACTOR").pipe(
     Config.withDefault(defaults.changelogReplicationFactor)
+  ),
+  deadLetterTopic: Config.string("SKEIN_DEAD_LETTER_TOPIC").pipe(
+    Config.option,
+    Config.map(Option.getOrUndefined),
+    Config.withDescription("Dead letter topic for poison records (unset: a poison record fails the run)")
   )
 })
 

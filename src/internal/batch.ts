@@ -54,18 +54,47 @@ export const decode = <Inputs extends ReadonlyArray<Topic.Any>>(
   )
 
 /** Runs the transform over one task's records of a batch. */
+/**
+ * A poison record's copy for the dead letter topic: the original key and
+ * value, with the decode error and the record's coordinates in headers.
+ */
+export const deadLetter = (deadLetterTopic: string, record: FetchedRecord, error: DecodeError): Topic.EncodedRecord => ({
+  topic: deadLetterTopic,
+  key: text(record.key),
+  value: text(record.value),
+  headers: {
+    "skein.error": error.message,
+    "skein.error.part": error.part,
+    "skein.source.topic": record.topic,
+    "skein.source.partition": String(record.partition),
+    "skein.source.offset": String(record.offset),
+    "skein.source.timestamp": String(record.timestamp)
+  }
+})
+
 export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
   store: Option.Option<StateStore>,
-  records: ReadonlyArray<FetchedRecord>
+  records: ReadonlyArray<FetchedRecord>,
+  deadLetterTopic: Option.Option<string> = Option.none()
 ): Effect.Effect<TaskBatchResult, E | DecodeError | EncodeError | StateStoreError, R> =>
   Effect.gen(function*() {
     const topics = new Map(transformer.inputs.map((topic, index) => [topic.name, { topic, index }]))
     const buckets = new Map<string, Array<{ entry: Entry; decoded: RecordOf<Inputs> }>>()
+    const deadLetters: Array<Topic.EncodedRecord> = []
     for (const record of records) {
       const input = topics.get(record.topic)
       if (input === undefined) continue
-      const decoded = yield* decode<Inputs>(input.topic, record)
+      const result = yield* Effect.either(decode<Inputs>(input.topic, record))
+      if (result._tag === "Left") {
+        // A poison record never reaches the transform: it goes to the dead letter
+        // topic inside this batch's transaction, or, with none configured, fails the run.
+        if (Option.isNone(deadLetterTopic)) return yield* Effect.fail(result.left)
+        yield* Effect.logWarning(`poison record sent to ${deadLetterTopic.value}: ${result.left.message}`)
+        deadLetters.push(deadLetter(deadLetterTopic.value, record, result.left))
+        continue
+      }
+      const decoded = result.right
       const stateKey = transformer.stateKey(decoded)
       let bucket = buckets.get(stateKey)
       if (bucket === undefined) {
@@ -127,5 +156,5 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       concurrency: "unbounded"
     })
     const encoded = yield* Effect.forEach(outputs.flat(), (output) => output.encode)
-    return { outputs: encoded, writes }
+    return { outputs: [...deadLetters, ...encoded], writes }
   })

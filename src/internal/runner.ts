@@ -121,6 +121,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const inputTopics = transformer.inputs.map((t) => t.name)
     const changelogName = Option.map(transformer.state, () => changelogTopic(config.applicationId, transformer))
     yield* validateTopics(admin, inputTopics, changelogName, config.changelogReplicationFactor)
+    if (config.deadLetterTopic !== undefined) yield* admin.partitionCounts([config.deadLetterTopic])
 
     const storeDir = path.join(config.stateDir, `${config.applicationId}-${randomUUID()}`)
     yield* Effect.addFinalizer(() => Effect.promise(() => fs.rm(storeDir, { recursive: true, force: true })))
@@ -184,7 +185,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const commitTask = (task: Task.Task, slices: ReadonlyArray<{ cursor: Cursor; end: number }>) =>
       Effect.gen(function*() {
         const records = slices.flatMap((s) => s.cursor.batch.records.slice(s.cursor.index, s.end))
-        const result = yield* Batch.run(transformer, task.store, records)
+        const result = yield* Batch.run(transformer, task.store, records, Option.fromNullable(config.deadLetterTopic))
         const changelogRecords = Option.match(changelogName, {
           onNone: () => [],
           onSome: (topic) => result.writes.map((w) => ({ topic, partition: task.partition, key: w.key, value: w.value }))

@@ -2,7 +2,7 @@
  * Test helpers that talk to the real broker with kafkajs directly, so that
  * what a test checks does not go through the runtime's own code paths.
  */
-import { Effect, Exit, Fiber, Layer, Option } from "effect"
+import { Effect, Exit, Fiber, Layer, Option, Schedule } from "effect"
 import type { Scope } from "effect"
 import kafkajs from "kafkajs"
 import type { Kafka } from "kafkajs"
@@ -23,10 +23,20 @@ export const brokers = (): ReadonlyArray<string> =>
 export const kafka = (): Kafka =>
   new kafkajs.Kafka({ clientId: "skein-test", brokers: [...brokers()], logLevel: kafkajs.logLevel.NOTHING })
 
+/**
+ * Runs a kafkajs call, retrying transient broker answers (a coordinator still
+ * loading or moving on a freshly started broker) for up to ~15 s.
+ */
+const retrying = <A>(f: () => Promise<A>): Effect.Effect<A> =>
+  Effect.tryPromise(f).pipe(
+    Effect.retry(Schedule.intersect(Schedule.spaced("500 millis"), Schedule.recurs(30))),
+    Effect.orDie
+  )
+
 export const unique = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`
 
 export const createTopics = (topics: ReadonlyArray<{ readonly name: string; readonly partitions: number }>) =>
-  Effect.promise(async () => {
+  retrying(async () => {
     const admin = kafka().admin()
     await admin.connect()
     try {
@@ -70,11 +80,12 @@ export interface ReadRecord {
   readonly offset: number
   readonly key: string | null
   readonly value: string | null
+  readonly headers: Readonly<Record<string, string>>
 }
 
 /** End offsets (high watermarks) and last stable offsets of each partition. */
 export const offsets = (topic: string) =>
-  Effect.promise(async () => {
+  retrying(async () => {
     const admin = kafka().admin()
     await admin.connect()
     try {
@@ -87,7 +98,7 @@ export const offsets = (topic: string) =>
 
 /** Committed offsets of a group for a topic. */
 export const groupOffsets = (groupId: string, topic: string) =>
-  Effect.promise(async () => {
+  retrying(async () => {
     const admin = kafka().admin()
     await admin.connect()
     try {
@@ -132,7 +143,8 @@ export const readCommitted = (topic: string) =>
                 partition: batch.partition,
                 offset: Number(m.offset),
                 key: m.key?.toString("utf8") ?? null,
-                value: m.value?.toString("utf8") ?? null
+                value: m.value?.toString("utf8") ?? null,
+                headers: Object.fromEntries(Object.entries(m.headers ?? {}).map(([k, v]) => [k, String(v)]))
               })
             }
           }

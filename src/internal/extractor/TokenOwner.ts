@@ -9,9 +9,9 @@
  * Interrupting an owner abandons a read in flight (nothing of it was sent)
  * but waits for a commit in flight (commits are uninterruptible), then
  * releases the producer. A commit fenced by a newer owner means the token
- * migrated: the owner stops, and starts over (fence, read the cursor) only
- * if it still owns the token after a grace period, since the group may not
- * have told it yet that the token moved.
+ * migrated: the owner stops, and starts over (fence, read the cursor) if it
+ * still owns the token after a grace period (the group may not have told it
+ * yet that the token moved) or as soon as a new assignment includes it.
  *
  * @internal
  */
@@ -39,6 +39,8 @@ export interface OwnerContext<Token extends string, C, E, R> {
   readonly transactionTimeout: Duration.Duration
   /** How long a migrated token waits before it is started again while still assigned here. */
   readonly migrationGrace: Duration.Duration
+  /** Tokens waiting out their grace after a migration: a new assignment restarts them at once. */
+  readonly migrated: Set<string>
   readonly stats: ExtractorStats
 }
 
@@ -159,7 +161,10 @@ export const own = <Token extends string, C, E, R>(
             `starting it again in ${Duration.format(context.migrationGrace)} if it is still assigned here`,
           migrated.cause
         )
-        yield* Effect.sleep(context.migrationGrace)
+        context.migrated.add(owned.token)
+        yield* Effect.sleep(context.migrationGrace).pipe(
+          Effect.ensuring(Effect.sync(() => context.migrated.delete(owned.token)))
+        )
       })),
     Effect.forever,
     Effect.tapErrorCause((cause) => Effect.logDebug(`Token ${owned.token} failed`, cause)),

@@ -74,6 +74,7 @@ export const run = <Token extends string, C, E, R>(
       cursors,
       transactionTimeout: config.transactionTimeout,
       migrationGrace: config.sessionTimeout,
+      migrated: new Set(),
       stats
     }
 
@@ -94,7 +95,10 @@ export const run = <Token extends string, C, E, R>(
           if (!assigned.has(token)) yield* FiberMap.remove(owners, token)
         }
         for (const [token, partition] of assigned) {
-          yield* FiberMap.run(owners, token, TokenOwner.own(context, { token, partition }), { onlyIfMissing: true })
+          // Owned tokens keep running; a migrated one waiting out its grace starts over now.
+          yield* FiberMap.run(owners, token, TokenOwner.own(context, { token, partition }), {
+            onlyIfMissing: !context.migrated.has(token)
+          })
         }
         yield* Effect.logDebug(`Owning tokens ${[...assigned.keys()].join(", ") || "(none)"}`)
       })

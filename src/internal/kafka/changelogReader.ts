@@ -50,7 +50,9 @@ export const make = (
       readUncommitted: false,
       maxWaitTimeInMs: 200,
       maxBytesPerPartition: 4 * 1024 * 1024,
-      retry: { retries: 5, restartOnFailure: async () => false }
+      // Generous for transient answers (a group coordinator loading or moving); a
+      // crash after that is reported as a typed KafkaError, never restarted silently.
+      retry: { initialRetryTime: 300, maxRetryTime: 5000, retries: 12, restartOnFailure: async () => false }
     })
     const pauseAll = () => {
       if (assigned.length > 0) consumer.pause([{ topic: options.topic, partitions: [...assigned] }])

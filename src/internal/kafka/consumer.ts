@@ -121,7 +121,9 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       readUncommitted: false,
       maxWaitTimeInMs: 500,
       ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
-      retry: { retries: 5, restartOnFailure: async () => false }
+      // Generous for transient answers (a group coordinator loading or moving); a
+      // crash after that is reported as a typed KafkaError, never restarted silently.
+      retry: { initialRetryTime: 300, maxRetryTime: 5000, retries: 12, restartOnFailure: async () => false }
     })
 
     consumer.on(consumer.events.GROUP_JOIN, (event) => {
