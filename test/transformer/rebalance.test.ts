@@ -66,5 +66,5 @@ describe("rebalance", () => {
         assert.strictEqual(instance.stats.teardownsWithTransactionInFlight, 0)
       }
       assert.isAbove(one.stats.tasksStopped, 0, "the first instance went through rebalances")
-    }))
+    }), 300_000)
 })

@@ -69,5 +69,5 @@ describe("zombie instance", () => {
       assert.include(log.join(""), "fenced by a newer owner", "its late commit was fenced")
       assert.strictEqual(values.length, expected.length, "60 records in, 60 out")
       assert.deepStrictEqual([...values].sort(), [...expected].sort())
-    }), 150_000)
+    }), 300_000)
 })
