@@ -1,7 +1,8 @@
 /**
  * A local Kafka broker for development, left running in the background.
  *
- *   npm run kafka -- start [--nodes 3] [--version 3.9.x]   prints the bootstrap address last
+ *   npm run kafka -- start [--nodes 3] [--version 3.9.x] [--tuning throughput]
+ *                                                        prints the bootstrap address last
  *   npm run kafka -- stop
  *   npm run kafka -- status
  *   npm run kafka -- kill <node-index> | restart <node-index>
@@ -15,7 +16,8 @@ import { Cause, Effect, Logger, Option, Schema } from "effect"
 import { KafkaBrokerError } from "../src/testing/KafkaBrokerError.ts"
 import * as LocalKafka from "../src/testing/LocalKafka.ts"
 
-const usage = "usage: npm run kafka -- start [--nodes N] [--version 4.4|3.9.x] | stop | status | kill <i> | restart <i>"
+const usage = "usage: npm run kafka -- start [--nodes N] [--version 4.4|3.9.x] [--tuning test|throughput]" +
+  " | stop | status | kill <i> | restart <i>"
 
 const State = Schema.Struct({
   bootstrap: Schema.String,
@@ -77,6 +79,10 @@ const start = (args: ReadonlyArray<string>) =>
       onNone: () => Effect.succeed(LocalKafka.defaultVersion),
       onSome: LocalKafka.parseVersion
     })
+    const tuning = Option.getOrElse(option(args, "--tuning"), () => "test")
+    if (tuning !== "test" && tuning !== "throughput") {
+      return yield* invalid(`--tuning must be test or throughput, got ${tuning}`)
+    }
     const previous = yield* readState
     if (Option.isSome(previous)) {
       const cluster = yield* LocalKafka.attach(previous.value.cluster)
@@ -95,9 +101,9 @@ const start = (args: ReadonlyArray<string>) =>
       yield* removeState
     }
     const { dataDir } = yield* paths
-    yield* say(`starting Kafka ${version}, ${nodes} node(s), in ${dataDir}`)
+    yield* say(`starting Kafka ${version}, ${nodes} node(s), ${tuning} tuning, in ${dataDir}`)
     const started = Date.now()
-    const cluster = yield* LocalKafka.launch({ nodes, version, dataDir, detached: true })
+    const cluster = yield* LocalKafka.launch({ nodes, version, dataDir, tuning, detached: true })
     yield* writeState(cluster, new Date().toISOString())
     yield* say(
       `ready in ${Date.now() - started} ms${cluster.jars.fetched ? " (jars fetched with Maven)" : ""}; ` +

@@ -66,7 +66,7 @@ export interface Options {
   readonly version?: LocalKafka.KafkaVersion
   /** The Docker image (default apache/kafka:4.1.0). */
   readonly dockerImage?: string
-  /** How long the broker may take to become ready (default 120 s). */
+  /** How long the broker may take to become ready (default 180 s). */
   readonly startTimeout?: Duration.DurationInput
   /** More options for a local broker. */
   readonly local?: Omit<LocalKafka.StartOptions, "nodes" | "version" | "detached" | "startTimeout">
@@ -93,7 +93,7 @@ const local = (version: LocalKafka.KafkaVersion, options: Options) =>
 const docker = (options: Options) =>
   Docker.start({
     image: options.dockerImage ?? Docker.defaultImage,
-    startTimeout: Duration.decode(options.startTimeout ?? Duration.seconds(120))
+    startTimeout: Duration.decode(options.startTimeout ?? Duration.seconds(180))
   }).pipe(Effect.map((brokers): Service => ({ brokers, kind: "docker" })))
 
 /**

@@ -67,7 +67,15 @@ export interface StartOptions {
   readonly keepData?: boolean
   /** The JVM heap of each node (default "512m"). */
   readonly heap?: string
-  /** How long a node may take to become ready (default 120 s). */
+  /**
+   * JVM tuning. `"test"` (default) starts fast and lean: C1 JIT only and the
+   * serial GC, about a third less CPU until ready. `"throughput"` uses the
+   * flags of Kafka's own start script (full JIT, G1): for benchmarks.
+   */
+  readonly tuning?: Tuning
+  /** More JVM flags for each node, after the tuning's (not another GC). */
+  readonly jvmOptions?: ReadonlyArray<string>
+  /** How long a node may take to become ready (default 180 s). */
   readonly startTimeout?: Duration.DurationInput
   /** How long a clean shutdown may take before SIGKILL (default 20 s). */
   readonly stopTimeout?: Duration.DurationInput
@@ -108,6 +116,14 @@ export interface NodeInfo {
   /** The broker's log file. */
   readonly logFile: string
 }
+
+/**
+ * How the broker JVMs are tuned: to start fast (`test`) or run fast (`throughput`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Tuning = "test" | "throughput"
 
 /**
  * A running local cluster.
@@ -154,6 +170,8 @@ export const ClusterDescription = Schema.Struct({
   keepData: Schema.Boolean,
   libDir: Schema.String,
   heap: Schema.String,
+  tuning: Schema.optionalWith(Schema.Literal("test", "throughput"), { default: () => "test" as const }),
+  jvmOptions: Schema.optionalWith(Schema.Array(Schema.String), { default: () => [] }),
   detached: Schema.Boolean,
   startTimeoutMs: Schema.Number,
   stopTimeoutMs: Schema.Number,
@@ -178,6 +196,8 @@ interface Runtime {
   readonly libDir: string
   readonly backend: Distribution.LoggingBackend
   readonly heap: string
+  readonly tuning: Tuning
+  readonly jvmOptions: ReadonlyArray<string>
   readonly startTimeoutMs: number
   readonly stopTimeoutMs: number
   readonly detached: boolean
@@ -188,16 +208,25 @@ const PORT_IN_USE = "Address already in use"
 
 const classpath = (libDir: string) => `${libDir}${Path.sep}*`
 
+const tuningFlags: Record<Tuning, ReadonlyArray<string>> = {
+  test: ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"],
+  // As bin/kafka-run-class.sh.
+  throughput: [
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent"
+  ]
+}
+
 const jvmArgs = (runtime: Runtime, node: NodeConfig.NodeLayout): ReadonlyArray<string> => [
   `-Xmx${runtime.heap}`,
-  "-XX:+UseG1GC",
-  "-XX:MaxGCPauseMillis=20",
-  "-XX:InitiatingHeapOccupancyPercent=35",
-  "-XX:+ExplicitGCInvokesConcurrent",
+  ...tuningFlags[runtime.tuning],
   "-XX:-UsePerfData",
   "-Djava.awt.headless=true",
   `-Dkafka.logs.dir=${node.dir}`,
-  NodeConfig.loggingFlag(node, runtime.backend)
+  NodeConfig.loggingFlag(node, runtime.backend),
+  ...runtime.jvmOptions
 ]
 
 const startError = (reason: "StartFailed" | "PortInUse" | "Timeout", node: NodeConfig.NodeLayout, what: string) =>
@@ -255,6 +284,7 @@ const writeNodeFiles = (
       Fs.mkdirSync(node.dataDir, { recursive: true })
       Fs.writeFileSync(node.configFile, NodeConfig.serverProperties(node, nodes, settings))
       Fs.writeFileSync(node.loggingFile, NodeConfig.loggingConfig(node, runtime.backend))
+      Fs.writeFileSync(node.toolLoggingFile, NodeConfig.toolLoggingConfig(runtime.backend))
     }
   })
 
@@ -267,7 +297,7 @@ const format = (runtime: Runtime, node: NodeConfig.NodeLayout, clusterId: string
       "-XX:TieredStopAtLevel=1",
       "-XX:+UseSerialGC",
       "-XX:-UsePerfData",
-      NodeConfig.loggingFlag(node, runtime.backend),
+      NodeConfig.toolLoggingFlag(node, runtime.backend),
       "-cp",
       classpath(runtime.libDir),
       "kafka.tools.StorageTool",
@@ -307,8 +337,14 @@ const awaitReady = (
   running: Proc.Running,
   offset: number
 ): Effect.Effect<void, KafkaBrokerError> => {
+  // Scan the log incrementally: only new bytes, plus the last partial line.
+  let position = offset
+  let carry = ""
   const check = Effect.suspend(() => {
-    const text = readFrom(node.logFile, offset)
+    const chunk = readFrom(node.logFile, position)
+    position += Buffer.byteLength(chunk)
+    const text = carry + chunk
+    carry = text.slice(text.lastIndexOf("\n") + 1)
     if (text.includes(READY_LINE)) return Effect.succeed(true)
     if (text.includes(PORT_IN_USE)) return Effect.fail(startError("PortInUse", node, "could not bind its ports"))
     return Effect.succeed(false)
@@ -426,6 +462,8 @@ const makeCluster = (params: {
         keepData: params.keepData,
         libDir: runtime.libDir,
         heap: runtime.heap,
+        tuning: runtime.tuning,
+        jvmOptions: runtime.jvmOptions,
         detached: runtime.detached,
         startTimeoutMs: runtime.startTimeoutMs,
         stopTimeoutMs: runtime.stopTimeoutMs,
@@ -534,7 +572,9 @@ export const launch = (options: StartOptions = {}): Effect.Effect<LocalKafkaClus
       libDir: distribution.libDir,
       backend,
       heap: options.heap ?? "512m",
-      startTimeoutMs: Duration.toMillis(options.startTimeout ?? Duration.seconds(120)),
+      tuning: options.tuning ?? "test",
+      jvmOptions: options.jvmOptions ?? [],
+      startTimeoutMs: Duration.toMillis(options.startTimeout ?? Duration.seconds(180)),
       stopTimeoutMs: Duration.toMillis(options.stopTimeout ?? Duration.seconds(20)),
       detached: options.detached ?? false
     }
@@ -603,6 +643,8 @@ export const attach = (description: ClusterDescription): Effect.Effect<LocalKafk
         libDir: description.libDir,
         backend,
         heap: description.heap,
+        tuning: description.tuning,
+        jvmOptions: description.jvmOptions,
         startTimeoutMs: description.startTimeoutMs,
         stopTimeoutMs: description.stopTimeoutMs,
         detached: description.detached

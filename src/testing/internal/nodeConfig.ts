@@ -21,6 +21,8 @@ export interface NodeLayout {
   readonly dataDir: string
   readonly configFile: string
   readonly loggingFile: string
+  /** Logging of the storage tool: warnings to the console only. */
+  readonly toolLoggingFile: string
   /** The broker's log (log4j), where readiness is read from. */
   readonly logFile: string
   /** The JVM's stdout/stderr. */
@@ -46,6 +48,7 @@ export const layout = (
     dataDir: Path.join(dir, "data"),
     configFile: Path.join(dir, "server.properties"),
     loggingFile: Path.join(dir, backend === "log4j2" ? "log4j2.properties" : "log4j.properties"),
+    toolLoggingFile: Path.join(dir, backend === "log4j2" ? "tools-log4j2.properties" : "tools-log4j.properties"),
     logFile: Path.join(dir, "server.log"),
     outputFile: Path.join(dir, "stdout.log")
   }
@@ -146,8 +149,36 @@ export const loggingConfig = (node: NodeLayout, backend: LoggingBackend): string
     ].join("\n")
 }
 
-/** The JVM flag pointing the logging backend at its configuration. */
-export const loggingFlag = (node: NodeLayout, backend: LoggingBackend): string =>
+/** The logging configuration of the storage tool: warnings to stderr. */
+export const toolLoggingConfig = (backend: LoggingBackend): string =>
   backend === "log4j2"
-    ? `-Dlog4j2.configurationFile=${node.loggingFile}`
-    : `-Dlog4j.configuration=file:${node.loggingFile}`
+    ? [
+      "status = warn",
+      "appender.console.type = Console",
+      "appender.console.name = STDERR",
+      "appender.console.target = SYSTEM_ERR",
+      "appender.console.layout.type = PatternLayout",
+      "appender.console.layout.pattern = [%d] %p %m (%c)%n",
+      "rootLogger.level = WARN",
+      "rootLogger.appenderRef.console.ref = STDERR",
+      ""
+    ].join("\n")
+    : [
+      "log4j.rootLogger=WARN, stderr",
+      "log4j.appender.stderr=org.apache.log4j.ConsoleAppender",
+      "log4j.appender.stderr.Target=System.err",
+      "log4j.appender.stderr.layout=org.apache.log4j.PatternLayout",
+      "log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n",
+      ""
+    ].join("\n")
+
+const loggingFlagFor = (file: string, backend: LoggingBackend): string =>
+  backend === "log4j2" ? `-Dlog4j2.configurationFile=${file}` : `-Dlog4j.configuration=file:${file}`
+
+/** The JVM flag pointing the broker's logging backend at its configuration. */
+export const loggingFlag = (node: NodeLayout, backend: LoggingBackend): string =>
+  loggingFlagFor(node.loggingFile, backend)
+
+/** The JVM flag pointing the storage tool's logging backend at its configuration. */
+export const toolLoggingFlag = (node: NodeLayout, backend: LoggingBackend): string =>
+  loggingFlagFor(node.toolLoggingFile, backend)
