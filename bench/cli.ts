@@ -52,6 +52,7 @@ const { values: opt } = parseArgs({
     "warmup-seconds": { type: "string", default: "5" },
     "commit-interval-ms": { type: "string", default: "100" },
     "timeout-seconds": { type: "string", default: "1800" },
+    "idle-wait-seconds": { type: "string", default: "180" },
     "no-latency": { type: "boolean", default: false },
     "no-restore": { type: "boolean", default: false },
     out: { type: "string" },
@@ -68,6 +69,16 @@ const int = (name: keyof typeof opt): number => {
 /** 1-min load average above which a run is flagged as disturbed (the harness itself and the
  *  broker account for ~2 on this 2-core machine). */
 const LOAD_WARN = cpus().length + 1.5
+
+/** On a shared machine: before a run, wait up to `maxMs` for the load average to drop. */
+const waitForQuiet = async (maxMs: number): Promise<void> => {
+  const busy = (): boolean => (loadavg()[0] ?? 0) > LOAD_WARN
+  if (maxMs <= 0 || !busy()) return
+  log(`   machine busy (1-min load ${(loadavg()[0] ?? 0).toFixed(1)} on ${cpus().length} cores): waiting up to ${maxMs / 1000} s for it to calm down`)
+  const until = Date.now() + maxMs
+  while (busy() && Date.now() < until) await sleep(5000)
+  log(`   1-min load now ${(loadavg()[0] ?? 0).toFixed(1)}`)
+}
 
 const log = (m: string): void => console.log(`[bench ${new Date().toISOString().slice(11, 19)}] ${m}`)
 
@@ -93,6 +104,7 @@ const main = async (): Promise<void> => {
   const warmupSeconds = int("warmup-seconds")
   const commitIntervalMs = Math.max(1, int("commit-interval-ms"))
   const timeoutMs = int("timeout-seconds") * 1000
+  const idleWaitMs = int("idle-wait-seconds") * 1000
   const doLatency = !opt["no-latency"] && latencySeconds > 0
   const doRestore = !opt["no-restore"]
 
@@ -140,6 +152,7 @@ const main = async (): Promise<void> => {
         if (available.get(c.name) !== undefined) continue
         const prefix = `bench-${runId}-${c.name}-r${r}`
         log(`── ${c.name} run ${r}/${runs}`)
+        await waitForQuiet(idleWaitMs)
         const res: RunResult = await (c.kind === "process"
           ? runProcess(c, r, prefix, { kafka, admin, brokers: broker.brokers, w, seq, expected, workDir, commitIntervalMs, timeoutMs, doLatency, doRestore, rate, latencySeconds, warmupSeconds })
           : runCeiling(c, r, prefix, { admin, brokers: broker.brokers, w, workDir, rate, latencySeconds })

@@ -58,7 +58,7 @@ const cell = (sp: Spread | undefined, unit: "rec/s" | "ms" | "MiB", missing: str
 const ratio = (sp: Spread | undefined, base: Spread | undefined): string => {
   if (sp === undefined || base === undefined || base.median === 0) return "–"
   const r = sp.median / base.median
-  return `${r >= 10 ? r.toFixed(0) : r >= 1 ? r.toFixed(2) : r.toFixed(2)}×`
+  return `${r >= 10 ? r.toFixed(0) : r >= 0.1 ? r.toFixed(2) : r.toPrecision(2)}×`
 }
 
 export interface ReportMeta {

@@ -48,7 +48,7 @@ def main() -> None:
         ax.invert_yaxis()
         ax.set_title(title, fontsize=10)
         ax.set_xlabel(unit)
-        if log and meds:
+        if log and meds and min(meds) > 0 and max(meds) / min(meds) > 20:
             ax.set_xscale("log")
         for yi, m in zip(y, meds):
             ax.text(m, yi, f" {m:,.0f}" if m >= 10 else f" {m:.1f}", va="center", fontsize=8)
