@@ -6,7 +6,7 @@
  *                    [--warmup-seconds N] [--commit-interval-ms N] [--no-latency] [--no-restore]
  *                    [--out bench/results/NAME.md]
  */
-import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus, homedir, loadavg, totalmem } from "node:os"
 import { basename, dirname, join, relative } from "node:path"
 import { parseArgs } from "node:util"
@@ -33,7 +33,7 @@ import {
   type Workload,
 } from "./lib/kafka.ts"
 import { AppProcess, type Command } from "./lib/proc.ts"
-import { renderMarkdown, renderText, type ContenderReport, type RunResult } from "./lib/report.ts"
+import { renderMarkdown, renderText, type ContenderReport, type ReportMeta, type RunResult } from "./lib/report.ts"
 import { exec } from "./lib/setup.ts"
 import { fmtInt, sleep } from "./lib/stats.ts"
 
@@ -56,6 +56,7 @@ const { values: opt } = parseArgs({
     "no-latency": { type: "boolean", default: false },
     "no-restore": { type: "boolean", default: false },
     out: { type: "string" },
+    "from-json": { type: "string" },
     help: { type: "boolean", default: false },
   },
 })
@@ -86,6 +87,7 @@ const root = process.cwd()
 const cache = process.env["SKEIN_BENCH_CACHE"] ?? join(homedir(), ".cache", "skein", "bench")
 
 const main = async (): Promise<void> => {
+  if (opt["from-json"] !== undefined) return rerender(opt["from-json"])
   if (opt.help) {
     console.log("npm run bench -- [--records N] [--partitions N] [--only a,b] [--runs N] ... (see bench/README.md)")
     console.log(`contenders: ${ALL.map((c) => c.name).join(", ")}`)
@@ -204,6 +206,13 @@ const main = async (): Promise<void> => {
     command: `npm run bench -- ${process.argv.slice(2).join(" ")}`.trim(),
   }
   writeFileSync(jsonPath, `${JSON.stringify({ meta, contenders: reports }, null, 2)}\n`)
+  await writeReport(outMd, meta, reports)
+}
+
+/** Writes <stem>.md and the chart (<stem>.svg/.png) from the JSON's contents. */
+const writeReport = async (outMd: string, meta: ReportMeta, reports: ReadonlyArray<ContenderReport>): Promise<void> => {
+  const stem = outMd.replace(/\.md$/, "")
+  const jsonPath = `${stem}.json`
   let chart: string | undefined
   const py = join(root, "bench", ".venv", "bin", "python")
   if (existsSync(py)) {
@@ -219,6 +228,12 @@ const main = async (): Promise<void> => {
   console.log(renderText(reports))
   console.log("")
   log(`results: ${relative(root, outMd)}, ${relative(root, jsonPath)}${chart !== undefined ? `, ${relative(root, join(dirname(outMd), chart))}` : ""}`)
+}
+
+/** --from-json FILE.json: re-render the markdown and chart of an earlier run. */
+const rerender = async (jsonPath: string): Promise<void> => {
+  const data = JSON.parse(readFileSync(jsonPath, "utf8")) as { meta: ReportMeta; contenders: ContenderReport[] }
+  await writeReport(jsonPath.replace(/\.json$/, ".md"), data.meta, data.contenders)
 }
 
 interface ProcessRunCtx {
