@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Option, Schedule } from "effect"
 import kafkajs from "kafkajs"
 import type { Admin, Kafka } from "kafkajs"
 import * as ChildProcess from "node:child_process"
@@ -16,11 +16,15 @@ const client = (brokers: ReadonlyArray<string>): Kafka =>
 
 const produce = (kafka: Kafka, topic: string, values: ReadonlyArray<string>) =>
   Effect.acquireUseRelease(
-    Effect.tryPromise(async () => {
+    // kafkajs sends an idempotent producer's InitProducerId to one broker and does not retry a
+    // refused connection: retry the connect until the dead node is fenced and out of the metadata.
+    Effect.suspend(() => {
       const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
-      await producer.connect()
-      return producer
-    }),
+      return Effect.tryPromise(() => producer.connect()).pipe(
+        Effect.tapError(() => Effect.promise(() => producer.disconnect())),
+        Effect.as(producer)
+      )
+    }).pipe(Effect.retry({ schedule: Schedule.spaced("500 millis"), times: 60 })),
     (producer) =>
       Effect.tryPromise(() =>
         producer.send({ topic, acks: -1, messages: values.map((value) => ({ key: value, value })) })
