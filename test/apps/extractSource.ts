@@ -8,12 +8,13 @@
 import { Effect, Queue } from "effect"
 import type { Scope } from "effect"
 import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
 
 export interface ServedPage {
   readonly token: string
   readonly after: number
   readonly ids: ReadonlyArray<number>
+  /** When it was served (epoch ms). */
+  readonly at: number
 }
 
 export interface Source {
@@ -65,7 +66,7 @@ export const make = (options: {
         for (let id = after + 1; id <= count && ids.length < limit; id++) ids.push(id)
         const last = ids[ids.length - 1] ?? after
         requests.push({ token, after, status: 200 })
-        Queue.unsafeOffer(served, { token, after, ids })
+        Queue.unsafeOffer(served, { token, after, ids, at: Date.now() })
         response.writeHead(200, { "content-type": "application/json" }).end(
           JSON.stringify({ items: ids.map((id) => ({ id })), hasMore: last < count })
         )
@@ -86,7 +87,8 @@ export const make = (options: {
           server.close(() => resume(Effect.void))
         })
     )
-    const { port } = server.address() as AddressInfo
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
     return {
       url: `http://127.0.0.1:${port}`,
       served,

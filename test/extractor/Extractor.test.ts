@@ -99,8 +99,11 @@ describe("Extractor", () => {
       source.requests.length = 0
       const second = yield* start(extractor, applicationId)
       yield* eventually(
-        Effect.sync(() => Option.getOrUndefined(committedCursor(second.stats, "a"))?.after === 10),
-        { what: "a drained again" }
+        Effect.sync(() =>
+          Option.getOrUndefined(committedCursor(second.stats, "a"))?.after === 10 &&
+          source.requests.some((r) => r.token === "b")
+        ),
+        { what: "a drained again, b read" }
       )
       yield* Fiber.interrupt(second.fiber)
       const firstAfter = (token: string) => source.requests.find((r) => r.token === token)?.after
@@ -123,7 +126,7 @@ describe("Extractor", () => {
         source: source.url,
         output,
         pageSize: 5,
-        poll: Schedule.spaced(Duration.millis(300)).pipe(Schedule.intersect(Schedule.recurs(3)))
+        poll: Schedule.spaced(Duration.millis(500)).pipe(Schedule.intersect(Schedule.recurs(3)))
       })
       const { fiber, stats } = yield* start(extractor, applicationId)
       yield* eventually(Effect.sync(() => stats.pagesCommitted === 1), { what: "first page" })
@@ -134,7 +137,7 @@ describe("Extractor", () => {
         { what: "polled items" }
       )
       // 1 read + 3 polls, then the schedule ends: no more requests.
-      yield* Effect.sleep(Duration.millis(1500))
+      yield* Effect.sleep(Duration.millis(2000))
       assert.strictEqual(source.requests.length, 4)
       assert.strictEqual(stats.emptyPolls, 2)
       assert.deepStrictEqual([...stats.owned], ["t"])
@@ -160,7 +163,7 @@ describe("Extractor", () => {
       const { fiber, stats } = yield* start(extractor, applicationId)
       const times = new Map<string, Array<number>>()
       yield* Queue.take(source.served).pipe(
-        Effect.flatMap((page) => Effect.sync(() => times.set(page.token, [...(times.get(page.token) ?? []), Date.now()]))),
+        Effect.flatMap((page) => Effect.sync(() => times.set(page.token, [...(times.get(page.token) ?? []), page.at]))),
         Effect.repeat({ times: 7 })
       )
       yield* eventually(Effect.sync(() => stats.pagesCommitted === 8), { what: "all pages" })
