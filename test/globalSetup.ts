@@ -29,7 +29,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
       onSome: (error) => error.message,
       onNone: () => Cause.pretty(exit.cause)
     })
-    throw new Error(message)
+    const error = new Error(message)
+    error.stack = `Error: ${message}` // the message says it all; frames would only distract
+    throw error
   }
   const broker = exit.value
   const bootstrap = broker.brokers.join(",")

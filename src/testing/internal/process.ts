@@ -32,7 +32,13 @@ const childEnv = (env: Readonly<Record<string, string>> | undefined): NodeJS.Pro
 
 /** Runs a command to completion and collects its output. */
 export const run = (options: RunOptions): Effect.Effect<RunResult, KafkaBrokerError> =>
-  Effect.async<RunResult, KafkaBrokerError>((resume) => {
+  Effect.async<RunResult, KafkaBrokerError>((resumeOnce) => {
+    let done = false
+    const resume = (effect: Effect.Effect<RunResult, KafkaBrokerError>) => {
+      if (done) return
+      done = true
+      resumeOnce(effect)
+    }
     let output = ""
     const append = (chunk: Buffer) => {
       output += chunk.toString("utf8")
