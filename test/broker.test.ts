@@ -165,6 +165,12 @@ describe("KafkaBroker", () => {
       assert.strictEqual(described.brokers.length, 1)
       const log = Fs.readFileSync(cluster.nodes[0]?.logFile ?? "", "utf8")
       assert.include(log, "Kafka version: 3.9.2")
+
+      // A hard stop: SIGKILL, and the folders are still removed.
+      const pid = Option.getOrThrow(yield* cluster.pid(0))
+      yield* cluster.kill
+      assert.isFalse(isRunning(pid))
+      assert.isFalse(Fs.existsSync(cluster.dataDir))
     }).pipe(Effect.scoped), 300_000)
 
   it.effect("rejects unknown versions", () =>

@@ -149,6 +149,8 @@ export interface LocalKafkaCluster {
    * they have exited and removes their folders unless `keepData`.
    */
   readonly stop: Effect.Effect<void>
+  /** Like `stop`, but with SIGKILL: every node crashes at once. */
+  readonly kill: Effect.Effect<void>
   /** Stops node `index` cleanly (controlled shutdown). */
   readonly stopNode: (index: number) => Effect.Effect<void, KafkaBrokerError>
   /** Kills node `index` with SIGKILL (a crash) and waits until it is gone. */
@@ -475,18 +477,17 @@ const makeCluster = (params: {
       }
     })
 
-    const stop: Effect.Effect<void> = lock.withPermits(1)(
-      Effect.gen(function*() {
+    const shutdown = (signal: NodeJS.Signals): Effect.Effect<void> =>
+      lock.withPermits(1)(Effect.gen(function*() {
         if (yield* Ref.getAndSet(stopped, true)) return
-        yield* Effect.forEach(slots, (ref) => endNode(ref, "SIGTERM"), { concurrency: "unbounded", discard: true })
+        yield* Effect.forEach(slots, (ref) => endNode(ref, signal), { concurrency: "unbounded", discard: true })
         if (!params.keepData) {
           yield* Effect.sync(() => {
             for (const node of nodes) Fs.rmSync(node.dir, { recursive: true, force: true })
             if (params.ownsDataDir) Fs.rmSync(params.dataDir, { recursive: true, force: true })
           }).pipe(Effect.catchAllDefect((cause) => Effect.logWarning(`cannot remove ${params.dataDir}`, cause)))
         }
-      })
-    )
+      }))
 
     const restartNode = (index: number) =>
       lock.withPermits(1)(
@@ -519,7 +520,8 @@ const makeCluster = (params: {
       jars: params.jars,
       pid,
       describe,
-      stop: live(stop),
+      stop: live(shutdown("SIGTERM")),
+      kill: live(shutdown("SIGKILL")),
       stopNode: (index) => live(lock.withPermits(1)(Effect.flatMap(slot(index), ({ ref }) => endNode(ref, "SIGTERM")))),
       killNode: (index) => live(lock.withPermits(1)(Effect.flatMap(slot(index), ({ ref }) => endNode(ref, "SIGKILL")))),
       restartNode: (index) => live(restartNode(index))
