@@ -215,7 +215,12 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
       onSome: () => Effect.succeed(Option.none<LocalKafka.LocalKafkaCluster>()),
       onNone: () =>
         Effect.map(
-          LocalKafka.start({ nodes: options.brokerKills > 0 ? 3 : 1, dataDir: Path.join(runDir, "kafka") }),
+          LocalKafka.start({
+            nodes: options.brokerKills > 0 ? 3 : 1,
+            dataDir: Path.join(runDir, "kafka"),
+            // Kept for a post-mortem; removed below when every app passes.
+            keepData: true
+          }),
           Option.some
         )
     })
@@ -441,8 +446,18 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
       `[${elapsed(t0)}] ${counts.killsOfActive}/${[...counts.kills.values()].reduce((a, b) => a + b, 0)} kills hit an instance holding tasks`
     )
     for (const r of results) yield* say(summaryLine(r))
-    return results
-  }))
+    return { results, runDir }
+  })).pipe(
+    Effect.tap(({ results, runDir }) =>
+      results.every((r) => r.pass)
+        ? Effect.sync(() => {
+          Fs.rmSync(Path.join(runDir, "kafka"), { recursive: true, force: true })
+          Fs.rmSync(Path.join(runDir, "state"), { recursive: true, force: true })
+        })
+        : say(`kept for a post-mortem: ${runDir} (broker data and logs, app logs)`)
+    ),
+    Effect.map(({ results }) => results)
+  )
 
 const isMain = process.argv[1] !== undefined && Path.resolve(process.argv[1]) === new URL(import.meta.url).pathname
 
