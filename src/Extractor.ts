@@ -88,7 +88,9 @@ export interface Page<C> {
 }
 
 /**
- * A page after which more may follow at once.
+ * A page after which more may follow at once. A page that emits nothing and
+ * leaves the cursor where it was counts as drained (reading again at once
+ * would spin).
  *
  * @since 0.1.0
  * @category constructors

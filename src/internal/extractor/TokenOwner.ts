@@ -90,7 +90,8 @@ const extract = <Token extends string, C, E, R>(
       stats.pagesRead++
       const records = yield* Effect.forEach(page.emit, (record) => record.encode)
       const next = yield* cursors.encode(page.next)
-      if (records.length > 0 || next !== encoded) {
+      const idle = records.length === 0 && next === encoded
+      if (!idle) {
         yield* fenced.commit(
           [...records, cursors.record(owned, next)],
           { groupId: context.groupId, offsets: [] },
@@ -108,7 +109,8 @@ const extract = <Token extends string, C, E, R>(
       }
       cursor = page.next
       encoded = next
-      if (page._tag === "Page") {
+      // A "page" that neither emits nor moves the cursor is drained: reading again at once would spin.
+      if (page._tag === "Page" && !idle) {
         yield* poll.reset
       } else if (Option.isNone(yield* Effect.option(poll.next(undefined)))) {
         yield* Effect.logInfo(`Token ${owned.token} is drained and its poll schedule ended: it stops reading`)
