@@ -7,13 +7,19 @@
  *
  *   tsx test/chaos/repro/kafkajs-send-retry.ts <bootstrap of a 3-node cluster> [transactions]
  *
+ * KAFKAJS=<path to a kafkajs package> runs it against another copy, e.g. one
+ * with kafkajs-sendMessages.patch applied (then: no duplicates).
+ *
  * Each transaction sends one record to each of 6 partitions (led by 3
  * brokers) right after the previous commit, when AddPartitionsToTxn often
  * answers CONCURRENT_TRANSACTIONS (retriable). Then the topic is read raw
  * (transactions resolved from the log's markers) and duplicates are counted.
  */
 import { Effect } from "effect"
-import kafkajs from "kafkajs"
+import { createRequire } from "node:module"
+import type KafkajsModule from "kafkajs"
+import type { Kafka } from "kafkajs"
+const kafkajs = createRequire(import.meta.url)(process.env["KAFKAJS"] ?? "kafkajs") as typeof KafkajsModule
 import * as Wire from "../wire.ts"
 
 const brokers = (process.argv[2] ?? "").split(",")
@@ -70,7 +76,7 @@ const program = Effect.gen(function*() {
   return duplicates + lost
 })
 
-const readCommittedWithKafkajs = async (kafka: kafkajs.Kafka, topic: string, ends: ReadonlyArray<number>) => {
+const readCommittedWithKafkajs = async (kafka: Kafka, topic: string, ends: ReadonlyArray<number>) => {
   const seen = new Map<string, number>()
   const positions = ends.map(() => 0)
   const consumer = kafka.consumer({ groupId: `${topic}-reader`, readUncommitted: false, maxWaitTimeInMs: 200 })
