@@ -6,6 +6,11 @@
  *                    [--rate R] [--max-poll-records N] [--partitions N] [--keys N] [--seed S]
  *                    [--catch-up-timeout SECONDS]
  *
+ * Defaults: --app all --instances 3 --records 10000 --runtimes node, rate
+ * records/60 per second (50..400), --max-poll-records 50 (200 above 50,000
+ * records), 6 partitions, 20,000 keys, --catch-up-timeout 300 (seconds
+ * without any progress after the driver is done).
+ *
  * It starts what it needs: a local single-node broker (a 3-node cluster when
  * --broker-kills > 0) unless KAFKA_BROKERS is set; the input and output
  * topics; N instances of every app (runtimes mixed round-robin, rotated at
@@ -136,11 +141,13 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): 
     records,
     runtimes: runtimes as ReadonlyArray<RuntimeName>,
     rate: int("rate", Math.max(50, Math.min(400, Math.ceil(records / 60))), 1),
-    maxPollRecords: int("max-poll-records", 50, 1),
+    // Small batches keep a transaction open nearly all the time (kills land inside one);
+    // long runs take bigger ones to get through in time on a small machine.
+    maxPollRecords: int("max-poll-records", records > 50_000 ? 200 : 50, 1),
     partitions: int("partitions", 6, 1),
     keys: int("keys", 20_000, 1),
     seed: int("seed", Math.floor(Math.random() * 1_000_000)),
-    catchUpTimeout: Duration.seconds(int("catch-up-timeout", 600, 1)),
+    catchUpTimeout: Duration.seconds(int("catch-up-timeout", 300, 1)),
     brokers: brokers.length > 0 ? Option.some(brokers) : Option.none()
   }
 }
@@ -349,11 +356,19 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
 
     // -- catch up: every group has consumed all of its input (stage 2 after stage 1)
     const caughtUp = yield* Effect.gen(function*() {
-      const deadline = Date.now() + Duration.toMillis(options.catchUpTimeout)
+      // Wait as long as the apps make progress; give up after catchUpTimeout without any.
+      const stall = Duration.toMillis(options.catchUpTimeout)
+      let best = Number.POSITIVE_INFINITY
+      let progressAt = Date.now()
       let zeros = 0
-      while (Date.now() < deadline) {
+      while (Date.now() - progressAt < stall) {
         for (const instance of fleet.instances) if (!instance.extra && instance.phase === "killed") yield* fleet.start(instance)
         const l = yield* lags
+        const total = l.reduce((n, [, x]) => n + Math.max(0, x), 0)
+        if (total < best) {
+          best = total
+          progressAt = Date.now()
+        }
         zeros = l.every(([, n]) => n === 0) ? zeros + 1 : 0
         if (zeros >= 2) return true
         yield* Effect.sleep(Duration.seconds(1))
