@@ -134,7 +134,7 @@ export const makeFleet = (options: FleetOptions): Effect.Effect<Fleet> =>
         let pending = ""
         const append = Fs.createWriteStream(logFile, { flags: "a" })
         child.stdout?.on("data", (data: Buffer) => {
-          append.write(data)
+          if (!append.writableEnded) append.write(data)
           pending += data.toString("utf8")
           const lines = pending.split("\n")
           pending = lines.pop() ?? ""
@@ -149,10 +149,13 @@ export const makeFleet = (options: FleetOptions): Effect.Effect<Fleet> =>
           }
         })
         child.on("error", (error) => {
-          append.write(`# spawn error: ${String(error)}\n`)
+          if (!append.writableEnded) append.write(`# spawn error: ${String(error)}\n`)
         })
-        child.on("exit", (code, signal) => {
-          append.end(`# exited code=${code} signal=${signal}\n`)
+        // "exit" can come before the last stdout data: end the log once stdio is closed.
+        child.on("close", (code, signal) => {
+          if (!append.writableEnded) append.end(`# exited code=${code} signal=${signal}\n`)
+        })
+        child.on("exit", (code) => {
           const expected = instance.phase !== "running"
           instance.phase = instance.phase === "killed" ? "killed" : "exited"
           if (instance.child === child) instance.child = undefined
