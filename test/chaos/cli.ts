@@ -7,7 +7,7 @@
  *                    [--catch-up-timeout SECONDS]
  *
  * Defaults: --app all --instances 3 --records 10000 --runtimes node, rate
- * records/60 per second (50..400), --max-poll-records 50 (200 above 50,000
+ * records/60 per second (50..400), --max-poll-records 50 (500 above 50,000
  * records), 6 partitions, 20,000 keys, --catch-up-timeout 300 (seconds
  * without any progress after the driver is done).
  *
@@ -143,7 +143,7 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): 
     rate: int("rate", Math.max(50, Math.min(400, Math.ceil(records / 60))), 1),
     // Small batches keep a transaction open nearly all the time (kills land inside one);
     // long runs take bigger ones to get through in time on a small machine.
-    maxPollRecords: int("max-poll-records", records > 50_000 ? 200 : 50, 1),
+    maxPollRecords: int("max-poll-records", records > 50_000 ? 500 : 50, 1),
     partitions: int("partitions", 6, 1),
     keys: int("keys", 20_000, 1),
     seed: int("seed", Math.floor(Math.random() * 1_000_000)),
