@@ -184,18 +184,30 @@ const compare = <A extends Record<string, number> & { readonly id: number }>(par
   }
   for (const [id, out] of outIds) if (!input.idCounts.has(id)) duplicates += out
   let mismatches = 0
+  let duplicateOnly = 0
   const examples: Array<string> = []
   const keys = new Set([...input.byKey.keys(), ...outputs.byKey.keys()])
+  const equal = (expected: ReadonlyArray<A>, actual: ReadonlyArray<A>) =>
+    expected.length === actual.length &&
+    expected.every((e, i) => {
+      const a = actual[i]
+      return a !== undefined && sameFields(e, a, params.fields)
+    })
   for (const key of keys) {
     const expected = params.expected(input.byKey.get(key) ?? [])
     const actual = outputs.byKey.get(key) ?? []
-    const ok = expected.length === actual.length &&
-      expected.every((e, i) => {
-        const a = actual[i]
-        return a !== undefined && sameFields(e, a, params.fields)
-      })
+    const ok = equal(expected, actual)
     if (!ok) {
       mismatches++
+      // Would the key be right if repeated copies of a record (same id, same content) were dropped?
+      const seen = new Set<string>()
+      const deduplicated = actual.filter((a) => {
+        const text = JSON.stringify(params.fields.map((f) => a[f]))
+        if (seen.has(text)) return false
+        seen.add(text)
+        return true
+      })
+      if (equal(expected, deduplicated)) duplicateOnly++
       if (examples.length < 3) {
         const at = expected.findIndex((e, i) => {
           const a = actual[i]
@@ -212,6 +224,12 @@ const compare = <A extends Record<string, number> & { readonly id: number }>(par
   const problems = logProblems(params.name, params.logs)
   if (outputs.unreadable > 0) details.push(`${params.name}: ${outputs.unreadable} unreadable records`)
   if (outputs.splitKeys > 0) details.push(`${params.name}: ${outputs.splitKeys} keys written to several partitions`)
+  if (mismatches > 0) {
+    details.push(
+      `${params.name}: ${duplicateOnly} of ${mismatches} mismatching keys differ only by repeated identical records` +
+        (duplicateOnly < mismatches ? `; ${mismatches - duplicateOnly} are wrong otherwise (missing, reordered or wrong values)` : "")
+    )
+  }
   details.push(...problems, ...transactionDetails(params.name, params.logs), ...examples)
   return {
     name: params.name,
