@@ -1,7 +1,8 @@
 /**
  * A bounded chaos run: the three apps (echo, aggregate, two-stage pipeline),
- * two instances each under node, bun and deno, SIGKILLs and bounces while the
- * driver writes, then the verifier's exactly-once checks. Runs the real CLI
+ * two instances each under node, bun and deno, SIGKILLs, bounces and pauses
+ * (SIGSTOP past the session timeout: zombies) while the driver writes, then
+ * the verifier's exactly-once checks. Runs the real CLI
  * (`test/chaos/cli.ts`) as a child process against the test run's broker.
  *
  * The cluster variant (3 brokers, a broker SIGKILL) starts its own cluster;
@@ -85,7 +86,7 @@ const assertAllPass = (run: CliRun, records: number) => {
 }
 
 describe("chaos", () => {
-  it.live("exactly once under SIGKILLs and bounces: echo, aggregate, pipeline on node, bun and deno", () =>
+  it.live("exactly once under SIGKILLs, bounces and zombies: echo, aggregate, pipeline on node, bun and deno", () =>
     Effect.gen(function*() {
       const records = 5000
       const run = yield* runCli(
@@ -98,6 +99,8 @@ describe("chaos", () => {
           "8",
           "--bounces",
           "4",
+          "--pauses",
+          "2",
           "--records",
           String(records),
           "--rate",

@@ -4,7 +4,7 @@
  *   npm run chaos -- [--app echo|aggregate|pipeline|all] [--instances N] [--kills N] [--bounces N]
  *                    [--broker-kills N] [--records N] [--runtimes node,bun,deno]
  *                    [--rate R] [--max-poll-records N] [--partitions N] [--keys N] [--seed S]
- *                    [--catch-up-timeout SECONDS]
+ *                    [--catch-up-timeout SECONDS] [--pauses N]
  *
  * Defaults: --app all --instances 3 --records 10000 --runtimes node, rate
  * records/60 per second (50..400), --max-poll-records 50 (500 above 50,000
@@ -45,6 +45,8 @@ export interface ChaosOptions {
   readonly kills: number
   readonly bounces: number
   readonly brokerKills: number
+  /** SIGSTOP/SIGCONT of instances, frozen past the session timeout (zombies). */
+  readonly pauses: number
   readonly records: number
   readonly runtimes: ReadonlyArray<RuntimeName>
   /** Records per second written by the driver. */
@@ -82,7 +84,7 @@ export const summaryLine = (r: AppResult): string =>
 const usage =
   "usage: npm run chaos -- [--app echo|aggregate|pipeline|all] [--instances N] [--kills N] [--bounces N] " +
   "[--broker-kills N] [--records N] [--runtimes node,bun,deno] [--rate R] [--max-poll-records N] " +
-  "[--partitions N] [--keys N] [--seed S] [--catch-up-timeout SECONDS]"
+  "[--partitions N] [--keys N] [--seed S] [--catch-up-timeout SECONDS] [--pauses N]"
 
 export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): ChaosOptions => {
   const values = new Map<string, string>()
@@ -107,7 +109,8 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): 
     "partitions",
     "keys",
     "seed",
-    "catch-up-timeout"
+    "catch-up-timeout",
+    "pauses"
   ]
   for (const name of values.keys()) if (!known.includes(name)) throw new Error(`unknown option --${name}\n${usage}`)
   const int = (name: string, fallback: number, min = 0) => {
@@ -138,6 +141,7 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): 
     kills: int("kills", 0),
     bounces: int("bounces", 0),
     brokerKills: int("broker-kills", 0),
+    pauses: int("pauses", 0),
     records,
     runtimes: runtimes as ReadonlyArray<RuntimeName>,
     rate: int("rate", Math.max(50, Math.min(400, Math.ceil(records / 60))), 1),
@@ -199,6 +203,13 @@ const createTopics = (
     }
   })
 
+/** Occurrences of `text` in the log files of `dir` whose name starts with `prefix`. */
+const countInLogs = (dir: string, prefix: string, text: string): number =>
+  Fs.readdirSync(dir).filter((f) => f.startsWith(prefix)).reduce(
+    (n, f) => n + Fs.readFileSync(Path.join(dir, f), "utf8").split(text).length - 1,
+    0
+  )
+
 const elapsed = (since: number) => `${String(Math.round((Date.now() - since) / 1000)).padStart(5)}s`
 
 /** Runs one chaos run and returns the verdict per app. */
@@ -212,7 +223,7 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
     const random = prng(options.seed)
     yield* say(
       `chaos ${runId}: apps=${options.apps.join(",")} instances=${options.instances} kills=${options.kills} ` +
-        `bounces=${options.bounces} broker_kills=${options.brokerKills} records=${options.records} ` +
+        `bounces=${options.bounces} broker_kills=${options.brokerKills} pauses=${options.pauses} records=${options.records} ` +
         `rate=${options.rate}/s runtimes=${options.runtimes.join(",")} max_poll_records=${options.maxPollRecords} ` +
         `seed=${options.seed}\n  logs: ${runDir}`
     )
@@ -324,6 +335,9 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
         kills: options.kills,
         bounces: options.bounces,
         brokerKills: options.brokerKills,
+        pauses: options.pauses,
+        // Past the 6 s session timeout, so the group moves the frozen instance's tasks away.
+        pauseFor: Duration.seconds(10),
         window: Duration.seconds(driveSeconds)
       },
       random,
@@ -437,6 +451,11 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
         yield* say(`  ${c.name}: ${c.records} records, duplicates=${c.duplicates} lost=${c.lost} mismatches=${c.stateMismatches}`)
         for (const d of c.details) yield* say(`    ${d}`)
       }
+      const pauses = counts.pauses.get(app) ?? 0
+      if (pauses > 0) yield* say(`    ${app}: ${pauses} instance(s) frozen 10 s (SIGSTOP) and resumed as zombies`)
+      // The runtime logs a warning when a zombie's commit is rejected because a newer owner fenced it.
+      const fencedCommits = mine.reduce((n, g) => n + countInLogs(Path.join(runDir, "logs"), `${g.spec.label}-`, "was fenced by a newer owner"), 0)
+      if (fencedCommits > 0) yield* say(`    ${app}: ${fencedCommits} commit(s) of zombie tasks rejected by fencing`)
       const crashes = mine.reduce((n, g) => n + (fleet.crashes().get(g.spec.label) ?? 0), 0)
       if (crashes > 0) yield* say(`    ${app}: ${crashes} unexpected exit(s) (restarted); see the logs`)
       const duplicates = (final?.duplicates ?? 0) + checks.filter((c) => c !== final).reduce((n, c) => n + c.duplicates, 0)

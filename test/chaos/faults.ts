@@ -1,8 +1,10 @@
 /**
  * Fault injection over a time window: SIGKILLs of app instances (restarted
  * after a short pause), bounces (a clean SIGTERM stop and restart, or an
- * extra instance joining the group and leaving it again), and SIGKILLs of
- * brokers of a local cluster (restarted after a pause, one at a time).
+ * extra instance joining the group and leaving it again), pauses (SIGSTOP
+ * past the session timeout, then SIGCONT: the instance comes back as a
+ * zombie whose tasks have moved and must be fenced), and SIGKILLs of brokers
+ * of a local cluster (restarted after a pause, one at a time).
  */
 import { Duration, Effect, Fiber, Option } from "effect"
 import type { LocalKafka } from "../../src/testing/index.ts"
@@ -12,6 +14,9 @@ export interface FaultPlan {
   readonly kills: number
   readonly bounces: number
   readonly brokerKills: number
+  /** SIGSTOP for `pauseFor`, then SIGCONT. */
+  readonly pauses: number
+  readonly pauseFor: Duration.Duration
   /** The faults are spread over this window (from now). */
   readonly window: Duration.Duration
 }
@@ -20,6 +25,7 @@ export interface FaultCounts {
   /** Per app (`AppSpec.app`). */
   readonly kills: Map<string, number>
   readonly bounces: Map<string, number>
+  readonly pauses: Map<string, number>
   brokerKills: number
   /** Kills that hit an instance holding tasks (likely inside a transaction). */
   killsOfActive: number
@@ -53,7 +59,14 @@ export const run = (params: {
 }): Effect.Effect<FaultCounts> =>
   Effect.gen(function*() {
     const { fleet, random, say, plan } = params
-    const counts: FaultCounts = { kills: new Map(), bounces: new Map(), brokerKills: 0, killsOfActive: 0, errors: [] }
+    const counts: FaultCounts = {
+      kills: new Map(),
+      bounces: new Map(),
+      pauses: new Map(),
+      brokerKills: 0,
+      killsOfActive: 0,
+      errors: []
+    }
     const windowMs = Duration.toMillis(plan.window)
     const started = Date.now()
     const at = (ms: number) => Effect.suspend(() => Effect.sleep(Duration.millis(Math.max(0, started + ms - Date.now()))))
@@ -102,6 +115,21 @@ export const run = (params: {
       }
     })
 
+    const pause = Effect.gen(function*() {
+      const running = fleet.running()
+      const active = running.filter(hasTasks)
+      const victim = pick(random, active.length > 0 ? active : running)
+      if (victim === undefined) return yield* say("pause: no running instance")
+      const frozen = yield* fleet.freeze(victim)
+      if (!frozen) return
+      bump(counts.pauses, victim.spec.app)
+      yield* say(`SIGSTOP ${victim.id} (${victim.runtime}) for ${Duration.format(plan.pauseFor)}`)
+      yield* later(Effect.sleep(plan.pauseFor).pipe(
+        Effect.zipRight(fleet.thaw(victim)),
+        Effect.zipRight(Effect.suspend(() => say(`SIGCONT ${victim.id}: a zombie if its tasks moved meanwhile`)))
+      ))
+    })
+
     const brokerKills = Option.match(params.cluster, {
       onNone: () =>
         plan.brokerKills > 0
@@ -137,13 +165,14 @@ export const run = (params: {
 
     const events = [
       ...Array.from({ length: plan.kills }, () => ({ at: between(random, 0.03, 0.97) * windowMs, kind: "kill" as const })),
-      ...Array.from({ length: plan.bounces }, () => ({ at: between(random, 0.03, 0.97) * windowMs, kind: "bounce" as const }))
+      ...Array.from({ length: plan.bounces }, () => ({ at: between(random, 0.03, 0.97) * windowMs, kind: "bounce" as const })),
+      ...Array.from({ length: plan.pauses }, () => ({ at: between(random, 0.03, 0.97) * windowMs, kind: "pause" as const }))
     ].sort((a, b) => a.at - b.at)
 
     const brokerFiber = yield* Effect.fork(brokerKills)
     for (const event of events) {
       yield* at(event.at)
-      yield* event.kind === "kill" ? kill : bounce
+      yield* event.kind === "kill" ? kill : event.kind === "bounce" ? bounce : pause
     }
     yield* Fiber.join(brokerFiber)
     yield* Fiber.joinAll(background)

@@ -78,6 +78,9 @@ export interface Fleet {
   readonly start: (instance: Instance) => Effect.Effect<void>
   /** SIGKILL; the instance stays down until `start`. */
   readonly kill: (instance: Instance) => Effect.Effect<void>
+  /** SIGSTOP: the process freezes (a zombie to be, once its session times out); `thaw` resumes it. */
+  readonly freeze: (instance: Instance) => Effect.Effect<boolean>
+  readonly thaw: (instance: Instance) => Effect.Effect<void>
   /** SIGTERM and wait for the exit (SIGKILL after `timeout`); returns whether it exited by itself. */
   readonly stop: (instance: Instance, timeout: Duration.Duration) => Effect.Effect<boolean>
   readonly running: () => ReadonlyArray<Instance>
@@ -206,12 +209,24 @@ export const makeFleet = (options: FleetOptions): Effect.Effect<Fleet> =>
           signalGroup(child, "SIGKILL")
           yield* Deferred.await(instance.exited)
         }),
+      freeze: (instance) =>
+        Effect.sync(() => {
+          const child = instance.child
+          if (child === undefined || instance.phase !== "running") return false
+          signalGroup(child, "SIGSTOP")
+          return true
+        }),
+      thaw: (instance) =>
+        Effect.sync(() => {
+          if (instance.child !== undefined) signalGroup(instance.child, "SIGCONT")
+        }),
       stop: (instance, timeout) =>
         Effect.gen(function*() {
           const child = instance.child
           if (child === undefined || instance.phase !== "running") return true
           instance.phase = "stopping"
           signalGroup(child, "SIGTERM")
+          signalGroup(child, "SIGCONT") // in case it is frozen
           const clean = yield* Deferred.await(instance.exited).pipe(
             Effect.as(true),
             Effect.timeoutTo({ duration: timeout, onTimeout: () => false, onSuccess: (x) => x })
