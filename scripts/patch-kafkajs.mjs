@@ -1,8 +1,14 @@
 #!/usr/bin/env node
 // Applies patches/kafkajs+<version>.patch to the installed kafkajs (run from "postinstall").
 //
-// The patch fixes read_committed filtering of aborted transactions in
-// kafkajs/src/consumer/filterAbortedMessages.js (see test/kafkajs-read-committed.test.ts).
+// The patch fixes:
+// - read_committed filtering of aborted transactions in
+//   kafkajs/src/consumer/filterAbortedMessages.js (see test/kafkajs-read-committed.test.ts);
+// - kafkajs/src/producer/sendMessages.js, whose retry of a send spanning several brokers
+//   re-sent a request still in flight with new sequence numbers (duplicates inside a
+//   committed transaction) and tracked retries per broker instead of per partition (records
+//   of a partition whose leader moved were dropped while the send succeeded). See
+//   test/chaos/FINDINGS.md and test/chaos/repro/kafkajs-send-retry.ts.
 // Bun and Deno use the same node_modules, so patching the file covers all three runtimes.
 //
 // Plain Node, no dependency. Strict: patches are whole-file hunks (git diff -U100000), and the
