@@ -204,7 +204,7 @@ const main = async (): Promise<void> => {
     warmupSeconds,
     commitIntervalMs,
     machine: `${cpus().length} cores (${cpus()[0]?.model.trim() ?? "?"}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
-    command: `npm run bench -- ${process.argv.slice(2).join(" ")}`.trim(),
+    command: process.argv.length > 2 ? `npm run bench -- ${process.argv.slice(2).join(" ")}` : "npm run bench",
   }
   writeFileSync(jsonPath, `${JSON.stringify({ meta, contenders: reports }, null, 2)}\n`)
   await writeReport(outMd, meta, reports)

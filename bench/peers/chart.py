@@ -11,6 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402,F401
 
 
 def spread(vals):
@@ -28,9 +29,9 @@ def main() -> None:
     rows = [c for c in data["contenders"] if not c.get("unavailable")]
     unavailable = [c["name"] for c in data["contenders"] if c.get("unavailable")]
     fig, axes = plt.subplots(1, 2, figsize=(12, 0.6 * max(4, len(rows)) + 1.8))
-    for ax, key, title, unit, log in (
-        (axes[0], "throughput", "Throughput (input records/s, higher is better)", "records/s", False),
-        (axes[1], "p99", f"p99 end-to-end latency at {data['meta']['rate']:,} rec/s (lower is better)", "ms", True),
+    for ax, key, title, unit in (
+        (axes[0], "throughput", "Throughput (input records/s, higher is better)", "records/s"),
+        (axes[1], "p99", f"p99 end-to-end latency at {data['meta']['rate']:,} rec/s (lower is better)", "ms"),
     ):
         names, meds, lo, hi, colors = [], [], [], [], []
         for c in rows:
@@ -48,10 +49,17 @@ def main() -> None:
         ax.invert_yaxis()
         ax.set_title(title, fontsize=10)
         ax.set_xlabel(unit)
-        if log and meds and min(meds) > 0 and max(meds) / min(meds) > 20:
+        log = bool(meds) and min(meds) > 0 and max(m + h for m, h in zip(meds, hi)) / min(meds) > 20
+        if log:
             ax.set_xscale("log")
-        for yi, m in zip(y, meds):
-            ax.text(m, yi, f" {m:,.0f}" if m >= 10 else f" {m:.1f}", va="center", fontsize=8)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _p: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+        for yi, m, h in zip(y, meds, hi):
+            ax.text((m + h) * (1.15 if log else 1.02), yi, f"{m:,.0f}" if m >= 10 else f"{m:.1f}", va="center", fontsize=8)
+        if meds:
+            right = max(m + h for m, h in zip(meds, hi))
+            ax.set_xlim(right=right * (4 if log else 1.18))
+        if log:
+            ax.set_xlabel(f"{unit} (log scale)")
         ax.grid(axis="x", alpha=0.3)
     m = data["meta"]
     sub = (
