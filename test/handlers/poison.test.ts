@@ -36,8 +36,10 @@ describe("poison records", () => {
     Effect.gen(function*() {
       const { dlq, input, output, transformer, calls } = yield* setup
       const applicationId = unique("poison-app")
-      yield* startInstance(transformer, { applicationId, deadLetterTopic: dlq })
-      yield* caughtUp(applicationId, input)
+      const instance = yield* startInstance(transformer, { applicationId, deadLetterTopic: dlq })
+      yield* caughtUp(applicationId, input).pipe(
+        Effect.tapError(() => Effect.flatMap(instance.exit, (exit) => Effect.logError("run ended", exit)))
+      )
       const outputs = yield* readCommitted(output)
       assert.deepStrictEqual(outputs.map((r) => r.value).sort(), ["10", "40"])
       assert.strictEqual(calls(), 2, "the handler never sees a poison record")

@@ -3,7 +3,7 @@
  *
  * @internal
  */
-import { Effect } from "effect"
+import { Effect, Schedule } from "effect"
 import type { Scope } from "effect"
 import type { Admin } from "kafkajs"
 import { KafkaError, TopicNotFound } from "../../SkeinError.ts"
@@ -36,15 +36,31 @@ export interface KafkaAdmin {
   ) => Effect.Effect<{ readonly low: number; readonly lastStable: number }, KafkaError>
 }
 
+/** True for kafkajs errors the broker marks retriable (a leader moving, metadata not yet propagated). */
+const isRetriable = (error: KafkaError): boolean =>
+  typeof error.cause === "object" && error.cause !== null && "retriable" in error.cause &&
+  error.cause.retriable === true
+
 const attempt = <A>(operation: string, f: () => Promise<A>): Effect.Effect<A, KafkaError> =>
-  Effect.tryPromise({ try: f, catch: toKafkaError(operation) })
+  Effect.tryPromise({ try: f, catch: toKafkaError(operation) }).pipe(
+    // kafkajs's own retries cover requests, not a new topic whose leader metadata is
+    // still propagating: give those answers a few more seconds.
+    Effect.retry({
+      schedule: Schedule.intersect(Schedule.exponential("100 millis"), Schedule.recurs(8)),
+      while: isRetriable
+    })
+  )
 
 const isUnknownTopic = (error: unknown): boolean =>
   error instanceof Error && /does not host this topic-partition|UNKNOWN_TOPIC_OR_PARTITION|not exist/i.test(error.message)
 
 const makeFrom = (admin: Admin): KafkaAdmin => {
   const partitionCount = (topic: string) =>
-    attempt("fetchTopicMetadata", () => admin.fetchTopicMetadata({ topics: [topic] })).pipe(
+    // No extra retries: an unknown topic is an answer here, not a transient state.
+    Effect.tryPromise({
+      try: () => admin.fetchTopicMetadata({ topics: [topic] }),
+      catch: toKafkaError("fetchTopicMetadata")
+    }).pipe(
       Effect.map((metadata): number | undefined => metadata.topics[0]?.partitions.length),
       Effect.catchIf((e) => isUnknownTopic(e.cause), () => Effect.succeed(undefined))
     )

@@ -11,7 +11,7 @@
 import { Deferred, Effect, Queue } from "effect"
 import type { Scope } from "effect"
 import type { Consumer } from "kafkajs"
-import type { KafkaError } from "../../SkeinError.ts"
+import { KafkaError } from "../../SkeinError.ts"
 import type { Kafka } from "./client.ts"
 import type { FetchedRecord } from "./consumer.ts"
 import { toKafkaError } from "./errors.ts"
@@ -71,8 +71,12 @@ export const make = (
         Queue.unsafeOffer(current.events, { _tag: "Position", next: Number(event.payload.lastOffset) + 1 })
       }
     })
+    // A crashed reader stays crashed: every later restore fails with this typed error.
+    let crashed: KafkaError | undefined = undefined
     consumer.on(consumer.events.CRASH, (event) => {
-      current?.events.unsafeOffer({ _tag: "Failed", error: toKafkaError("changelog consumer")(event.payload.error) })
+      const error = toKafkaError("changelog consumer")(event.payload.error)
+      crashed = new KafkaError({ reason: "Crashed", operation: error.operation, cause: error.cause })
+      current?.events.unsafeOffer({ _tag: "Failed", error: crashed })
     })
 
     yield* Effect.acquireRelease(
@@ -108,11 +112,17 @@ export const make = (
     const read: ChangelogReader["read"] = (_fenced, partition, range, apply) =>
       range.until <= range.from ? Effect.succeed(0) : Effect.gen(function*() {
         yield* Deferred.await(joined)
+        if (crashed !== undefined) return yield* Effect.fail(crashed)
         const events = yield* Queue.unbounded<ReadEvent>()
         const reading = { partition, position: range.from, events }
         current = reading
-        consumer.seek({ topic: options.topic, partition, offset: String(range.from) })
-        consumer.resume([{ topic: options.topic, partitions: [partition] }])
+        yield* Effect.try({
+          try: () => {
+            consumer.seek({ topic: options.topic, partition, offset: String(range.from) })
+            consumer.resume([{ topic: options.topic, partitions: [partition] }])
+          },
+          catch: toKafkaError("changelog seek")
+        })
         let restored = 0
         while (reading.position < range.until) {
           const event = yield* Queue.take(events)
@@ -136,7 +146,11 @@ export const make = (
       }).pipe(
         Effect.ensuring(Effect.sync(() => {
           current = undefined
-          consumer.pause([{ topic: options.topic, partitions: [partition] }])
+          try {
+            consumer.pause([{ topic: options.topic, partitions: [partition] }])
+          } catch {
+            // A crashed consumer cannot pause; the crash is already recorded above.
+          }
         }))
       )
 
