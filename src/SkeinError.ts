@@ -165,6 +165,22 @@ export class OffsetOutOfRange extends Data.TaggedError("OffsetOutOfRange")<{
 }
 
 /**
+ * The runtime is configured in a way that cannot work; the message says how
+ * to fix it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ConfigurationError extends Data.TaggedError("ConfigurationError")<{
+  readonly problem: string
+  readonly fix: string
+}> {
+  override get message(): string {
+    return `${this.problem}. ${this.fix}`
+  }
+}
+
+/**
  * Every fatal error a run can end with (besides the transform's own errors).
  *
  * @since 0.1.0
@@ -179,3 +195,4 @@ export type RunnerError =
   | EncodeError
   | StateStoreError
   | OffsetOutOfRange
+  | ConfigurationError

@@ -6,6 +6,7 @@
  */
 import { Option } from "effect"
 import type { Effect, Schema } from "effect"
+import type { ErrorRule } from "./ErrorRule.ts"
 import * as Topic from "./Topic.ts"
 
 /**
@@ -77,13 +78,15 @@ export interface Result<S> {
  * @since 0.1.0
  * @category models
  */
-export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in out S, out E, out R> {
+export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in out S, in out E, out R> {
   readonly name: string
   readonly inputs: Inputs
   /** The state codec; `None` for a stateless transformer, which never opens a store. */
   readonly state: Option.Option<Topic.Codec<S>>
   readonly stateKey: (record: RecordOf<Inputs>) => string
   readonly transform: (record: RecordOf<Inputs>, state: Option.Option<S>) => Effect.Effect<Result<S>, E, R>
+  /** What happens when the transform fails with one of its errors; unmatched errors are fatal. */
+  readonly rules: ReadonlyArray<ErrorRule<E>>
 }
 
 const defaultStateKey = (record: { readonly key: unknown }): string =>
@@ -116,12 +119,14 @@ export const make = <const Inputs extends ReadonlyArray<Topic.Any>, S, SI, E = n
   readonly state: Schema.Schema<S, SI>
   readonly stateKey?: (record: RecordOf<Inputs>) => string
   readonly transform: (record: RecordOf<Inputs>, state: Option.Option<S>) => Effect.Effect<Result<S>, E, R>
+  readonly rules?: ReadonlyArray<ErrorRule<E>>
 }): Transformer<Inputs, S, E, R> => ({
   name: options.name,
   inputs: options.inputs,
   state: Option.some(Topic.json(options.state)),
   stateKey: options.stateKey ?? defaultStateKey,
-  transform: options.transform
+  transform: options.transform,
+  rules: options.rules ?? []
 })
 
 /**
@@ -134,12 +139,14 @@ export const stateless = <const Inputs extends ReadonlyArray<Topic.Any>, E = nev
   readonly name: string
   readonly inputs: Inputs
   readonly transform: (record: RecordOf<Inputs>) => Effect.Effect<Result<never>, E, R>
+  readonly rules?: ReadonlyArray<ErrorRule<E>>
 }): Transformer<Inputs, never, E, R> => ({
   name: options.name,
   inputs: options.inputs,
   state: Option.none(),
   stateKey: defaultStateKey,
-  transform: (record) => options.transform(record)
+  transform: (record) => options.transform(record),
+  rules: options.rules ?? []
 })
 
 /**

@@ -5,15 +5,20 @@
  *
  * @internal
  */
-import { Effect, Option, Schema } from "effect"
+import { Effect, Option, Schedule, Schema } from "effect"
+import type { Either } from "effect"
 import { DecodeError, EncodeError, StateStoreError } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
-import type { RecordOf, Transformer } from "../Transformer.ts"
+import type { RecordOf, Result, Transformer } from "../Transformer.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
 import type { StateStore, StoreWrite } from "./StateStore.ts"
 
 export interface TaskBatchResult {
   readonly outputs: ReadonlyArray<Topic.EncodedRecord>
+  /** Records skipped, dead-lettered and transform retries, by error rules. */
+  readonly skipped: number
+  readonly deadLettered: number
+  readonly retries: number
   /** The final state per key reached in the batch (one write per key). */
   readonly writes: ReadonlyArray<StoreWrite>
 }
@@ -58,13 +63,20 @@ export const decode = <Inputs extends ReadonlyArray<Topic.Any>>(
  * A poison record's copy for the dead letter topic: the original key and
  * value, with the decode error and the record's coordinates in headers.
  */
-export const deadLetter = (deadLetterTopic: string, record: FetchedRecord, error: DecodeError): Topic.EncodedRecord => ({
+const describe = (error: unknown): string =>
+  error instanceof Error ? `${error.name}: ${error.message}` : typeof error === "string" ? error : JSON.stringify(error)
+
+export const deadLetter = (
+  deadLetterTopic: string,
+  record: FetchedRecord,
+  error: { readonly message: string; readonly part?: string }
+): Topic.EncodedRecord => ({
   topic: deadLetterTopic,
   key: text(record.key),
   value: text(record.value),
   headers: {
     "skein.error": error.message,
-    "skein.error.part": error.part,
+    "skein.error.part": error.part ?? "transform",
     "skein.source.topic": record.topic,
     "skein.source.partition": String(record.partition),
     "skein.source.offset": String(record.offset),
@@ -82,6 +94,9 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const topics = new Map(transformer.inputs.map((topic, index) => [topic.name, { topic, index }]))
     const buckets = new Map<string, Array<{ entry: Entry; decoded: RecordOf<Inputs> }>>()
     const deadLetters: Array<Topic.EncodedRecord> = []
+    let skipped = 0
+    let deadLettered = 0
+    let retries = 0
     for (const record of records) {
       const input = topics.get(record.topic)
       if (input === undefined) continue
@@ -118,7 +133,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         let loaded = false
         let changed = false
         const outputs: Array<Topic.OutputRecord> = []
-        for (const { decoded } of ordered) {
+        for (const { decoded, entry } of ordered) {
           if (!loaded && Option.isSome(store) && Option.isSome(decodeState)) {
             const stored = yield* store.value.get(stateKey)
             if (stored !== undefined) {
@@ -131,7 +146,43 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             }
             loaded = true
           }
-          const result = yield* transformer.transform(decoded, Option.map(state, (s) => structuredClone(s)))
+          // Each attempt gets a fresh copy: a retry sees the state as it was before the failed attempt.
+          const stateBefore = state
+          const attempt = Effect.suspend(() => transformer.transform(decoded, Option.map(stateBefore, (s) => structuredClone(s))))
+          const outcome = yield* Effect.either(attempt)
+          let result: Result<S> | undefined = undefined
+          if (outcome._tag === "Right") {
+            result = outcome.right
+          } else {
+            const rule = transformer.rules.find((r) => r.when(outcome.left))
+            if (rule === undefined) return yield* Effect.fail(outcome.left)
+            let retried: Either.Either<Result<S>, E> = outcome
+            if (rule.retry !== undefined) {
+              const driver = yield* Schedule.driver(rule.retry)
+              while (retried._tag === "Left" && rule.when(retried.left)) {
+                const step = yield* Effect.either(driver.next(retried.left))
+                if (step._tag === "Left") break
+                retries++
+                retried = yield* Effect.either(attempt)
+              }
+            }
+            if (retried._tag === "Right") {
+              result = retried.right
+            } else if (rule.then === "fail" || !rule.when(retried.left)) {
+              return yield* Effect.fail(retried.left)
+            } else if (rule.then === "skip") {
+              skipped++
+              yield* Effect.logWarning(
+                `skipped ${entry.record.topic}/${entry.record.partition}@${entry.record.offset}: ${describe(retried.left)}`
+              )
+            } else if (Option.isSome(deadLetterTopic)) {
+              deadLettered++
+              deadLetters.push(deadLetter(deadLetterTopic.value, entry.record, { message: describe(retried.left) }))
+            } else {
+              return yield* Effect.fail(retried.left)
+            }
+          }
+          if (result === undefined) continue
           if (result.emit !== undefined) outputs.push(...result.emit)
           if (result.state !== undefined) {
             changed = true
@@ -156,5 +207,5 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       concurrency: "unbounded"
     })
     const encoded = yield* Effect.forEach(outputs.flat(), (output) => output.encode)
-    return { outputs: [...deadLetters, ...encoded], writes }
+    return { outputs: [...deadLetters, ...encoded], writes, skipped, deadLettered, retries }
   })

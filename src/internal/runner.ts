@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import type { SkeinConfig } from "../SkeinConfig.ts"
-import { ChangelogPartitionMismatch, PartitionCountMismatch } from "../SkeinError.ts"
+import { ChangelogPartitionMismatch, ConfigurationError, PartitionCountMismatch } from "../SkeinError.ts"
 import type { KafkaError, RunnerError, TaskMigrated } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { Transformer } from "../Transformer.ts"
@@ -41,6 +41,9 @@ export interface RunnerStats {
   tasksStopped: number
   restoredRecords: number
   maxBatchRecords: number
+  skipped: number
+  deadLettered: number
+  retries: number
   inFlightTransactions: number
   teardownsWithTransactionInFlight: number
   readonly assigned: Set<number>
@@ -55,6 +58,9 @@ export const makeStats = (): RunnerStats => ({
   tasksStopped: 0,
   restoredRecords: 0,
   maxBatchRecords: 0,
+  skipped: 0,
+  deadLettered: 0,
+  retries: 0,
   inFlightTransactions: 0,
   teardownsWithTransactionInFlight: 0,
   assigned: new Set()
@@ -122,6 +128,14 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const changelogName = Option.map(transformer.state, () => changelogTopic(config.applicationId, transformer))
     yield* validateTopics(admin, inputTopics, changelogName, config.changelogReplicationFactor)
     if (config.deadLetterTopic !== undefined) yield* admin.partitionCounts([config.deadLetterTopic])
+    if (config.deadLetterTopic === undefined && transformer.rules.some((rule) => rule.then === "dlq")) {
+      return yield* Effect.fail(
+        new ConfigurationError({
+          problem: `Transformer ${transformer.name} has an error rule with then: "dlq" but no dead letter topic is configured`,
+          fix: "Set deadLetterTopic in SkeinConfig (or SKEIN_DEAD_LETTER_TOPIC) to an existing topic"
+        })
+      )
+    }
 
     const storeDir = path.join(config.stateDir, `${config.applicationId}-${randomUUID()}`)
     yield* Effect.addFinalizer(() => Effect.promise(() => fs.rm(storeDir, { recursive: true, force: true })))
@@ -209,8 +223,11 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             Effect.logWarning(migrated.message).pipe(Effect.as(false))
           )
         )
+        stats.retries += result.retries
         if (committed) {
           stats.commits++
+          stats.skipped += result.skipped
+          stats.deadLettered += result.deadLettered
           yield* Option.match(task.store, { onNone: () => Effect.void, onSome: (store) => store.write(result.writes) })
         }
         return committed

@@ -13,6 +13,7 @@ import type { Scope } from "effect"
 import type { Consumer } from "kafkajs"
 import { KafkaError } from "../../SkeinError.ts"
 import type { Kafka } from "./client.ts"
+import { restartIfRetriable } from "./consumer.ts"
 import type { FetchedRecord } from "./consumer.ts"
 import { toKafkaError } from "./errors.ts"
 import type { FencedProducer } from "./producer.ts"
@@ -52,7 +53,7 @@ export const make = (
       maxBytesPerPartition: 4 * 1024 * 1024,
       // Generous for transient answers (a group coordinator loading or moving); a
       // crash after that is reported as a typed KafkaError, never restarted silently.
-      retry: { initialRetryTime: 300, maxRetryTime: 5000, retries: 12, restartOnFailure: async () => false }
+      retry: { initialRetryTime: 300, maxRetryTime: 5000, retries: 12, restartOnFailure: restartIfRetriable }
     })
     const pauseAll = () => {
       if (assigned.length > 0) consumer.pause([{ topic: options.topic, partitions: [...assigned] }])
@@ -74,6 +75,7 @@ export const make = (
     // A crashed reader stays crashed: every later restore fails with this typed error.
     let crashed: KafkaError | undefined = undefined
     consumer.on(consumer.events.CRASH, (event) => {
+      if (event.payload.restart) return
       const error = toKafkaError("changelog consumer")(event.payload.error)
       crashed = new KafkaError({ reason: "Crashed", operation: error.operation, cause: error.cause })
       current?.events.unsafeOffer({ _tag: "Failed", error: crashed })

@@ -102,6 +102,15 @@ const rejoinError = () =>
     })
   )
 
+/**
+ * kafkajs restarts a crashed consumer (a rejoin) only for retriable answers,
+ * such as a group coordinator still loading on a busy broker; anything else
+ * crashes the run as a typed KafkaError. A rejoin tears every task down, and
+ * fencing keeps it safe.
+ */
+export const restartIfRetriable = async (error: Error): Promise<boolean> =>
+  "retriable" in error && error.retriable === true
+
 const sleep = (ms: number) => new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms))
 
 /** Joins the group and starts fetching; leaves the group when the scope closes. */
@@ -123,7 +132,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
       // Generous for transient answers (a group coordinator loading or moving); a
       // crash after that is reported as a typed KafkaError, never restarted silently.
-      retry: { initialRetryTime: 300, maxRetryTime: 5000, retries: 12, restartOnFailure: async () => false }
+      retry: { initialRetryTime: 300, maxRetryTime: 5000, retries: 12, restartOnFailure: restartIfRetriable }
     })
 
     consumer.on(consumer.events.GROUP_JOIN, (event) => {
@@ -141,6 +150,8 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       Queue.unsafeOffer(events, { _tag: "Rebalancing" })
     })
     consumer.on(consumer.events.CRASH, (event) => {
+      // A retriable crash is followed by kafkajs's own restart (a rejoin): not fatal.
+      if (event.payload.restart) return
       Queue.unsafeOffer(events, { _tag: "Crashed", error: toKafkaError("consumer")(event.payload.error) })
     })
 
