@@ -69,7 +69,7 @@ const committedOffsets = (context: TaskContext, _fenced: FencedProducer, partiti
       }))
   })
 
-/** Restores `store` from the task's changelog partition, up to its last stable offset. */
+/** Restores `store` from the task's changelog partition, up to its end offset (stable once fenced). */
 const restore = (
   context: TaskContext,
   fenced: FencedProducer,
@@ -82,7 +82,7 @@ const restore = (
       Effect.gen(function*() {
         const range = yield* context.admin.offsetRange(changelog.topic, partition)
         const reader = yield* changelog.reader
-        return yield* reader.read(fenced, partition, { from: range.low, until: range.lastStable }, (records) =>
+        return yield* reader.read(fenced, partition, { from: range.low, until: range.end }, (records) =>
           store.write(records.map((r) => ({ key: r.key?.toString("utf8") ?? "", value: r.value?.toString("utf8") ?? null }))))
       })
   })

@@ -81,7 +81,7 @@ export const make = <C>(options: {
       Effect.gen(function*() {
         const range = yield* options.admin.offsetRange(options.topic, partition)
         let window = FIRST_WINDOW
-        let until = range.lastStable
+        let until = range.end
         while (until > range.low) {
           const from = Math.max(range.low, until - window)
           const found = yield* lastIn(fenced, partition, from, until)

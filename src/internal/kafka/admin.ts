@@ -29,11 +29,15 @@ export interface KafkaAdmin {
     topics: ReadonlyArray<string>,
     partition: number
   ) => Effect.Effect<ReadonlyMap<string, number>, KafkaError>
-  /** The earliest offset and the last stable offset of a partition. */
+  /**
+   * The earliest offset and the end offset (high watermark: kafkajs's ListOffsets
+   * is read_uncommitted) of a partition. Read after fencing a partition's only
+   * transactional writer, no transaction of it is open, so the end is stable.
+   */
   readonly offsetRange: (
     topic: string,
     partition: number
-  ) => Effect.Effect<{ readonly low: number; readonly lastStable: number }, KafkaError>
+  ) => Effect.Effect<{ readonly low: number; readonly end: number }, KafkaError>
 }
 
 /** True for kafkajs errors the broker marks retriable (a leader moving, metadata not yet propagated). */
@@ -99,7 +103,7 @@ const makeFrom = (admin: Admin): KafkaAdmin => {
       attempt("fetchTopicOffsets", () => admin.fetchTopicOffsets(topic)).pipe(
         Effect.map((offsets) => {
           const found = offsets.find((o) => o.partition === partition)
-          return { low: Number(found?.low ?? 0), lastStable: Number(found?.high ?? 0) }
+          return { low: Number(found?.low ?? 0), end: Number(found?.high ?? 0) }
         })
       )
   }
