@@ -73,7 +73,7 @@ const alive = (pid: number) =>
     .some((line) => Number(line.trim()) === pid)
 
 describe("LocalKafka cluster", () => {
-  it.scoped("3 nodes: acks=all survives a killed node, which restarts and rejoins", () =>
+  it.scopedLive("3 nodes: acks=all survives a killed node, which restarts and rejoins", () =>
     Effect.gen(function*() {
       yield* phase("starting 3 nodes")
       const cluster = yield* LocalKafka.start({ nodes: 3 })
