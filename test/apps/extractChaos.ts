@@ -43,8 +43,10 @@ export interface ChaosResult {
 }
 
 export const summaryLine = (r: ChaosResult): string =>
-  `EOS extract: records=${r.records} duplicates=${r.duplicates} lost=${r.lost} out_of_order=${r.outOfOrder} ` +
-  `not_replayed=${r.notReplayed.length} kills=${r.kills} -> ${r.pass ? "PASS" : "FAIL"}`
+  // state_mismatches: items out of order plus killed pages never read again (a cursor committed past them).
+  `EOS extract: records=${r.records} duplicates=${r.duplicates} lost=${r.lost} ` +
+  `state_mismatches=${r.outOfOrder + r.notReplayed.length} kills=${r.kills} bounces=0 broker_kills=0 -> ` +
+  `${r.pass ? "PASS" : "FAIL"}`
 
 export const run = (options: ChaosOptions): Effect.Effect<ChaosResult, Error> =>
   Effect.scoped(Effect.gen(function*() {

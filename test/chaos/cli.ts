@@ -1,6 +1,7 @@
 /**
  * The chaos harness: exactly-once under SIGKILLs, bounces and broker kills.
  *
+ *   npm run chaos -- --app extract [--kills N] [--instances N]   (extractors: test/apps/extractChaos.ts)
  *   npm run chaos -- [--app echo|aggregate|pipeline|all] [--instances N] [--kills N] [--bounces N]
  *                    [--broker-kills N] [--records N] [--runtimes node,bun,deno]
  *                    [--rate R] [--max-poll-records N] [--partitions N] [--keys N] [--seed S]
@@ -28,6 +29,7 @@ import { Cause, Duration, Effect, Exit, Fiber, Option, Ref } from "effect"
 import kafkajs from "kafkajs"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
+import * as ChildProcess from "node:child_process"
 import * as Path from "node:path"
 import { LocalKafka } from "../../src/testing/index.ts"
 import * as Driver from "./driver.ts"
@@ -495,7 +497,25 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
 
 const isMain = process.argv[1] !== undefined && Path.resolve(process.argv[1]) === new URL(import.meta.url).pathname
 
-if (isMain) {
+/**
+ * `--app extract` runs the extractor chaos (test/apps/extractChaos.ts): an HTTP
+ * source instead of the Kafka driver, SIGKILLs between a page's fetch and its
+ * commit. It takes --kills and --instances and prints the same summary line.
+ */
+const extractArgs = (argv: ReadonlyArray<string>): ReadonlyArray<string> | undefined => {
+  const index = argv.findIndex((a) => a === "--app" || a === "--app=extract")
+  if (index < 0) return undefined
+  if (argv[index] !== "--app=extract" && argv[index + 1] !== "extract") return undefined
+  return argv.filter((_, i) => i !== index && !(argv[index] === "--app" && i === index + 1))
+}
+
+const forwardedExtract = isMain ? extractArgs(process.argv.slice(2)) : undefined
+
+if (forwardedExtract !== undefined) {
+  const script = Path.join(Path.dirname(new URL(import.meta.url).pathname), "..", "apps", "extractChaos.ts")
+  const child = ChildProcess.spawn(process.execPath, ["--import", "tsx", script, ...forwardedExtract], { stdio: "inherit" })
+  child.on("exit", (code) => process.exit(code ?? 1))
+} else if (isMain) {
   const options = Effect.try({
     try: () => parseArgs(process.argv.slice(2), process.env),
     catch: (e) => (e instanceof Error ? e : new Error(String(e)))
