@@ -13,7 +13,7 @@ import type { Scope } from "effect"
 import type { Consumer } from "kafkajs"
 import { KafkaError } from "../../SkeinError.ts"
 import type { Kafka } from "./client.ts"
-import { restartIfRetriable } from "./consumer.ts"
+import { consumerRetry } from "./consumer.ts"
 import type { FetchedRecord } from "./consumer.ts"
 import { toKafkaError } from "./errors.ts"
 import type { FencedProducer } from "./producer.ts"
@@ -53,7 +53,7 @@ export const make = (
       maxBytesPerPartition: 4 * 1024 * 1024,
       // Generous for transient answers (a group coordinator loading or moving); a
       // crash after that is reported as a typed KafkaError, never restarted silently.
-      retry: { initialRetryTime: 300, maxRetryTime: 5000, retries: 12, restartOnFailure: restartIfRetriable }
+      retry: consumerRetry
     })
     const pauseAll = () => {
       if (assigned.length > 0) consumer.pause([{ topic: options.topic, partitions: [...assigned] }])

@@ -108,8 +108,20 @@ const rejoinError = () =>
  * crashes the run as a typed KafkaError. A rejoin tears every task down, and
  * fencing keeps it safe.
  */
-export const restartIfRetriable = async (error: Error): Promise<boolean> =>
+const restartIfRetriable = async (error: Error): Promise<boolean> =>
   "retriable" in error && error.retriable === true
+
+/**
+ * Retries of Skein's consumers: generous for transient answers (a group
+ * coordinator loading or moving); a crash after that is reported as a typed
+ * KafkaError unless it is retriable.
+ */
+export const consumerRetry = {
+  initialRetryTime: 300,
+  maxRetryTime: 5000,
+  retries: 12,
+  restartOnFailure: restartIfRetriable
+}
 
 const sleep = (ms: number) => new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms))
 
@@ -130,9 +142,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       readUncommitted: false,
       maxWaitTimeInMs: 500,
       ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
-      // Generous for transient answers (a group coordinator loading or moving); a
-      // crash after that is reported as a typed KafkaError, never restarted silently.
-      retry: { initialRetryTime: 300, maxRetryTime: 5000, retries: 12, restartOnFailure: restartIfRetriable }
+      retry: consumerRetry
     })
 
     consumer.on(consumer.events.GROUP_JOIN, (event) => {
