@@ -1,5 +1,6 @@
 /** Contender 3: plain kafkajs consume-count-produce loop (bench/apps/kafkajs-count.ts). */
 import { join } from "node:path"
+import { appArgs } from "./types.ts"
 import type { ProcessContender } from "./types.ts"
 
 export const kafkajsLoop: ProcessContender = {
@@ -15,14 +16,7 @@ export const kafkajsLoop: ProcessContender = {
       "--import",
       "tsx",
       join("bench", "apps", "kafkajs-count.ts"),
-      "--brokers",
-      s.brokers,
-      "--input",
-      s.input,
-      "--output",
-      s.output,
-      "--group",
-      s.group,
+      ...appArgs(s, { stateful: false }),
     ],
   }),
 }

@@ -5,6 +5,7 @@
  */
 import { join } from "node:path"
 import { javac, mavenJars } from "../lib/setup.ts"
+import { appArgs } from "./types.ts"
 import type { ProcessContender, SetupContext } from "./types.ts"
 
 const jarDir = (ctx: { cache: string }): string => join(ctx.cache, "jars", "streams")
@@ -38,20 +39,9 @@ export const kafkaStreams: ProcessContender = {
         "-cp",
         `${resolved.classes}:${resolved.jars}/*`,
         "SkeinBenchCount",
-        "--brokers",
-        s.brokers,
-        "--input",
-        s.input,
-        "--output",
-        s.output,
-        "--group",
-        s.group,
-        "--state-dir",
-        s.stateDir,
+        ...appArgs(s, { stateful: true }),
         "--mode",
         "eos",
-        "--commit-interval-ms",
-        String(s.commitIntervalMs),
       ],
     }
   },

@@ -4,6 +4,7 @@
  */
 import { join } from "node:path"
 import { pythonVenv } from "../lib/setup.ts"
+import { appArgs } from "./types.ts"
 import type { ProcessContender, SetupContext } from "./types.ts"
 
 let python: string | undefined
@@ -27,20 +28,9 @@ export const quixStreams: ProcessContender = {
       args: [
         "-u",
         join("bench", "peers", "quix", "quix_count.py"),
-        "--brokers",
-        s.brokers,
-        "--input",
-        s.input,
-        "--output",
-        s.output,
-        "--group",
-        s.group,
-        "--state-dir",
-        s.stateDir,
+        ...appArgs(s, { stateful: true }),
         "--mode",
         "eos",
-        "--commit-interval-ms",
-        String(s.commitIntervalMs),
       ],
     }
   },

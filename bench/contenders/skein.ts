@@ -18,6 +18,7 @@
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
+import { appArgs } from "./types.ts"
 import type { Availability, ProcessContender, SetupContext } from "./types.ts"
 
 const APP = join("bench", "apps", "skein-count.ts")
@@ -71,18 +72,7 @@ const skein = (mode: "eos" | "alos"): ProcessContender => ({
       APP,
       "--mode",
       mode,
-      "--brokers",
-      s.brokers,
-      "--input",
-      s.input,
-      "--output",
-      s.output,
-      "--group",
-      s.group,
-      "--state-dir",
-      s.stateDir,
-      "--commit-interval-ms",
-      String(s.commitIntervalMs),
+      ...appArgs(s, { stateful: true }),
     ],
   }),
 })

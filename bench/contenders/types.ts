@@ -77,3 +77,20 @@ export interface CeilingContender {
 }
 
 export type Contender = ProcessContender | CeilingContender
+
+/**
+ * The command-line arguments every contender app takes: where to read and
+ * write, its group, and (for stateful apps) its state directory and commit
+ * interval.
+ */
+export const appArgs = (s: AppSpec, options: { readonly stateful: boolean }): ReadonlyArray<string> => [
+  "--brokers",
+  s.brokers,
+  "--input",
+  s.input,
+  "--output",
+  s.output,
+  "--group",
+  s.group,
+  ...(options.stateful ? ["--state-dir", s.stateDir, "--commit-interval-ms", String(s.commitIntervalMs)] : [])
+]
