@@ -37,7 +37,54 @@ export interface SkeinConfig {
    * fails the run with `DecodeError` (nothing is silently dropped).
    */
   readonly deadLetterTopic?: string | undefined
+  /**
+   * `"exactly-once"` (default): one transaction per task per batch commits
+   * outputs, changelog writes and offsets together. `"at-least-once"`: no
+   * transactions; outputs and changelog writes are acknowledged first, offsets
+   * are committed after them every `commitInterval`, so a crash re-produces the
+   * records since the last offset commit.
+   */
+  readonly processingGuarantee: ProcessingGuarantee
+  /** At-least-once only: how often acknowledged work's offsets are committed. */
+  readonly commitInterval: Duration.Duration
+  /**
+   * What a failed partition stops: `"run"` (default, let it crash: the run ends
+   * with the error) or `"partition"` (only its task stops; the others keep
+   * running; the partition is reported in health until a restart or a move).
+   */
+  readonly failureIsolation: FailureIsolation
+  /** The most transform calls running at once across all tasks (e.g. a database pool's size). */
+  readonly maxConcurrency: number | "unbounded"
+  /** On revocation, how long running handlers may finish before they are interrupted. */
+  readonly revocationGrace: Duration.Duration
+  /** On SIGTERM/SIGINT (interruption), how long running handlers may finish before they are interrupted. */
+  readonly shutdownGrace: Duration.Duration
+  /**
+   * The largest record the producer sends (Kafka's `max.request.size` /
+   * `message.max.bytes`, default 1 MiB); an output topic's smaller
+   * `max.message.bytes` also applies. A larger output fails its transform with
+   * `OutputTooLarge`, which error rules can handle.
+   */
+  readonly maxMessageBytes: number
+  /** Failed deliveries (produce, offset commit, abort) in a row on one partition before the run ends. */
+  readonly maxDeliveryFailures: number
+  /** First backoff after a failed delivery; it doubles per failure in a row, up to 10 seconds. */
+  readonly deliveryBackoff: Duration.Duration
+  /** Port of the HTTP health and Prometheus metrics endpoint; unset: no endpoint. */
+  readonly healthPort?: number | undefined
 }
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ProcessingGuarantee = "exactly-once" | "at-least-once"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type FailureIsolation = "run" | "partition"
 
 /**
  * @since 0.1.0
@@ -59,7 +106,16 @@ export const defaults = {
   rebalanceTimeout: Duration.seconds(30),
   heartbeatInterval: Duration.seconds(1),
   transactionTimeout: Duration.seconds(60),
-  changelogReplicationFactor: -1
+  changelogReplicationFactor: -1,
+  processingGuarantee: "exactly-once" as ProcessingGuarantee,
+  commitInterval: Duration.seconds(5),
+  failureIsolation: "run" as FailureIsolation,
+  maxConcurrency: "unbounded" as number | "unbounded",
+  revocationGrace: Duration.seconds(10),
+  shutdownGrace: Duration.seconds(10),
+  maxMessageBytes: 1024 * 1024,
+  maxDeliveryFailures: 8,
+  deliveryBackoff: Duration.millis(200)
 } as const
 
 /**
@@ -125,7 +181,27 @@ export const config: Config.Config<SkeinConfig> = Config.all({
     Config.option,
     Config.map(Option.getOrUndefined),
     Config.withDescription("Dead letter topic for poison records (unset: a poison record fails the run)")
-  )
+  ),
+  processingGuarantee: Config.literal("exactly-once", "at-least-once")("SKEIN_PROCESSING_GUARANTEE").pipe(
+    Config.withDefault(defaults.processingGuarantee)
+  ),
+  commitInterval: Config.duration("SKEIN_COMMIT_INTERVAL").pipe(Config.withDefault(defaults.commitInterval)),
+  failureIsolation: Config.literal("run", "partition")("SKEIN_FAILURE_ISOLATION").pipe(
+    Config.withDefault(defaults.failureIsolation)
+  ),
+  maxConcurrency: Config.integer("SKEIN_MAX_CONCURRENCY").pipe(
+    Config.validate({ message: "SKEIN_MAX_CONCURRENCY must be a positive integer", validation: (n) => n > 0 }),
+    Config.map((n): number | "unbounded" => n),
+    Config.withDefault(defaults.maxConcurrency)
+  ),
+  revocationGrace: Config.duration("SKEIN_REVOCATION_GRACE").pipe(Config.withDefault(defaults.revocationGrace)),
+  shutdownGrace: Config.duration("SKEIN_SHUTDOWN_GRACE").pipe(Config.withDefault(defaults.shutdownGrace)),
+  maxMessageBytes: Config.integer("SKEIN_MAX_MESSAGE_BYTES").pipe(Config.withDefault(defaults.maxMessageBytes)),
+  maxDeliveryFailures: Config.integer("SKEIN_MAX_DELIVERY_FAILURES").pipe(
+    Config.withDefault(defaults.maxDeliveryFailures)
+  ),
+  deliveryBackoff: Config.duration("SKEIN_DELIVERY_BACKOFF").pipe(Config.withDefault(defaults.deliveryBackoff)),
+  healthPort: Config.integer("SKEIN_HEALTH_PORT").pipe(Config.option, Config.map(Option.getOrUndefined))
 })
 
 /**
