@@ -9,7 +9,9 @@
  * - `"skip"`: the record is committed past, counted in `Runner.Stats.skipped`
  *   and logged.
  *
- * Errors no rule matches, and defects, are fatal.
+ * Errors no rule matches, and defects, are fatal. An output too large to send
+ * fails its transform with `SkeinError.OutputTooLarge`, which only a rule made
+ * with `tagged("OutputTooLarge", ...)` handles.
  *
  * @since 0.1.0
  */
@@ -27,6 +29,8 @@ export type Disposition = "dlq" | "fail" | "skip"
  */
 export interface ErrorRule<in E> {
   readonly when: (error: E) => boolean
+  /** The `_tag` the rule is for, when made with `tagged`: only tagged rules see runtime errors such as `OutputTooLarge`. */
+  readonly tag?: string | undefined
   readonly retry?: Schedule.Schedule<unknown, E> | undefined
   readonly then: Disposition
 }
@@ -57,4 +61,4 @@ export const make = <E>(rule: ErrorRule<E>): ErrorRule<E> => rule
 export const tagged = <E extends { readonly _tag: string }>(
   tag: E["_tag"],
   rule: Omit<ErrorRule<E>, "when">
-): ErrorRule<E> => ({ ...rule, when: (error) => error._tag === tag })
+): ErrorRule<E> => ({ ...rule, tag, when: (error) => error._tag === tag })

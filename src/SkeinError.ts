@@ -181,6 +181,49 @@ export class ConfigurationError extends Data.TaggedError("ConfigurationError")<{
 }
 
 /**
+ * An output record is larger than the producer's `maxMessageBytes` or its
+ * topic's `max.message.bytes`. Raised as the transform's failure before the
+ * record reaches the transaction, so an error rule can handle it
+ * (`ErrorRule.tagged("OutputTooLarge", { then: "dlq" })`); unhandled, it is
+ * fatal.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class OutputTooLarge extends Data.TaggedError("OutputTooLarge")<{
+  readonly topic: string
+  readonly bytes: number
+  readonly limit: number
+  readonly source: { readonly topic: string; readonly partition: number; readonly offset: number }
+}> {
+  override get message(): string {
+    return `An output for ${this.topic} of ${this.bytes} bytes exceeds the limit of ${this.limit} bytes ` +
+      `(from ${this.source.topic}/${this.source.partition}@${this.source.offset}). Make the output smaller, ` +
+      `raise the topic's max.message.bytes and SkeinConfig.maxMessageBytes, or add an error rule for OutputTooLarge.`
+  }
+}
+
+/**
+ * Delivering a partition's work failed `attempts` times in a row (a produce,
+ * an offset commit or a transaction failed; each failure rewound the
+ * partition to its last committed offset and retried after a backoff).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class DeliveryFailed extends Data.TaggedError("DeliveryFailed")<{
+  readonly partition: number
+  readonly attempts: number
+  readonly cause: KafkaError
+}> {
+  override get message(): string {
+    return `Delivery of task ${this.partition} failed ${this.attempts} times in a row; the last failure: ` +
+      `${this.cause.message}. Nothing past the last committed offset was committed; check the broker and the ` +
+      `output topics, then restart.`
+  }
+}
+
+/**
  * Every fatal error a run can end with (besides the transform's own errors).
  *
  * @since 0.1.0
@@ -196,3 +239,5 @@ export type RunnerError =
   | StateStoreError
   | OffsetOutOfRange
   | ConfigurationError
+  | OutputTooLarge
+  | DeliveryFailed

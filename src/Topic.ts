@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Effect, ParseResult, Schema } from "effect"
+import { Either, ParseResult, Schema } from "effect"
 import { EncodeError } from "./SkeinError.ts"
 
 /**
@@ -39,7 +39,7 @@ export type Codec<A> = Schema.Schema<A, string>
 export interface Topic<K, V> extends Any {
   readonly key: Codec<K>
   readonly value: Codec<V>
-  readonly decode: (key: string | null, value: string | null) => Effect.Effect<
+  readonly decode: (key: string | null, value: string | null) => Either.Either<
     { readonly key: K | null; readonly value: V },
     DecodeFailure
   >
@@ -54,8 +54,14 @@ export interface Topic<K, V> extends Any {
 export interface Any {
   readonly [TypeId]: TypeId
   readonly name: string
-  /** Decodes a record's key and value from their wire text. */
-  readonly decode: (key: string | null, value: string | null) => Effect.Effect<
+  /**
+   * Records of one partition with different keys may run concurrently (same
+   * keys stay in offset order). Default `false`: one record at a time per
+   * partition, in offset order.
+   */
+  readonly keyConcurrency: boolean
+  /** Decodes a record's key and value from their wire text (codecs are synchronous). */
+  readonly decode: (key: string | null, value: string | null) => Either.Either<
     { readonly key: unknown; readonly value: unknown },
     DecodeFailure
   >
@@ -104,23 +110,25 @@ export const make = <K, V>(options: {
   readonly name: string
   readonly key: Codec<K>
   readonly value: Codec<V>
+  /** Let different keys of one partition run concurrently (default `false`). */
+  readonly keyConcurrency?: boolean
 }): Topic<K, V> => {
-  const decodeKey = Schema.decode(options.key)
-  const decodeValue = Schema.decode(options.value)
+  const decodeKey = Schema.decodeEither(options.key)
+  const decodeValue = Schema.decodeEither(options.value)
   return {
     [TypeId]: TypeId,
     name: options.name,
+    keyConcurrency: options.keyConcurrency ?? false,
     key: options.key,
     value: options.value,
-    decode: (key, value) =>
-      Effect.all({
-        key: key === null
-          ? Effect.succeed(null)
-          : Effect.mapError(decodeKey(key), (cause): DecodeFailure => ({ part: "key", cause })),
-        value: value === null
-          ? Effect.fail<DecodeFailure>({ part: "value", cause: tombstone(options.value) })
-          : Effect.mapError(decodeValue(value), (cause): DecodeFailure => ({ part: "value", cause }))
-      })
+    decode: (key, value) => {
+      const decodedKey = key === null ? Either.right(null) : decodeKey(key)
+      if (Either.isLeft(decodedKey)) return Either.left({ part: "key", cause: decodedKey.left })
+      if (value === null) return Either.left({ part: "value", cause: tombstone(options.value) })
+      const decodedValue = decodeValue(value)
+      if (Either.isLeft(decodedValue)) return Either.left({ part: "value", cause: decodedValue.left })
+      return Either.right({ key: decodedKey.right, value: decodedValue.right })
+    }
   }
 }
 
@@ -146,7 +154,7 @@ export const json = <A, I>(schema: Schema.Schema<A, I>): Codec<A> => Schema.pars
  */
 export interface OutputRecord {
   readonly topic: string
-  readonly encode: Effect.Effect<EncodedRecord, EncodeError>
+  readonly encode: () => Either.Either<EncodedRecord, EncodeError>
 }
 
 /**
@@ -163,9 +171,6 @@ export interface EncodedRecord {
   readonly partition?: number
 }
 
-const encodeWith = <A>(codec: Codec<A>, value: A | null): Effect.Effect<string | null, ParseResult.ParseError> =>
-  value === null ? Effect.succeed(null) : Schema.encode(codec)(value)
-
 /**
  * A record for `topic`, to return from a transform. A `null` value is a
  * tombstone.
@@ -180,13 +185,14 @@ export const record = <K, V>(
   headers?: Readonly<Record<string, string>>
 ): OutputRecord => ({
   topic: topic.name,
-  encode: Effect.all({ key: encodeWith(topic.key, key), value: encodeWith(topic.value, value) }).pipe(
-    Effect.map((encoded): EncodedRecord => ({
-      topic: topic.name,
-      key: encoded.key,
-      value: encoded.value,
-      ...(headers === undefined ? {} : { headers })
-    })),
-    Effect.mapError((cause) => new EncodeError({ topic: topic.name, cause }))
-  )
+  encode: () => {
+    const encodedKey = key === null ? Either.right(null) : Schema.encodeEither(topic.key)(key)
+    if (Either.isLeft(encodedKey)) return Either.left(new EncodeError({ topic: topic.name, cause: encodedKey.left }))
+    const encodedValue = value === null ? Either.right(null) : Schema.encodeEither(topic.value)(value)
+    if (Either.isLeft(encodedValue)) return Either.left(new EncodeError({ topic: topic.name, cause: encodedValue.left }))
+    const encoded: EncodedRecord = headers === undefined
+      ? { topic: topic.name, key: encodedKey.right, value: encodedValue.right }
+      : { topic: topic.name, key: encodedKey.right, value: encodedValue.right, headers }
+    return Either.right(encoded)
+  }
 })

@@ -7,6 +7,7 @@
 import { Option } from "effect"
 import type { Effect, Schema } from "effect"
 import type { ErrorRule } from "./ErrorRule.ts"
+import type { OutputTooLarge } from "./SkeinError.ts"
 import * as Topic from "./Topic.ts"
 
 /**
@@ -86,8 +87,16 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
   readonly stateKey: (record: RecordOf<Inputs>) => string
   readonly transform: (record: RecordOf<Inputs>, state: Option.Option<S>) => Effect.Effect<Result<S>, E, R>
   /** What happens when the transform fails with one of its errors; unmatched errors are fatal. */
-  readonly rules: ReadonlyArray<ErrorRule<E>>
+  readonly rules: ReadonlyArray<Rule<E>>
 }
+
+/**
+ * An error rule of a transformer: for its own errors, or for `OutputTooLarge`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Rule<E> = ErrorRule<E> | ErrorRule<OutputTooLarge>
 
 const defaultStateKey = (record: { readonly key: unknown }): string =>
   record.key === null ? "" : typeof record.key === "string" ? record.key : JSON.stringify(record.key)
@@ -119,7 +128,7 @@ export const make = <const Inputs extends ReadonlyArray<Topic.Any>, S, SI, E = n
   readonly state: Schema.Schema<S, SI>
   readonly stateKey?: (record: RecordOf<Inputs>) => string
   readonly transform: (record: RecordOf<Inputs>, state: Option.Option<S>) => Effect.Effect<Result<S>, E, R>
-  readonly rules?: ReadonlyArray<ErrorRule<E>>
+  readonly rules?: ReadonlyArray<Rule<E>>
 }): Transformer<Inputs, S, E, R> => ({
   name: options.name,
   inputs: options.inputs,
@@ -139,7 +148,7 @@ export const stateless = <const Inputs extends ReadonlyArray<Topic.Any>, E = nev
   readonly name: string
   readonly inputs: Inputs
   readonly transform: (record: RecordOf<Inputs>) => Effect.Effect<Result<never>, E, R>
-  readonly rules?: ReadonlyArray<ErrorRule<E>>
+  readonly rules?: ReadonlyArray<Rule<E>>
 }): Transformer<Inputs, never, E, R> => ({
   name: options.name,
   inputs: options.inputs,

@@ -1,6 +1,6 @@
 /**
  * A task: partition N of every input topic, with its fenced transactional
- * producer and its state store.
+ * producer (or, at-least-once, its plain producer) and its state store.
  *
  * Startup order, enforced by the types: producer -> fence (a `FencedProducer`)
  * -> committed offsets and changelog end are final -> restore the store from
@@ -20,14 +20,20 @@ import type { ChangelogReader } from "./kafka/changelogReader.ts"
 import type { Kafka } from "./kafka/client.ts"
 import type { GroupConsumer } from "./kafka/consumer.ts"
 import * as Producer from "./kafka/producer.ts"
-import type { FencedProducer } from "./kafka/producer.ts"
+import type { AtLeastOnceProducer, FencedProducer, RestorePermit } from "./kafka/producer.ts"
+import type { ProcessingGuarantee } from "../SkeinConfig.ts"
 import * as StateStore from "./StateStore.ts"
 import type { Duration } from "effect"
+
+/** How a task delivers its work: one transaction per batch, or acknowledged sends. */
+export type Delivery =
+  | { readonly _tag: "ExactlyOnce"; readonly producer: FencedProducer }
+  | { readonly _tag: "AtLeastOnce"; readonly producer: AtLeastOnceProducer }
 
 export interface Task {
   readonly partition: number
   readonly inputs: ReadonlyArray<TopicPartition>
-  readonly producer: FencedProducer
+  readonly delivery: Delivery
   readonly store: Option.Option<StateStore.StateStore>
   readonly scope: Scope.CloseableScope
   readonly restored: number
@@ -43,6 +49,10 @@ export interface TaskContext {
   readonly changelog: Option.Option<{ readonly topic: string; readonly reader: Effect.Effect<ChangelogReader, RunnerError> }>
   readonly storeDir: string
   readonly transactionTimeout: Duration.Duration
+  readonly processingGuarantee: ProcessingGuarantee
+  readonly maxMessageBytes: number
+  /** Restore progress of a partition's store: records read so far of `total`. */
+  readonly onRestoreProgress: (partition: number, restored: number, total: number) => void
 }
 
 /** The transactional id of task `partition`: static, so a new owner fences the old one. */
@@ -52,7 +62,7 @@ export const transactionalId = (applicationId: string, partition: number): strin
  * The next offset to read of each input partition, read after fencing: only
  * then are they final (kafkajs's own reading at group sync may predate it).
  */
-const committedOffsets = (context: TaskContext, _fenced: FencedProducer, partition: number) =>
+const committedOffsets = (context: TaskContext, _permit: RestorePermit, partition: number) =>
   Effect.gen(function*() {
     const committed = yield* context.admin.committedOffsets(context.applicationId, context.inputTopics, partition)
     return yield* Effect.forEach(context.inputTopics, (topic) =>
@@ -72,7 +82,7 @@ const committedOffsets = (context: TaskContext, _fenced: FencedProducer, partiti
 /** Restores `store` from the task's changelog partition, up to its end offset (stable once fenced). */
 const restore = (
   context: TaskContext,
-  fenced: FencedProducer,
+  permit: RestorePermit,
   store: StateStore.StateStore,
   partition: number
 ): Effect.Effect<number, RunnerError> =>
@@ -82,8 +92,15 @@ const restore = (
       Effect.gen(function*() {
         const range = yield* context.admin.offsetRange(changelog.topic, partition)
         const reader = yield* changelog.reader
-        return yield* reader.read(fenced, partition, { from: range.low, until: range.end }, (records) =>
-          store.write(records.map((r) => ({ key: r.key?.toString("utf8") ?? "", value: r.value?.toString("utf8") ?? null }))))
+        const total = range.end - range.low
+        let restored = 0
+        context.onRestoreProgress(partition, 0, total)
+        return yield* reader.read(permit, partition, { from: range.low, until: range.end }, (records) =>
+          store.write(records.map((r) => ({ key: r.key?.toString("utf8") ?? "", value: r.value?.toString("utf8") ?? null })))
+            .pipe(Effect.tap(() => {
+              restored += records.length
+              context.onRestoreProgress(partition, restored, total)
+            })))
       })
   })
 
@@ -93,11 +110,23 @@ export const start = (context: TaskContext, partition: number): Effect.Effect<Ta
     const scope = yield* Scope.make()
     const inputs = context.inputTopics.map((topic) => ({ topic, partition }))
     return yield* Effect.gen(function*() {
-      const producer = yield* Producer.make(context.kafka, {
-        transactionalId: transactionalId(context.applicationId, partition),
-        transactionTimeout: context.transactionTimeout
-      })
-      const fenced = yield* producer.fence
+      const delivery: Delivery = context.processingGuarantee === "exactly-once"
+        ? {
+          _tag: "ExactlyOnce",
+          producer: yield* Effect.flatMap(
+            Producer.make(context.kafka, {
+              transactionalId: transactionalId(context.applicationId, partition),
+              transactionTimeout: context.transactionTimeout,
+              maxMessageBytes: context.maxMessageBytes
+            }),
+            (producer) => producer.fence
+          )
+        }
+        : {
+          _tag: "AtLeastOnce",
+          producer: yield* Producer.atLeastOnce(context.kafka, { maxMessageBytes: context.maxMessageBytes })
+        }
+      const fenced: RestorePermit = delivery.producer
       const offsets = yield* committedOffsets(context, fenced, partition)
       const store = yield* Option.match(context.changelog, {
         onNone: () => Effect.succeed(Option.none<StateStore.StateStore>()),
@@ -110,7 +139,7 @@ export const start = (context: TaskContext, partition: number): Effect.Effect<Ta
       yield* Effect.forEach(offsets, (o) => context.consumer.seek(o, o.offset), { discard: true })
       yield* context.consumer.resume(inputs)
       yield* Effect.addFinalizer(() => context.consumer.pause(inputs))
-      const task: Task = { partition, inputs, producer: fenced, store, scope, restored }
+      const task: Task = { partition, inputs, delivery, store, scope, restored }
       return task
     }).pipe(
       Scope.extend(scope),

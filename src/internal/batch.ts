@@ -1,71 +1,74 @@
 /**
- * Processing one task's share of a batch: decode, bucket by state key, run
- * the transform serially per bucket and concurrently across buckets, and
- * collect the outputs and the final state per key.
+ * Processing one task's share of a poll: decode each record, run the
+ * transform in offset order (per state key, concurrently, for topics with key
+ * concurrency), and gather the outputs, the final state per key and the
+ * offsets to commit.
+ *
+ * Processing may end early: a record fails fatally, or `stop` completes (a
+ * grace period ran out and running handlers are interrupted). What finished
+ * before is still committed: the result keeps, per input partition, the
+ * records below a cut (the first record not finished), with only their
+ * outputs and state.
  *
  * @internal
  */
-import { Effect, Option, Schedule, Schema } from "effect"
-import type { Either } from "effect"
-import { DecodeError, EncodeError, StateStoreError } from "../SkeinError.ts"
+import { Cause, Effect, Either, Exit, Option, Schedule, Schema } from "effect"
+import type { Semaphore } from "effect/Effect"
+import type { KafkaError } from "../SkeinError.ts"
+import { DecodeError, EncodeError, OutputTooLarge, StateStoreError } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { RecordOf, Result, Transformer } from "../Transformer.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
 import type { StateStore, StoreWrite } from "./StateStore.ts"
 
-export interface TaskBatchResult {
+/** The records of one input partition in a poll. */
+export interface Slice {
+  readonly topic: string
+  readonly partition: number
+  readonly records: ReadonlyArray<FetchedRecord>
+  /** The offset to commit once every record of the slice is processed. */
+  readonly endOffset: number
+}
+
+/** The errors that end processing at a record. */
+export type RecordError<E> = E | DecodeError | EncodeError | StateStoreError | OutputTooLarge | KafkaError
+
+export interface Options {
+  readonly deadLetterTopic: Option.Option<string>
+  /** Completes when running handlers must be interrupted (a grace period ran out). */
+  readonly stop: Effect.Effect<void>
+  /** Permits for transform calls across all tasks (`maxConcurrency`). */
+  readonly permits: Option.Option<Semaphore>
+  /** The size limit of a record for an output topic. */
+  readonly messageLimit: (topic: string) => Effect.Effect<number, KafkaError>
+}
+
+export interface TaskBatchResult<E> {
+  /** Outputs and dead letters of the kept records, in processing order. */
   readonly outputs: ReadonlyArray<Topic.EncodedRecord>
-  /** Records skipped, dead-lettered and transform retries, by error rules. */
+  /** The final state per key reached by the kept records (one write per key). */
+  readonly writes: ReadonlyArray<StoreWrite>
+  /** Per slice (same order): the next offset to commit and how many of its records are kept. */
+  readonly cuts: ReadonlyArray<{ readonly offset: number; readonly kept: number }>
+  readonly processed: number
   readonly skipped: number
   readonly deadLettered: number
   readonly retries: number
-  /** The final state per key reached in the batch (one write per key). */
-  readonly writes: ReadonlyArray<StoreWrite>
-}
-
-interface Entry {
-  readonly record: FetchedRecord
-  readonly topicIndex: number
+  /** The fatal failure that ended processing early, if any. */
+  readonly failure: Option.Option<Cause.Cause<RecordError<E>>>
+  /** True when `stop` interrupted running handlers. */
+  readonly interrupted: boolean
 }
 
 const text = (buffer: Buffer | null): string | null => (buffer === null ? null : buffer.toString("utf8"))
 
-/** Decodes a fetched record with its topic's Schemas; a failure is a poison record. */
-export const decode = <Inputs extends ReadonlyArray<Topic.Any>>(
-  topic: Topic.Any,
-  record: FetchedRecord
-): Effect.Effect<RecordOf<Inputs>, DecodeError> =>
-  topic.decode(text(record.key), text(record.value)).pipe(
-    Effect.map((decoded) =>
-      ({
-        topic: record.topic,
-        partition: record.partition,
-        offset: record.offset,
-        key: decoded.key,
-        value: decoded.value,
-        headers: record.headers,
-        timestamp: record.timestamp
-      }) as RecordOf<Inputs>
-    ),
-    Effect.mapError((failure) =>
-      new DecodeError({
-        topic: record.topic,
-        partition: record.partition,
-        offset: record.offset,
-        part: failure.part,
-        cause: failure.cause
-      })
-    )
-  )
-
-/** Runs the transform over one task's records of a batch. */
-/**
- * A poison record's copy for the dead letter topic: the original key and
- * value, with the decode error and the record's coordinates in headers.
- */
 const describe = (error: unknown): string =>
   error instanceof Error ? `${error.name}: ${error.message}` : typeof error === "string" ? error : JSON.stringify(error)
 
+/**
+ * A record's copy for the dead letter topic: the original key and value, with
+ * the error and the record's coordinates in headers.
+ */
 export const deadLetter = (
   deadLetterTopic: string,
   record: FetchedRecord,
@@ -84,128 +87,326 @@ export const deadLetter = (
   }
 })
 
+/** The bytes a record takes in a record batch (an upper bound). */
+const recordBytes = (record: Topic.EncodedRecord): number => {
+  let bytes = 90 + Buffer.byteLength(record.key ?? "") + Buffer.byteLength(record.value ?? "")
+  if (record.headers !== undefined) {
+    for (const [name, value] of Object.entries(record.headers)) bytes += 10 + Buffer.byteLength(name) + Buffer.byteLength(value)
+  }
+  return bytes
+}
+
+/** A record decoded ahead of processing. */
+interface Entry<Inputs extends ReadonlyArray<Topic.Any>> {
+  readonly record: FetchedRecord
+  readonly decoded: Either.Either<RecordOf<Inputs>, DecodeError>
+  readonly stateKey: string
+}
+
+/** A finished record: what it produced and the state of its key after it. */
+interface Done<S> {
+  readonly offset: number
+  readonly stateKey: string
+  readonly outputs: ReadonlyArray<Topic.EncodedRecord>
+  /** `undefined`: the state was not changed; otherwise the new state (`None`: deleted). */
+  readonly change: Option.Option<S> | undefined
+  readonly disposition: "processed" | "skipped" | "deadLettered"
+}
+
+/** Records processed one after the other. */
+interface Lane<Inputs extends ReadonlyArray<Topic.Any>, S> {
+  readonly entries: ReadonlyArray<Entry<Inputs>>
+  readonly done: Array<Done<S>>
+}
+
+/** What one transform attempt produced. */
+interface Attempt<S> {
+  readonly outputs: ReadonlyArray<Topic.EncodedRecord>
+  readonly change: Option.Option<S> | undefined
+}
+
 export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
   store: Option.Option<StateStore>,
-  records: ReadonlyArray<FetchedRecord>,
-  deadLetterTopic: Option.Option<string> = Option.none()
-): Effect.Effect<TaskBatchResult, E | DecodeError | EncodeError | StateStoreError, R> =>
+  slices: ReadonlyArray<Slice>,
+  options: Options
+): Effect.Effect<TaskBatchResult<E>, never, R> =>
   Effect.gen(function*() {
-    const topics = new Map(transformer.inputs.map((topic, index) => [topic.name, { topic, index }]))
-    const buckets = new Map<string, Array<{ entry: Entry; decoded: RecordOf<Inputs> }>>()
-    const deadLetters: Array<Topic.EncodedRecord> = []
-    let skipped = 0
-    let deadLettered = 0
+    const topics = new Map(transformer.inputs.map((topic) => [topic.name, topic]))
+    const decodeState = Option.map(transformer.state, (codec) => Schema.decodeEither(codec))
+    const encodeState = Option.map(transformer.state, (codec) => Schema.encodeEither(codec))
+    const hasRules = transformer.rules.length > 0
+    /** The transform's private copy of a state: its mutations never leak into other records. */
+    const copy = (state: Option.Option<S>) => Option.map(state, (s) => typeof s === "object" && s !== null ? structuredClone(s) : s)
+    const states = new Map<string, Option.Option<S>>()
     let retries = 0
-    for (const record of records) {
-      const input = topics.get(record.topic)
-      if (input === undefined) continue
-      const result = yield* Effect.either(decode<Inputs>(input.topic, record))
-      if (result._tag === "Left") {
-        // A poison record never reaches the transform: it goes to the dead letter
-        // topic inside this batch's transaction, or, with none configured, fails the run.
-        if (Option.isNone(deadLetterTopic)) return yield* Effect.fail(result.left)
-        yield* Effect.logWarning(`poison record sent to ${deadLetterTopic.value}: ${result.left.message}`)
-        deadLetters.push(deadLetter(deadLetterTopic.value, record, result.left))
-        continue
+
+    // Decoding (synchronous) and lanes: one per slice, or one per state key for key concurrency.
+    const lanesPerSlice = slices.map((slice): ReadonlyArray<Lane<Inputs, S>> => {
+      const topic = topics.get(slice.topic)
+      const entries: Array<Entry<Inputs>> = []
+      for (const record of slice.records) {
+        if (topic === undefined) continue
+        const decoded = topic.decode(text(record.key), text(record.value))
+        if (Either.isLeft(decoded)) {
+          const error = new DecodeError({
+            topic: record.topic,
+            partition: record.partition,
+            offset: record.offset,
+            part: decoded.left.part,
+            cause: decoded.left.cause
+          })
+          entries.push({ record, decoded: Either.left(error), stateKey: "" })
+          continue
+        }
+        const value = {
+          topic: record.topic,
+          partition: record.partition,
+          offset: record.offset,
+          key: decoded.right.key,
+          value: decoded.right.value,
+          headers: record.headers,
+          timestamp: record.timestamp
+        } as RecordOf<Inputs>
+        entries.push({ record, decoded: Either.right(value), stateKey: transformer.stateKey(value) })
       }
-      const decoded = result.right
-      const stateKey = transformer.stateKey(decoded)
-      let bucket = buckets.get(stateKey)
-      if (bucket === undefined) {
-        bucket = []
-        buckets.set(stateKey, bucket)
+      if (topic === undefined || !topic.keyConcurrency) return [{ entries, done: [] }]
+      const byKey = new Map<string, Array<Entry<Inputs>>>()
+      for (const entry of entries) {
+        // A poison record has no state key: its own lane.
+        const key = Either.isLeft(entry.decoded) ? `\u0000poison-${entry.record.offset}` : entry.stateKey
+        const lane = byKey.get(key)
+        if (lane === undefined) byKey.set(key, [entry])
+        else lane.push(entry)
       }
-      bucket.push({ entry: { record, topicIndex: input.index }, decoded })
+      return [...byKey.values()].map((laneEntries) => ({ entries: laneEntries, done: [] }))
+    })
+
+    const loadState = (stateKey: string): Effect.Effect<Option.Option<S>, StateStoreError> => {
+      const cached = states.get(stateKey)
+      if (cached !== undefined) return Effect.succeed(cached)
+      if (Option.isNone(store) || Option.isNone(decodeState)) return Effect.succeed(Option.none())
+      const db = store.value
+      const decode = decodeState.value
+      return Effect.flatMap(db.get(stateKey), (stored) => {
+        if (stored === undefined) {
+          states.set(stateKey, Option.none())
+          return Effect.succeed(Option.none())
+        }
+        const decoded = decode(stored)
+        if (Either.isLeft(decoded)) {
+          return Effect.fail(
+            new StateStoreError({ operation: `decode state of ${stateKey}`, path: db.path, cause: decoded.left })
+          )
+        }
+        const state = Option.some(decoded.right)
+        states.set(stateKey, state)
+        return Effect.succeed(state)
+      })
     }
 
-    const codec = transformer.state
-    const decodeState = Option.map(codec, (c) => Schema.decode(c))
-    const encodeState = Option.map(codec, (c) => Schema.encode(c))
-    const writes: Array<StoreWrite> = []
-
-    const runBucket = (stateKey: string, bucket: ReadonlyArray<{ entry: Entry; decoded: RecordOf<Inputs> }>) =>
+    const encodeOutputs = (result: Result<S>, source: FetchedRecord) =>
       Effect.gen(function*() {
-        const ordered = [...bucket].sort((a, b) =>
-          a.entry.topicIndex - b.entry.topicIndex || a.entry.record.offset - b.entry.record.offset
-        )
-        let state: Option.Option<S> = Option.none()
-        let loaded = false
-        let changed = false
-        const outputs: Array<Topic.OutputRecord> = []
-        for (const { decoded, entry } of ordered) {
-          if (!loaded && Option.isSome(store) && Option.isSome(decodeState)) {
-            const stored = yield* store.value.get(stateKey)
-            if (stored !== undefined) {
-              state = Option.some(
-                yield* Effect.mapError(
-                  decodeState.value(stored),
-                  (cause) => new StateStoreError({ operation: `decode state of ${stateKey}`, path: store.value.path, cause })
-                )
+        const outputs: Array<Topic.EncodedRecord> = []
+        for (const output of result.emit ?? []) {
+          const encoded = yield* output.encode()
+          const limit = yield* options.messageLimit(encoded.topic)
+          const cheap = 90 + 3 * ((encoded.key?.length ?? 0) + (encoded.value?.length ?? 0))
+          if (cheap > limit || encoded.headers !== undefined) {
+            const bytes = recordBytes(encoded)
+            if (bytes > limit) {
+              return yield* Effect.fail(
+                new OutputTooLarge({
+                  topic: encoded.topic,
+                  bytes,
+                  limit,
+                  source: { topic: source.topic, partition: source.partition, offset: source.offset }
+                })
               )
             }
-            loaded = true
           }
-          // Each attempt gets a fresh copy: a retry sees the state as it was before the failed attempt.
-          const stateBefore = state
-          const attempt = Effect.suspend(() => transformer.transform(decoded, Option.map(stateBefore, (s) => structuredClone(s))))
-          const outcome = yield* Effect.either(attempt)
-          let result: Result<S> | undefined = undefined
-          if (outcome._tag === "Right") {
-            result = outcome.right
-          } else {
-            const rule = transformer.rules.find((r) => r.when(outcome.left))
-            if (rule === undefined) return yield* Effect.fail(outcome.left)
-            let retried: Either.Either<Result<S>, E> = outcome
-            if (rule.retry !== undefined) {
-              const driver = yield* Schedule.driver(rule.retry)
-              while (retried._tag === "Left" && rule.when(retried.left)) {
-                const step = yield* Effect.either(driver.next(retried.left))
-                if (step._tag === "Left") break
-                retries++
-                retried = yield* Effect.either(attempt)
-              }
-            }
-            if (retried._tag === "Right") {
-              result = retried.right
-            } else if (rule.then === "fail" || !rule.when(retried.left)) {
-              return yield* Effect.fail(retried.left)
-            } else if (rule.then === "skip") {
-              skipped++
-              yield* Effect.logWarning(
-                `skipped ${entry.record.topic}/${entry.record.partition}@${entry.record.offset}: ${describe(retried.left)}`
-              )
-            } else if (Option.isSome(deadLetterTopic)) {
-              deadLettered++
-              deadLetters.push(deadLetter(deadLetterTopic.value, entry.record, { message: describe(retried.left) }))
-            } else {
-              return yield* Effect.fail(retried.left)
-            }
-          }
-          if (result === undefined) continue
-          if (result.emit !== undefined) outputs.push(...result.emit)
-          if (result.state !== undefined) {
-            changed = true
-            state = result.state._tag === "Set" ? Option.some(structuredClone(result.state.value)) : Option.none()
-          }
-        }
-        if (changed && Option.isSome(encodeState)) {
-          if (Option.isSome(state)) {
-            const encoded = yield* Effect.mapError(
-              encodeState.value(state.value),
-              (cause) => new EncodeError({ topic: `state of ${transformer.name}`, cause })
-            )
-            writes.push({ key: stateKey, value: encoded })
-          } else {
-            writes.push({ key: stateKey, value: null })
-          }
+          outputs.push(encoded)
         }
         return outputs
       })
 
-    const outputs = yield* Effect.forEach([...buckets], ([stateKey, bucket]) => runBucket(stateKey, bucket), {
-      concurrency: "unbounded"
+    const attempt = (decoded: RecordOf<Inputs>, state: Option.Option<S>, source: FetchedRecord) => {
+      const call = Effect.flatMap(
+        Effect.suspend(() => transformer.transform(decoded, state)),
+        (result) =>
+          Effect.map(encodeOutputs(result, source), (outputs): Attempt<S> => ({
+            outputs,
+            change: result.state === undefined
+              ? undefined
+              : result.state._tag === "Set"
+              ? Option.some(result.state.value)
+              : Option.none()
+          }))
+      )
+      return Option.isSome(options.permits) ? options.permits.value.withPermits(1)(call) : call
+    }
+
+    /** The rule for an error: tagged rules by `_tag`, others by `when` (never for Skein's own errors). */
+    const ruleFor = (error: E | OutputTooLarge | EncodeError | KafkaError) => {
+      const tag = typeof error === "object" && error !== null && "_tag" in error ? error._tag : undefined
+      const runtimeError = error instanceof OutputTooLarge || error instanceof EncodeError
+      return transformer.rules.find((rule) =>
+        rule.tag !== undefined ? rule.tag === tag : !runtimeError && (rule.when as (e: unknown) => boolean)(error)
+      )
+    }
+
+    /** Runs the transform with the error rules: retries on the rule's schedule, then its disposition. */
+    const withRules = (entry: Entry<Inputs>, decoded: RecordOf<Inputs>, state: Option.Option<S>) =>
+      Effect.gen(function*() {
+        // Each attempt gets a fresh copy: a retry sees the state as it was before the failed attempt.
+        const fresh = () => attempt(decoded, copy(state), entry.record)
+        let outcome = yield* Effect.either(fresh())
+        if (Either.isRight(outcome)) return { ...outcome.right, disposition: "processed" as const }
+        const rule = ruleFor(outcome.left)
+        if (rule === undefined || outcome.left instanceof EncodeError) return yield* Effect.fail(outcome.left)
+        const matches = (error: unknown) => rule.tag !== undefined
+          ? typeof error === "object" && error !== null && "_tag" in error && error._tag === rule.tag
+          : (rule.when as (e: unknown) => boolean)(error)
+        if (rule.retry !== undefined) {
+          const driver = yield* Schedule.driver(rule.retry as Schedule.Schedule<unknown, unknown>)
+          while (Either.isLeft(outcome) && matches(outcome.left)) {
+            const step = yield* Effect.either(driver.next(outcome.left))
+            if (Either.isLeft(step)) break
+            retries++
+            outcome = yield* Effect.either(fresh())
+          }
+        }
+        if (Either.isRight(outcome)) return { ...outcome.right, disposition: "processed" as const }
+        const error = outcome.left
+        if (rule.then === "fail" || !matches(error)) return yield* Effect.fail(error)
+        if (rule.then === "skip") {
+          const r = entry.record
+          yield* Effect.logWarning(`skipped ${r.topic}/${r.partition}@${r.offset}: ${describe(error)}`)
+          return { outputs: [], change: undefined, disposition: "skipped" as const }
+        }
+        if (Option.isNone(options.deadLetterTopic)) return yield* Effect.fail(error)
+        return {
+          outputs: [deadLetter(options.deadLetterTopic.value, entry.record, { message: describe(error) })],
+          change: undefined,
+          disposition: "deadLettered" as const
+        }
+      })
+
+    const processEntry = (entry: Entry<Inputs>): Effect.Effect<Done<S>, RecordError<E>, R> => {
+      if (Either.isLeft(entry.decoded)) {
+        // A poison record never reaches the transform: it goes to the dead letter
+        // topic inside this batch's transaction, or, with none configured, fails the run.
+        const error = entry.decoded.left
+        if (Option.isNone(options.deadLetterTopic)) return Effect.fail(error)
+        const dlq = options.deadLetterTopic.value
+        return Effect.as(Effect.logWarning(`poison record sent to ${dlq}: ${error.message}`), {
+          offset: entry.record.offset,
+          stateKey: "",
+          outputs: [deadLetter(dlq, entry.record, error)],
+          change: undefined,
+          disposition: "deadLettered"
+        })
+      }
+      const decoded = entry.decoded.right
+      return Effect.flatMap(loadState(entry.stateKey), (state) =>
+        Effect.map(
+          hasRules
+            ? withRules(entry, decoded, state)
+            : Effect.map(attempt(decoded, copy(state), entry.record), (a) => ({ ...a, disposition: "processed" as const })),
+          (finished): Done<S> => {
+            if (finished.change !== undefined) states.set(entry.stateKey, finished.change)
+            return {
+              offset: entry.record.offset,
+              stateKey: entry.stateKey,
+              outputs: finished.outputs,
+              change: finished.change,
+              disposition: finished.disposition
+            }
+          }
+        ))
+    }
+
+    const runLane = (lane: Lane<Inputs, S>) =>
+      Effect.suspend(() => {
+        let index = 0
+        const next: Effect.Effect<void, RecordError<E>, R> = Effect.suspend(() => {
+          const entry = lane.entries[index]
+          if (entry === undefined) return Effect.void
+          return Effect.flatMap(processEntry(entry), (done) => {
+            lane.done.push(done)
+            index++
+            return next
+          })
+        })
+        return next
+      })
+
+    const work = Effect.forEach(
+      lanesPerSlice,
+      (lanes) =>
+        lanes.length === 1
+          ? runLane(lanes[0]!)
+          : Effect.forEach(lanes, runLane, { concurrency: "unbounded", discard: true }),
+      { discard: true }
+    )
+    const finished = yield* Effect.race(Effect.exit(work), Effect.as(options.stop, undefined))
+    const interrupted = finished === undefined
+    const failure = finished !== undefined && Exit.isFailure(finished) ? Option.some(finished.cause) : Option.none()
+
+    // The cut of each slice: its first record that did not finish (in any lane).
+    const outputs: Array<Topic.EncodedRecord> = []
+    const finalStates = new Map<string, Option.Option<S>>()
+    const cuts: Array<{ offset: number; kept: number }> = []
+    let processed = 0
+    let skipped = 0
+    let deadLettered = 0
+    slices.forEach((slice, i) => {
+      const lanes = lanesPerSlice[i]!
+      let cut = slice.endOffset
+      for (const lane of lanes) {
+        const unfinished = lane.entries[lane.done.length]
+        if (unfinished !== undefined) cut = Math.min(cut, unfinished.record.offset)
+      }
+      for (const lane of lanes) {
+        for (const done of lane.done) {
+          if (done.offset >= cut) break
+          outputs.push(...done.outputs)
+          if (done.change !== undefined) finalStates.set(done.stateKey, done.change)
+          processed++
+          if (done.disposition === "skipped") skipped++
+          else if (done.disposition === "deadLettered") deadLettered++
+        }
+      }
+      let kept = 0
+      while (kept < slice.records.length && slice.records[kept]!.offset < cut) kept++
+      cuts.push({ offset: cut, kept })
     })
-    const encoded = yield* Effect.forEach(outputs.flat(), (output) => output.encode)
-    return { outputs: [...deadLetters, ...encoded], writes, skipped, deadLettered, retries }
+
+    const writes: Array<StoreWrite> = []
+    if (Option.isSome(encodeState)) {
+      for (const [key, state] of finalStates) {
+        if (Option.isNone(state)) {
+          writes.push({ key, value: null })
+          continue
+        }
+        const encoded = encodeState.value(state.value)
+        if (Either.isLeft(encoded)) {
+          const error = new EncodeError({ topic: `state of ${transformer.name}`, cause: encoded.left })
+          // Nothing of this task's batch commits: the run (or partition) ends with the error.
+          return {
+            outputs: [],
+            writes: [],
+            cuts: slices.map((slice) => ({ offset: slice.records[0]?.offset ?? slice.endOffset, kept: 0 })),
+            processed: 0,
+            skipped: 0,
+            deadLettered: 0,
+            retries,
+            failure: Option.some(Cause.fail(error)),
+            interrupted
+          }
+        }
+        writes.push({ key, value: encoded.right })
+      }
+    }
+    return { outputs, writes, cuts, processed, skipped, deadLettered, retries, failure, interrupted }
   })

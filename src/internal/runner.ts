@@ -1,16 +1,30 @@
 /**
  * The runner's main loop: validates topics, joins the group, initializes
  * pending tasks one at a time, and processes batches with one transaction per
- * task per batch under the batch lock.
+ * task per batch (exactly-once) or acknowledged sends and interval offset
+ * commits (at-least-once) under the batch lock.
+ *
+ * Failures: a record that fails fatally stops its partition or the run
+ * (`failureIsolation`), after the work finished before it is committed. A
+ * failed delivery rewinds the partition (its task restarts from the last
+ * committed offset) after a backoff; `maxDeliveryFailures` in a row end the
+ * run. A revocation or a shutdown gives running handlers a grace period, then
+ * interrupts them and commits what finished.
  *
  * @internal
  */
-import { Chunk, Effect, Option, Queue, Scope } from "effect"
+import { Cause, Chunk, Deferred, Duration, Effect, Fiber, Option, Queue, Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import type { SkeinConfig } from "../SkeinConfig.ts"
-import { ChangelogPartitionMismatch, ConfigurationError, PartitionCountMismatch } from "../SkeinError.ts"
+import {
+  ChangelogPartitionMismatch,
+  ConfigurationError,
+  DeliveryFailed,
+  OffsetOutOfRange,
+  PartitionCountMismatch
+} from "../SkeinError.ts"
 import type { KafkaError, RunnerError, TaskMigrated } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { Transformer } from "../Transformer.ts"
@@ -157,12 +171,69 @@ const takePoll = (buffer: ReadonlyArray<Cursor>, max: number) => {
   return slices
 }
 
+/** A poll's work for one task, and how it ended. */
+type TaskOutcome<E> =
+  | { readonly _tag: "Committed"; readonly partition: number }
+  | { readonly _tag: "Migrated"; readonly partition: number }
+  | { readonly _tag: "DeliveryFailed"; readonly partition: number; readonly error: KafkaError }
+  | { readonly _tag: "Failed"; readonly partition: number; readonly cause: Cause.Cause<Batch.RecordError<E>> }
+
+/** A partition waiting for its task to start, not before `notBefore` (epoch ms). */
+interface PendingTask {
+  readonly partition: number
+  readonly notBefore: number
+}
+
+const maxBackoffMillis = 10_000
+
+/** Checks settings that cannot work together; the message says how to fix them. */
+const validateConfig = (config: SkeinConfig, stats: RunnerStats): Effect.Effect<void, ConfigurationError> => {
+  const problems: Array<ConfigurationError> = []
+  if (stats.phase !== "starting") {
+    problems.push(
+      new ConfigurationError({
+        problem: "This Runner.Stats object already belongs to a run (a runtime runs once)",
+        fix: "Pass a fresh Runner.makeStats() to each run"
+      })
+    )
+  }
+  if (Duration.greaterThanOrEqualTo(config.revocationGrace, config.rebalanceTimeout)) {
+    problems.push(
+      new ConfigurationError({
+        problem: `revocationGrace (${Duration.format(config.revocationGrace)}) must be shorter than rebalanceTimeout ` +
+          `(${Duration.format(config.rebalanceTimeout)}), or the group drops this instance during a rebalance`,
+        fix: "Lower SKEIN_REVOCATION_GRACE or raise SKEIN_REBALANCE_TIMEOUT"
+      })
+    )
+  }
+  if (config.maxConcurrency !== "unbounded" && !(Number.isInteger(config.maxConcurrency) && config.maxConcurrency > 0)) {
+    problems.push(
+      new ConfigurationError({
+        problem: `maxConcurrency must be a positive integer or "unbounded", got ${config.maxConcurrency}`,
+        fix: "Set SKEIN_MAX_CONCURRENCY to a positive integer, or leave it unset"
+      })
+    )
+  }
+  if (!(config.maxDeliveryFailures >= 1)) {
+    problems.push(
+      new ConfigurationError({
+        problem: `maxDeliveryFailures must be at least 1, got ${config.maxDeliveryFailures}`,
+        fix: "Set SKEIN_MAX_DELIVERY_FAILURES to a positive integer (default 8)"
+      })
+    )
+  }
+  const [first] = problems
+  return first === undefined ? Effect.void : Effect.fail(first)
+}
+
 export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
   config: SkeinConfig,
   stats: RunnerStats = makeStats()
 ): Effect.Effect<never, RunnerError | E, R | Scope.Scope> =>
   Effect.gen(function*() {
+    yield* validateConfig(config, stats)
+    stats.phase = "starting"
     const kafka = makeKafka(config)
     const admin = yield* Admin.make(kafka)
     const inputTopics = transformer.inputs.map((t) => t.name)
@@ -177,6 +248,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         })
       )
     }
+    const exactlyOnce = config.processingGuarantee === "exactly-once"
 
     const storeDir = path.join(config.stateDir, `${config.applicationId}-${randomUUID()}`)
     yield* Effect.addFinalizer(() => Effect.promise(() => fs.rm(storeDir, { recursive: true, force: true })))
@@ -209,73 +281,201 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       inputTopics,
       changelog,
       storeDir,
-      transactionTimeout: config.transactionTimeout
+      transactionTimeout: config.transactionTimeout,
+      processingGuarantee: config.processingGuarantee,
+      maxMessageBytes: config.maxMessageBytes,
+      onRestoreProgress: (partition, restored, total) => {
+        stats.restoring.set(partition, { restored, total })
+      }
     }
 
+    const permits = config.maxConcurrency === "unbounded"
+      ? Option.none()
+      : Option.some(yield* Effect.makeSemaphore(config.maxConcurrency))
+    const limits = new Map<string, number>()
+    const messageLimit = (topic: string): Effect.Effect<number, KafkaError> => {
+      const known = limits.get(topic)
+      if (known !== undefined) return Effect.succeed(known)
+      return Effect.map(admin.maxMessageBytes(topic), (topicLimit) => {
+        const limit = Math.min(config.maxMessageBytes, topicLimit ?? config.maxMessageBytes)
+        limits.set(topic, limit)
+        return limit
+      })
+    }
+
+    const shutdown = yield* Deferred.make<void>()
     const lock = yield* BatchLock.make
     const tasks = new Map<number, Task.Task>()
-    let pending: Array<number> = []
+    let pending: Array<PendingTask> = []
     let generation = -1
     let buffer: Array<Cursor> = []
+    /** Failed deliveries in a row, per partition. */
+    const failures = new Map<number, number>()
+    /** At-least-once: acknowledged work whose offsets are not committed yet. */
+    const uncommitted = new Map<string, { topic: string; partition: number; offset: number }>()
+    let lastOffsetCommit = Date.now()
 
-    const teardownAll = (held: BatchLockHeld) =>
-      Effect.gen(function*() {
-        if (stats.inFlightTransactions > 0) stats.teardownsWithTransactionInFlight++
-        for (const task of tasks.values()) {
-          yield* Task.stop(task, held)
-          stats.tasksStopped++
-        }
-        tasks.clear()
-        stats.assigned.clear()
+    const dropPartition = (partition: number, outcome: Consumer.BatchOutcome) => {
+      buffer = buffer.filter((cursor) => {
+        if (cursor.batch.partition !== partition) return true
+        cursor.batch.complete(outcome)
+        return false
       })
-    yield* Effect.addFinalizer(() =>
-      consumer.dropInFlight.pipe(Effect.zipRight(lock.withLock(teardownAll)))
-    )
+    }
 
     const dropBuffer = (outcome: Consumer.BatchOutcome) => {
       for (const cursor of buffer) cursor.batch.complete(outcome)
       buffer = []
     }
 
-    const commitTask = (task: Task.Task, slices: ReadonlyArray<{ cursor: Cursor; end: number }>) =>
+    /** At-least-once: commits the offsets of acknowledged work. */
+    const commitAcknowledged = Effect.suspend(() => {
+      const offsets = [...uncommitted.values()]
+      uncommitted.clear()
+      lastOffsetCommit = Date.now()
+      return Effect.as(consumer.commitOffsets(offsets), offsets)
+    })
+
+    const stopTask = (partition: number, held: BatchLockHeld) =>
       Effect.gen(function*() {
-        const records = slices.flatMap((s) => s.cursor.batch.records.slice(s.cursor.index, s.end))
-        const result = yield* Batch.run(transformer, task.store, records, Option.fromNullable(config.deadLetterTopic))
-        const changelogRecords = Option.match(changelogName, {
-          onNone: () => [],
-          onSome: (topic) => result.writes.map((w) => ({ topic, partition: task.partition, key: w.key, value: w.value }))
-        })
-        const offsets = slices.map((s) => ({
-          topic: s.cursor.batch.topic,
-          partition: s.cursor.batch.partition,
-          offset: s.end >= s.cursor.batch.records.length
-            ? s.cursor.batch.nextOffset
-            : (s.cursor.batch.records[s.end]?.offset ?? s.cursor.batch.nextOffset)
-        }))
-        stats.inFlightTransactions++
-        const committed = yield* task.producer.commit(
-          [...result.outputs, ...changelogRecords],
-          { groupId: config.applicationId, offsets },
-          task.partition
-        ).pipe(
-          Effect.ensuring(Effect.sync(() => stats.inFlightTransactions--)),
-          Effect.as(true),
-          Effect.catchTag("TaskMigrated", (migrated: TaskMigrated) =>
-            Effect.logWarning(migrated.message).pipe(Effect.as(false))
+        const task = tasks.get(partition)
+        if (task === undefined) return
+        tasks.delete(partition)
+        stats.assigned.delete(partition)
+        for (const key of uncommitted.keys()) {
+          if (uncommitted.get(key)?.partition === partition) uncommitted.delete(key)
+        }
+        yield* Task.stop(task, held)
+        stats.tasksStopped++
+        dropPartition(partition, "Dropped")
+      })
+
+    const teardownAll = (held: BatchLockHeld) =>
+      Effect.gen(function*() {
+        if (stats.inFlightTransactions > 0) stats.teardownsWithTransactionInFlight++
+        if (!exactlyOnce && uncommitted.size > 0) {
+          // Acknowledged work is committed before its partitions are given up; if that
+          // fails, the records are delivered again (at-least-once).
+          yield* commitAcknowledged.pipe(
+            Effect.catchAll((error) => Effect.logWarning(`offset commit before teardown failed: ${error.message}`))
           )
+        }
+        for (const task of tasks.values()) {
+          yield* Task.stop(task, held)
+          stats.tasksStopped++
+        }
+        tasks.clear()
+        stats.assigned.clear()
+        stats.pending.clear()
+        stats.restoring.clear()
+      })
+    yield* Effect.addFinalizer(() => consumer.dropInFlight.pipe(Effect.zipRight(lock.withLock(teardownAll))))
+
+    /** Processes and delivers one task's slices; the work finished before a failure or an interruption commits. */
+    const processTask = (
+      task: Task.Task,
+      slices: ReadonlyArray<{ cursor: Cursor; end: number }>,
+      stop: Effect.Effect<void>
+    ): Effect.Effect<TaskOutcome<E>, never, R> =>
+      Effect.gen(function*() {
+        const partition = task.partition
+        const result = yield* Batch.run(
+          transformer,
+          task.store,
+          slices.map(({ cursor, end }) => ({
+            topic: cursor.batch.topic,
+            partition: cursor.batch.partition,
+            records: cursor.batch.records.slice(cursor.index, end),
+            endOffset: end >= cursor.batch.records.length
+              ? cursor.batch.nextOffset
+              : (cursor.batch.records[end]?.offset ?? cursor.batch.nextOffset)
+          })),
+          { deadLetterTopic: Option.fromNullable(config.deadLetterTopic), stop, permits, messageLimit }
         )
         stats.retries += result.retries
-        if (committed) {
+        if (result.processed > 0) {
+          const changelogRecords = Option.match(changelogName, {
+            onNone: () => [],
+            onSome: (topic) => result.writes.map((w) => ({ topic, partition, key: w.key, value: w.value }))
+          })
+          const records = [...result.outputs, ...changelogRecords]
+          const offsets = slices.map(({ cursor }, i) => ({
+            topic: cursor.batch.topic,
+            partition: cursor.batch.partition,
+            offset: result.cuts[i]!.offset
+          }))
+          stats.inFlightTransactions++
+          const delivered = yield* Effect.either(
+            task.delivery._tag === "ExactlyOnce"
+              ? task.delivery.producer.commit(records, { groupId: config.applicationId, offsets }, partition)
+              : task.delivery.producer.deliver(records)
+          ).pipe(Effect.ensuring(Effect.sync(() => stats.inFlightTransactions--)))
+          if (delivered._tag === "Left") {
+            const error = delivered.left
+            if (error._tag === "TaskMigrated") {
+              yield* Effect.logWarning((error satisfies TaskMigrated).message)
+              return { _tag: "Migrated", partition }
+            }
+            return { _tag: "DeliveryFailed", partition, error }
+          }
+          failures.delete(partition)
           stats.commits++
+          stats.lastCommitAt = Date.now()
+          stats.recordsProcessed += result.processed
           stats.skipped += result.skipped
           stats.deadLettered += result.deadLettered
-          yield* Option.match(task.store, { onNone: () => Effect.void, onSome: (store) => store.write(result.writes) })
+          if (!exactlyOnce) for (const o of offsets) uncommitted.set(`${o.topic}/${o.partition}`, o)
+          for (const [i, { cursor }] of slices.entries()) {
+            cursor.index += result.cuts[i]!.kept
+            const key = `${cursor.batch.topic}/${cursor.batch.partition}`
+            stats.lag.set(key, {
+              topic: cursor.batch.topic,
+              partition: cursor.batch.partition,
+              lag: Math.max(0, cursor.batch.highWatermark - result.cuts[i]!.offset)
+            })
+          }
+          if (Option.isSome(task.store)) {
+            const written = yield* Effect.either(task.store.value.write(result.writes))
+            if (written._tag === "Left") return { _tag: "Failed", partition, cause: Cause.fail(written.left) }
+          }
         }
-        return committed
+        if (Option.isSome(result.failure)) return { _tag: "Failed", partition, cause: result.failure.value }
+        return { _tag: "Committed", partition }
+      })
+
+    /** A failed delivery rewinds the partition: its task restarts from the last commit after a backoff. */
+    const rewind = (partition: number, error: KafkaError, held: BatchLockHeld) =>
+      Effect.gen(function*() {
+        stats.aborts++
+        const attempts = (failures.get(partition) ?? 0) + 1
+        failures.set(partition, attempts)
+        if (attempts >= config.maxDeliveryFailures) {
+          return yield* Effect.fail(new DeliveryFailed({ partition, attempts, cause: error }))
+        }
+        const backoff = Math.min(maxBackoffMillis, Duration.toMillis(config.deliveryBackoff) * 2 ** (attempts - 1))
+        yield* Effect.logWarning(
+          `delivery of task ${partition} failed (${attempts} in a row), rewinding to the last commit in ${backoff} ms: ${error.message}`
+        )
+        yield* stopTask(partition, held)
+        pending.push({ partition, notBefore: Date.now() + backoff })
+        stats.pending.add(partition)
+      })
+
+    /** A partition's failure: stops only it (`failureIsolation: "partition"`) or ends the run. */
+    const failPartition = (partition: number, cause: Cause.Cause<RunnerError | E>, held: BatchLockHeld) =>
+      Effect.gen(function*() {
+        if (config.failureIsolation === "run") return yield* Effect.failCause(cause)
+        const reason = Cause.squash(cause)
+        const message = reason instanceof Error ? reason.message : String(reason)
+        yield* Effect.logError(`partition ${partition} stopped: ${message}`)
+        stats.stopped.set(partition, message)
+        stats.pending.delete(partition)
+        yield* stopTask(partition, held)
       })
 
     const processPoll = (held: BatchLockHeld) =>
       Effect.gen(function*() {
+        const started = Date.now()
         const slices = takePoll(buffer, config.maxPollRecords).filter((s) => s.end > s.cursor.index)
         const total = slices.reduce((n, s) => n + s.end - s.cursor.index, 0)
         stats.maxBatchRecords = Math.max(stats.maxBatchRecords, total)
@@ -286,15 +486,18 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           list.push(slice)
           byTask.set(slice.cursor.batch.partition, list)
         }
+        // Running handlers get a grace period once a revocation or a shutdown begins.
+        const rebalance = yield* consumer.nextRebalance
+        const stop = Effect.raceFirst(
+          Effect.zipRight(Deferred.await(rebalance), Effect.sleep(config.revocationGrace)),
+          Effect.zipRight(Deferred.await(shutdown), Effect.sleep(config.shutdownGrace))
+        )
         const outcomes = yield* Effect.forEach(
-          [...byTask],
-          ([partition, taskSlices]) => {
-            const task = tasks.get(partition)
-            return task === undefined ? Effect.succeed(false) : commitTask(task, taskSlices)
-          },
+          [...byTask].filter(([partition]) => tasks.has(partition)),
+          ([partition, taskSlices]) => processTask(tasks.get(partition)!, taskSlices, stop),
           { concurrency: "unbounded" }
         )
-        if (outcomes.some((ok) => !ok)) {
+        if (outcomes.some((outcome) => outcome._tag === "Migrated")) {
           // A task migrated: no task survives; rejoin to learn the current assignment.
           stats.migrations++
           yield* teardownAll(held)
@@ -302,13 +505,45 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           dropBuffer("Rejoin")
           return
         }
-        for (const slice of slices) slice.cursor.index = slice.end
+        for (const outcome of outcomes) {
+          if (outcome._tag === "DeliveryFailed") yield* rewind(outcome.partition, outcome.error, held)
+          else if (outcome._tag === "Failed") yield* failPartition(outcome.partition, outcome.cause, held)
+        }
         const remaining: Array<Cursor> = []
         for (const cursor of buffer) {
           if (cursor.index >= cursor.batch.records.length) cursor.batch.complete("Committed")
           else remaining.push(cursor)
         }
         buffer = remaining
+        observeBatchLatency(stats, Date.now() - started)
+        if (!exactlyOnce && uncommitted.size > 0 && Date.now() - lastOffsetCommit >= Duration.toMillis(config.commitInterval)) {
+          const committed = yield* Effect.either(commitAcknowledged)
+          if (committed._tag === "Left") {
+            for (const partition of [...tasks.keys()]) yield* rewind(partition, committed.left, held)
+          }
+        }
+      })
+
+    const startTask = (partition: number) =>
+      Effect.gen(function*() {
+        const started = yield* Effect.either(Task.start(context, partition))
+        stats.restoring.delete(partition)
+        stats.pending.delete(partition)
+        if (started._tag === "Left") {
+          const error = started.left
+          if (error instanceof OffsetOutOfRange && config.failureIsolation === "partition") {
+            // An unreadable partition stops like a failed record: never a silent reset.
+            yield* Effect.logError(`partition ${partition} stopped: ${error.message}`)
+            stats.stopped.set(partition, error.message)
+            return
+          }
+          return yield* Effect.fail(error)
+        }
+        const task = started.right
+        tasks.set(partition, task)
+        stats.tasksStarted++
+        stats.restoredRecords += task.restored
+        stats.assigned.add(partition)
       })
 
     const handle = (event: Consumer.ConsumerEvent): Effect.Effect<void, KafkaError> => {
@@ -330,7 +565,13 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
               yield* teardownAll(held)
               dropBuffer("Dropped")
               generation = event.generation
-              pending = [...new Set(event.partitions.map((tp) => tp.partition))].sort((a, b) => a - b)
+              const partitions = [...new Set(event.partitions.map((tp) => tp.partition))].sort((a, b) => a - b)
+              // A stopped partition stays stopped until a restart, or until it moves away.
+              for (const partition of [...stats.stopped.keys()]) {
+                if (!partitions.includes(partition)) stats.stopped.delete(partition)
+              }
+              pending = partitions.filter((p) => !stats.stopped.has(p)).map((partition) => ({ partition, notBefore: 0 }))
+              for (const p of pending) stats.pending.add(p.partition)
             })
           )
         case "Batch":
@@ -341,26 +582,69 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
               batch.complete("Dropped")
             } else {
               buffer.push({ batch, index: 0 })
+              const first = batch.records[0]?.offset ?? batch.nextOffset
+              stats.lag.set(`${batch.topic}/${batch.partition}`, {
+                topic: batch.topic,
+                partition: batch.partition,
+                lag: Math.max(0, batch.highWatermark - first)
+              })
             }
           })
       }
     }
 
-    return yield* Effect.forever(
-      Effect.gen(function*() {
-        const idle = buffer.length === 0 && pending.length === 0
-        const first = idle ? [yield* Queue.take(consumer.events)] : []
-        const rest = Chunk.toReadonlyArray(yield* Queue.takeAll(consumer.events))
-        for (const event of [...first, ...rest]) yield* handle(event)
-        const next = pending.shift()
-        if (next !== undefined) {
-          const task = yield* Task.start(context, next)
-          tasks.set(next, task)
-          stats.tasksStarted++
-          stats.restoredRecords += task.restored
-          stats.assigned.add(next)
-        }
-        if (buffer.length > 0) yield* lock.withLock(processPoll)
-      })
+    /** Waits for the next event, a pending task's backoff to pass, or the shutdown. */
+    const nextEvents = Effect.gen(function*() {
+      const ready = pending.some((p) => p.notBefore <= Date.now())
+      if (buffer.length > 0 || ready) return Chunk.toReadonlyArray(yield* Queue.takeAll(consumer.events))
+      const wake = pending.length === 0 ? Effect.never : Effect.sleep(Math.max(0, Math.min(...pending.map((p) => p.notBefore)) - Date.now()))
+      const first = yield* Effect.raceAll([
+        Effect.map(Queue.take(consumer.events), Option.some),
+        Effect.as(Deferred.await(shutdown), Option.none()),
+        Effect.as(wake, Option.none())
+      ])
+      const rest = Chunk.toReadonlyArray(yield* Queue.takeAll(consumer.events))
+      return Option.isSome(first) ? [first.value, ...rest] : rest
+    })
+
+    const step = Effect.gen(function*() {
+      for (const event of yield* nextEvents) yield* handle(event)
+      if (yield* Deferred.isDone(shutdown)) return
+      const index = pending.findIndex((p) => p.notBefore <= Date.now())
+      if (index >= 0) {
+        const [next] = pending.splice(index, 1)
+        // A shutdown interrupts a task still starting (restoring); it releases what it acquired.
+        yield* Effect.raceFirst(startTask(next!.partition), Effect.zipRight(Deferred.await(shutdown), Effect.interrupt))
+          .pipe(Effect.catchAllCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.void : Effect.failCause(cause)))
+      }
+      if (buffer.length > 0 && !(yield* Deferred.isDone(shutdown))) yield* lock.withLock(processPoll)
+    })
+
+    const loop = Effect.gen(function*() {
+      stats.phase = "running"
+      while (!(yield* Deferred.isDone(shutdown))) yield* step
+    })
+
+    // On interruption (SIGTERM, SIGINT): fetching stops, handlers get shutdownGrace, finished
+    // work commits; then the scope tears the tasks down and the consumer leaves the group.
+    const fiber = yield* Effect.forkScoped(loop)
+    return yield* Fiber.join(fiber).pipe(
+      Effect.zipRight(Effect.interrupt),
+      Effect.tapErrorCause((cause) => Effect.sync(() => {
+        if (!Cause.isInterruptedOnly(cause)) stats.phase = "failed"
+      })),
+      Effect.onInterrupt(() =>
+        Effect.gen(function*() {
+          stats.phase = "stopping"
+          yield* Deferred.succeed(shutdown, undefined)
+          yield* Fiber.await(fiber).pipe(
+            Effect.timeout(Duration.sum(config.shutdownGrace, Duration.seconds(60))),
+            Effect.ignore
+          )
+        })
+      ),
+      Effect.ensuring(Effect.sync(() => {
+        if (stats.phase !== "failed") stats.phase = "stopped"
+      }))
     )
   }).pipe(Effect.annotateLogs({ applicationId: config.applicationId, transformer: transformer.name }))

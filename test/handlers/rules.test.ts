@@ -2,7 +2,16 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Option, Schedule, Schema } from "effect"
 import { ErrorRule, SkeinError, Topic, Transformer } from "../../src/index.ts"
 import type { Runner } from "../../src/index.ts"
-import { caughtUp, createTopics, eventually, produce, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
+import {
+  caughtUp,
+  createTopics,
+  eventually,
+  groupOffsets,
+  produce,
+  readCommitted,
+  startInstance,
+  unique
+} from "../helpers/kafka.ts"
 
 class Unavailable extends Schema.TaggedError<Unavailable>()("Unavailable", { value: Schema.String }) {}
 class Invalid extends Schema.TaggedError<Invalid>()("Invalid", { value: Schema.String }) {}
@@ -86,20 +95,22 @@ describe("error rules", () => {
       assert.strictEqual(dead[0]?.headers["skein.source.offset"], "1")
     }))
 
-  it.scopedLive("retry then fail: the run ends with the typed error and commits nothing past the record", () =>
+  it.scopedLive("retry then fail: the run ends with the typed error; the work before the record commits, nothing past it", () =>
     Effect.gen(function*() {
-      const { attempts, output, transformer } = yield* setup(
+      const { attempts, input, output, transformer } = yield* setup(
         [ErrorRule.tagged("Unavailable", { retry: retryTwice, then: "fail" })],
         ["a", "flaky-9", "b"]
       )
-      const instance = yield* startInstance(transformer, { applicationId: unique("rules-app") })
+      const applicationId = unique("rules-app")
+      const instance = yield* startInstance(transformer, { applicationId })
       yield* eventually(Effect.map(instance.exit, Option.isSome), { what: "the run to fail" })
       const exit = yield* Fiber.await(instance.fiber)
       const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
       assert.ok(error instanceof Unavailable, String(error))
       assert.strictEqual(attempts.get("flaky-9"), 3)
       assert.strictEqual(attempts.get("b") ?? 0, 0, "the record after the failed one never ran")
-      assert.deepStrictEqual(yield* readCommitted(output), [])
+      assert.deepStrictEqual(lastTally(yield* readCommitted(output)).seen, ["a"], "finished work before the record commits")
+      assert.deepStrictEqual([...(yield* groupOffsets(applicationId, input))], [[0, 1]], "nothing past it")
     }))
 
   it.scopedLive("skip: the record is committed past and counted; unmatched errors stay fatal", () =>

@@ -9,13 +9,13 @@ import { caughtUp, createTopics, produce, readCommitted, startInstance, unique }
 const Seen = Schema.Struct({ values: Schema.Array(Schema.String), marker: Schema.String })
 
 describe("batch mechanics", () => {
-  it.scopedLive("caps batches, orders same-key records, runs keys concurrently, isolates state copies, dedupes changelog writes", () =>
+  it.scopedLive("caps batches; with key concurrency, orders same-key records and runs keys concurrently; isolates state copies; dedupes changelog writes", () =>
     Effect.gen(function*() {
       const input = unique("batch-in")
       const output = unique("batch-out")
       const applicationId = unique("batch-app")
       yield* createTopics([{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
-      const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
+      const In = Topic.make({ name: input, key: Schema.String, value: Schema.String, keyConcurrency: true })
       const Out = Topic.make({ name: output, key: Schema.String, value: Topic.json(Seen) })
 
       // Two "rendezvous" keys on the same partition: each waits until the other

@@ -37,6 +37,7 @@ export interface OwnerContext<Token extends string, C, E, R> {
   readonly extractor: Extractor<Token, C, E, R>
   readonly cursors: Cursors<C>
   readonly transactionTimeout: Duration.Duration
+  readonly maxMessageBytes: number
   /** How long a migrated token waits before it is started again while still assigned here. */
   readonly migrationGrace: Duration.Duration
   /** Tokens waiting out their grace after a migration: a new assignment restarts them at once. */
@@ -88,7 +89,7 @@ const extract = <Token extends string, C, E, R>(
       yield* limiter.take
       const page = yield* read(cursor)
       stats.pagesRead++
-      const records = yield* Effect.forEach(page.emit, (record) => record.encode)
+      const records = yield* Effect.forEach(page.emit, (record) => record.encode())
       const next = yield* cursors.encode(page.next)
       const idle = records.length === 0 && next === encoded
       if (!idle) {
@@ -128,7 +129,8 @@ const ownOnce = <Token extends string, C, E, R>(
     const { stats } = context
     const producer = yield* Producer.make(context.kafka, {
       transactionalId: transactionalId(context.applicationId, context.extractor.name, owned.token),
-      transactionTimeout: context.transactionTimeout
+      transactionTimeout: context.transactionTimeout,
+      maxMessageBytes: context.maxMessageBytes
     })
     const fenced = yield* producer.fence
     const committed = yield* context.cursors.read(fenced, owned)

@@ -73,6 +73,7 @@ export const run = <Token extends string, C, E, R>(
       extractor,
       cursors,
       transactionTimeout: config.transactionTimeout,
+      maxMessageBytes: config.maxMessageBytes,
       migrationGrace: config.sessionTimeout,
       migrated: new Set(),
       stats

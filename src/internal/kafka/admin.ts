@@ -5,6 +5,7 @@
  */
 import { Effect, Schedule } from "effect"
 import type { Scope } from "effect"
+import kafkajs from "kafkajs"
 import type { Admin } from "kafkajs"
 import { KafkaError, TopicNotFound } from "../../SkeinError.ts"
 import type { Kafka } from "./client.ts"
@@ -38,6 +39,8 @@ export interface KafkaAdmin {
     topic: string,
     partition: number
   ) => Effect.Effect<{ readonly low: number; readonly end: number }, KafkaError>
+  /** A topic's `max.message.bytes`, or `undefined` when the topic does not exist (yet). */
+  readonly maxMessageBytes: (topic: string) => Effect.Effect<number | undefined, KafkaError>
 }
 
 /** True for kafkajs errors the broker marks retriable (a leader moving, metadata not yet propagated). */
@@ -105,6 +108,21 @@ const makeFrom = (admin: Admin): KafkaAdmin => {
           const found = offsets.find((o) => o.partition === partition)
           return { low: Number(found?.low ?? 0), end: Number(found?.high ?? 0) }
         })
+      ),
+    maxMessageBytes: (topic) =>
+      Effect.tryPromise({
+        try: () =>
+          admin.describeConfigs({
+            includeSynonyms: false,
+            resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: ["max.message.bytes"] }]
+          }),
+        catch: toKafkaError("describeConfigs")
+      }).pipe(
+        Effect.map((result): number | undefined => {
+          const entry = result.resources[0]?.configEntries.find((e) => e.configName === "max.message.bytes")
+          return entry === undefined ? undefined : Number(entry.configValue)
+        }),
+        Effect.catchIf((e) => isUnknownTopic(e.cause), () => Effect.succeed(undefined))
       )
   }
 }

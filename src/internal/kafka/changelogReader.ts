@@ -16,7 +16,7 @@ import type { Kafka } from "./client.ts"
 import { consumerRetry } from "./consumer.ts"
 import type { FetchedRecord } from "./consumer.ts"
 import { toKafkaError } from "./errors.ts"
-import type { FencedProducer } from "./producer.ts"
+import type { RestorePermit } from "./producer.ts"
 
 type ReadEvent =
   | { readonly _tag: "Records"; readonly records: ReadonlyArray<FetchedRecord>; readonly ack: () => void }
@@ -26,11 +26,12 @@ type ReadEvent =
 export interface ChangelogReader {
   /**
    * Feeds every record of `partition` in [from, until) to `apply`, in order.
-   * Requires the fenced producer of the partition's task: only after fencing
-   * is the changelog's last stable offset final.
+   * Requires the fenced producer of the partition's task (exactly-once: only
+   * after fencing is the changelog's last stable offset final), or the
+   * at-least-once producer, which declares that no fencing is wanted.
    */
   readonly read: <E>(
-    fenced: FencedProducer,
+    permit: RestorePermit,
     partition: number,
     range: { readonly from: number; readonly until: number },
     apply: (records: ReadonlyArray<FetchedRecord>) => Effect.Effect<void, E>

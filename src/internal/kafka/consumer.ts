@@ -10,7 +10,7 @@
  *
  * @internal
  */
-import { Duration, Effect, Queue } from "effect"
+import { Deferred, Duration, Effect, FiberId, Queue } from "effect"
 import type { Scope } from "effect"
 import kafkajs from "kafkajs"
 import type { Consumer, EachBatchPayload } from "kafkajs"
@@ -44,6 +44,8 @@ export interface PartitionBatch {
   readonly records: ReadonlyArray<FetchedRecord>
   /** The offset after this batch, past any filtered control records. */
   readonly nextOffset: number
+  /** The partition's high watermark when fetched (for lag). */
+  readonly highWatermark: number
   readonly complete: (outcome: BatchOutcome) => void
 }
 
@@ -60,6 +62,15 @@ export interface GroupConsumer {
   readonly seek: (partition: TopicPartition, offset: number) => Effect.Effect<void>
   /** Completes every batch still waiting (as dropped), e.g. before leaving the group. */
   readonly dropInFlight: Effect.Effect<void>
+  /**
+   * The signal of the next rebalance: completes when the group starts
+   * rebalancing (a revocation is coming). A new signal follows each assignment.
+   */
+  readonly nextRebalance: Effect.Effect<Deferred.Deferred<void>>
+  /** Commits offsets for the group (at-least-once mode; exactly-once commits them in transactions). */
+  readonly commitOffsets: (
+    offsets: ReadonlyArray<{ readonly topic: string; readonly partition: number; readonly offset: number }>
+  ) => Effect.Effect<void, KafkaError>
 }
 
 export interface Options {
@@ -132,6 +143,10 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
     const inFlight = new Set<(outcome: BatchOutcome) => void>()
     let generation = 0
     const heartbeatMs = Duration.toMillis(options.heartbeatInterval)
+    let rebalance = Deferred.unsafeMake<void>(FiberId.none)
+    const rebalancing = () => {
+      Deferred.unsafeDone(rebalance, Effect.void)
+    }
 
     const consumer: Consumer = kafka.consumer({
       groupId: options.groupId,
@@ -147,6 +162,8 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
 
     consumer.on(consumer.events.GROUP_JOIN, (event) => {
       generation++
+      rebalancing()
+      rebalance = Deferred.unsafeMake<void>(FiberId.none)
       const partitions: Array<TopicPartition> = []
       for (const [topic, list] of Object.entries(event.payload.memberAssignment)) {
         for (const partition of list) partitions.push({ topic, partition })
@@ -157,6 +174,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       Queue.unsafeOffer(events, { _tag: "Assigned", generation, partitions })
     })
     consumer.on(consumer.events.REBALANCING, () => {
+      rebalancing()
       Queue.unsafeOffer(events, { _tag: "Rebalancing" })
     })
     consumer.on(consumer.events.CRASH, (event) => {
@@ -184,6 +202,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
           generation,
           records: batch.messages.map((m) => toRecord(batch.topic, batch.partition, m)),
           nextOffset: Number(batch.lastOffset()) + 1,
+          highWatermark: Number(batch.highWatermark),
           complete: finish
         }
       })
@@ -202,7 +221,10 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
           } catch (error) {
             // Keep waiting for the batch to commit before kafkajs rejoins.
             pendingError = error
-            if (isRebalancing(error)) Queue.unsafeOffer(events, { _tag: "Rebalancing" })
+            if (isRebalancing(error)) {
+              rebalancing()
+              Queue.unsafeOffer(events, { _tag: "Rebalancing" })
+            }
           }
         }
       }
@@ -237,6 +259,13 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
         Effect.sync(() => consumer.seek({ topic: tp.topic, partition: tp.partition, offset: String(offset) })),
       dropInFlight: Effect.sync(() => {
         for (const finish of [...inFlight]) finish("Dropped")
-      })
+      }),
+      nextRebalance: Effect.sync(() => rebalance),
+      commitOffsets: (offsets) =>
+        offsets.length === 0 ? Effect.void : Effect.tryPromise({
+          try: () =>
+            consumer.commitOffsets(offsets.map((o) => ({ topic: o.topic, partition: o.partition, offset: String(o.offset) }))),
+          catch: toKafkaError("commitOffsets")
+        })
     }
   })

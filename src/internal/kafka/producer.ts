@@ -19,6 +19,7 @@ import type { Kafka } from "./client.ts"
 import { isFenced, toKafkaError } from "./errors.ts"
 
 declare const FencedBrand: unique symbol
+declare const AtLeastOnceBrand: unique symbol
 
 /** A producer that has not fenced its transactional id yet. */
 export interface TransactionalProducer {
@@ -57,9 +58,43 @@ const toMessage = (record: EncodedRecord): Message => {
   return message
 }
 
-const groupByTopic = (records: ReadonlyArray<EncodedRecord>) => {
-  const byTopic = new Map<string, Array<Message>>()
+/**
+ * A task's producer in at-least-once mode: no transactions and no fencing.
+ * `deliver` sends the records and waits for their acknowledgement; the runner
+ * commits offsets after it. A zombie may still write (no fencing): that is the
+ * at-least-once contract.
+ */
+export interface AtLeastOnceProducer {
+  readonly [AtLeastOnceBrand]: true
+  readonly deliver: (records: ReadonlyArray<EncodedRecord>) => Effect.Effect<void, KafkaError>
+}
+
+/**
+ * What a task must hold before it reads committed offsets or restores its
+ * store: the fenced producer (exactly-once) or the at-least-once producer,
+ * which declares that no fencing is wanted.
+ */
+export type RestorePermit = FencedProducer | AtLeastOnceProducer
+
+const textBytes = (text: string | null) => (text === null ? 0 : text.length * 3)
+
+/**
+ * The records' messages per topic, in send calls of at most `maxBytes` each: a
+ * broker checks `max.message.bytes` against a partition's whole record batch.
+ */
+const sendCalls = (records: ReadonlyArray<EncodedRecord>, maxBytes: number) => {
+  const calls: Array<Array<{ topic: string; messages: Array<Message> }>> = []
+  let byTopic = new Map<string, Array<Message>>()
+  let bytes = 0
+  const flush = () => {
+    if (byTopic.size > 0) calls.push([...byTopic].map(([topic, messages]) => ({ topic, messages })))
+    byTopic = new Map()
+    bytes = 0
+  }
   for (const record of records) {
+    const size = 90 + textBytes(record.key) + textBytes(record.value)
+    if (bytes > 0 && bytes + size > maxBytes) flush()
+    bytes += size
     let messages = byTopic.get(record.topic)
     if (messages === undefined) {
       messages = []
@@ -67,18 +102,20 @@ const groupByTopic = (records: ReadonlyArray<EncodedRecord>) => {
     }
     messages.push(toMessage(record))
   }
-  return [...byTopic].map(([topic, messages]) => ({ topic, messages }))
+  flush()
+  return calls
 }
 
 const runTransaction = async (
   producer: Producer,
   records: ReadonlyArray<EncodedRecord>,
-  offsets: TransactionOffsets
+  offsets: TransactionOffsets,
+  maxBytes: number
 ): Promise<void> => {
   const transaction: Transaction = await producer.transaction()
   try {
-    if (records.length > 0) {
-      await transaction.sendBatch({ topicMessages: groupByTopic(records) })
+    for (const topicMessages of sendCalls(records, maxBytes)) {
+      await transaction.sendBatch({ topicMessages })
     }
     if (offsets.offsets.length > 0) {
       const topics = new Map<string, Array<{ partition: number; offset: string }>>()
@@ -104,7 +141,11 @@ const runTransaction = async (
 /** A connected transactional producer, disconnected when the scope closes. */
 export const make = (
   kafka: Kafka,
-  options: { readonly transactionalId: string; readonly transactionTimeout: Duration.Duration }
+  options: {
+    readonly transactionalId: string
+    readonly transactionTimeout: Duration.Duration
+    readonly maxMessageBytes: number
+  }
 ): Effect.Effect<TransactionalProducer, KafkaError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.tryPromise({
@@ -134,18 +175,48 @@ export const make = (
         await transaction.abort()
       },
       catch: toKafkaError("fence")
-    }).pipe(Effect.as(fenced(producer, options.transactionalId)))
+    }).pipe(Effect.as(fenced(producer, options.transactionalId, options.maxMessageBytes)))
   })))
 
-const fenced = (producer: Producer, transactionalId: string): FencedProducer => {
+const fenced = (producer: Producer, transactionalId: string, maxBytes: number): FencedProducer => {
   const value = {
     transactionalId,
     commit: (records: ReadonlyArray<EncodedRecord>, offsets: TransactionOffsets, partition: number) =>
       Effect.tryPromise({
-        try: () => runTransaction(producer, records, offsets),
+        try: () => runTransaction(producer, records, offsets, maxBytes),
         catch: (error): KafkaError | TaskMigrated =>
           isFenced(error) ? new TaskMigrated({ partition, cause: error }) : toKafkaError("commit")(error)
       }).pipe(Effect.uninterruptible)
   }
   return value as unknown as FencedProducer
 }
+
+/** A connected idempotent producer for at-least-once mode, disconnected when the scope closes. */
+export const atLeastOnce = (
+  kafka: Kafka,
+  options: { readonly maxMessageBytes: number }
+): Effect.Effect<AtLeastOnceProducer, KafkaError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.tryPromise({
+      try: async () => {
+        const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
+        await producer.connect()
+        return producer
+      },
+      catch: toKafkaError("producer.connect")
+    }),
+    (producer) => Effect.promise(() => producer.disconnect().catch(() => undefined))
+  ).pipe(Effect.map((producer) => {
+    const value = {
+      deliver: (records: ReadonlyArray<EncodedRecord>) =>
+        Effect.tryPromise({
+          try: async () => {
+            for (const topicMessages of sendCalls(records, options.maxMessageBytes)) {
+              await producer.sendBatch({ topicMessages, acks: -1 })
+            }
+          },
+          catch: toKafkaError("send")
+        }).pipe(Effect.uninterruptible)
+    }
+    return value as unknown as AtLeastOnceProducer
+  }))
