@@ -165,22 +165,6 @@ export class OffsetOutOfRange extends Data.TaggedError("OffsetOutOfRange")<{
 }
 
 /**
- * The runtime is configured in a way that cannot work; the message says how
- * to fix it.
- *
- * @since 0.1.0
- * @category errors
- */
-export class ConfigurationError extends Data.TaggedError("ConfigurationError")<{
-  readonly problem: string
-  readonly fix: string
-}> {
-  override get message(): string {
-    return `${this.problem}. ${this.fix}`
-  }
-}
-
-/**
  * The health endpoint could not listen on its port. `reason` classifies the
  * cause; the message says which setting to change.
  *
@@ -215,6 +199,22 @@ export class HealthServerError extends Data.TaggedError("HealthServerError")<{
 }
 
 /**
+ * The runtime is configured in a way that cannot work; the message says how
+ * to fix it.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class ConfigurationError extends Data.TaggedError("ConfigurationError")<{
+  readonly problem: string
+  readonly fix: string
+}> {
+  override get message(): string {
+    return `${this.problem}. ${this.fix}`
+  }
+}
+
+/**
  * Every fatal error a run can end with (besides the transform's own errors).
  *
  * @since 0.1.0
@@ -230,4 +230,3 @@ export type RunnerError =
   | StateStoreError
   | OffsetOutOfRange
   | ConfigurationError
-  | HealthServerError
