@@ -165,6 +165,40 @@ export class OffsetOutOfRange extends Data.TaggedError("OffsetOutOfRange")<{
 }
 
 /**
+ * The health endpoint could not listen on its port. `reason` classifies the
+ * cause; the message says which setting to change.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class HealthServerError extends Data.TaggedError("HealthServerError")<{
+  readonly reason: "PortInUse" | "PermissionDenied" | "AddressUnavailable" | "Unknown"
+  readonly port: number
+  readonly host: string | undefined
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const where = this.host === undefined ? `port ${this.port}` : `${this.host}:${this.port}`
+    const fix = "Set healthPort in SkeinConfig (or SKEIN_HEALTH_PORT)"
+    switch (this.reason) {
+      case "PortInUse":
+        return `The health endpoint cannot listen on ${where}: the port is already in use. ` +
+          `${fix} to a free port (0 picks any free port), or unset it to run without the endpoint.`
+      case "PermissionDenied":
+        return `The health endpoint cannot listen on ${where}: permission denied. ` +
+          `${fix} to a port above 1023.`
+      case "AddressUnavailable":
+        return `The health endpoint cannot listen on ${where}: the address is not available on this machine. ` +
+          `Listen on a local address, or unset the host.`
+      case "Unknown": {
+        const detail = this.cause instanceof Error ? this.cause.message : String(this.cause)
+        return `The health endpoint cannot listen on ${where}: ${detail}. Check healthPort (SKEIN_HEALTH_PORT).`
+      }
+    }
+  }
+}
+
+/**
  * The runtime is configured in a way that cannot work; the message says how
  * to fix it.
  *

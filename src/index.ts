@@ -9,6 +9,8 @@ export * as Extractor from "./Extractor.ts"
 /** @since 0.1.0 */
 export * as ErrorRule from "./ErrorRule.ts"
 /** @since 0.1.0 */
+export * as Health from "./Health.ts"
+/** @since 0.1.0 */
 export * as Runner from "./Runner.ts"
 /** @since 0.1.0 */
 export * as SkeinConfig from "./SkeinConfig.ts"

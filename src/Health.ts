@@ -1,0 +1,285 @@
+/**
+ * The health of a runner, read from its `Runner.Stats`: a snapshot for
+ * code, liveness and readiness checks, and Prometheus metrics.
+ *
+ * Liveness and readiness ignore stopped partitions on purpose. With failure
+ * isolation `"partition"` a partition whose record keeps failing is stopped
+ * and the others keep running; restarting the process would fail the same
+ * record again and interrupt the healthy partitions too. Alert on
+ * `skein_stopped_partitions > 0` (or `snapshot.stopped`) instead.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Option, Schema } from "effect"
+import { batchLatencyBounds } from "./internal/runner.ts"
+import type * as Runner from "./Runner.ts"
+
+const Partition = Schema.Number
+
+/**
+ * What a runner is doing and has done, at one instant. `HealthSnapshot` is
+ * also the schema of its JSON form (`lastCommitAt` encodes as an ISO string
+ * or `null`), served by the readiness endpoint.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const HealthSnapshot = Schema.Struct({
+  phase: Schema.Literal("starting", "running", "stopping", "stopped", "failed"),
+  /** Partitions whose tasks are running, ascending. */
+  assigned: Schema.Array(Partition),
+  /** Partitions assigned but waiting for their task to start, ascending. */
+  pending: Schema.Array(Partition),
+  /** Partitions stopped by a failure (failure isolation `"partition"`), with the error. */
+  stopped: Schema.Array(Schema.Struct({ partition: Partition, error: Schema.String })),
+  /** Records behind the high watermark per input topic partition, as of the last fetch. */
+  lag: Schema.Struct({
+    total: Schema.Number,
+    partitions: Schema.Array(Schema.Struct({ topic: Schema.String, partition: Partition, lag: Schema.Number }))
+  }),
+  /** When the last transaction (or offset commit) succeeded. */
+  lastCommitAt: Schema.OptionFromNullOr(Schema.DateFromString),
+  counters: Schema.Struct({
+    recordsProcessed: Schema.Number,
+    batches: Schema.Number,
+    commits: Schema.Number,
+    aborts: Schema.Number,
+    retries: Schema.Number,
+    deadLettered: Schema.Number,
+    skipped: Schema.Number,
+    restoredRecords: Schema.Number,
+    rebalances: Schema.Number,
+    migrations: Schema.Number,
+    tasksStarted: Schema.Number,
+    tasksStopped: Schema.Number
+  }),
+  /** Tasks restoring their state: changelog records read so far and in total. */
+  restoring: Schema.Array(Schema.Struct({ partition: Partition, restored: Schema.Number, total: Schema.Number }))
+})
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface HealthSnapshot extends Schema.Schema.Type<typeof HealthSnapshot> {}
+
+/**
+ * The lifecycle phase of a runner.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Phase = HealthSnapshot["phase"]
+
+/**
+ * Labels added to every Prometheus sample, to tell runners apart.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Labels {
+  /** Exported as `application_id`. */
+  readonly applicationId?: string | undefined
+  readonly transformer?: string | undefined
+}
+
+const ascending = (a: number, b: number) => a - b
+
+const read = (stats: Runner.Stats): HealthSnapshot => {
+  const lag = [...stats.lag.values()]
+    .map(({ lag, partition, topic }) => ({ topic, partition, lag }))
+    .sort((a, b) => a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition)
+  return {
+    phase: stats.phase,
+    assigned: [...stats.assigned].sort(ascending),
+    pending: [...stats.pending].sort(ascending),
+    stopped: [...stats.stopped].sort(([a], [b]) => a - b).map(([partition, error]) => ({ partition, error })),
+    lag: { total: lag.reduce((sum, entry) => sum + entry.lag, 0), partitions: lag },
+    lastCommitAt: Option.map(Option.fromNullable(stats.lastCommitAt), (ms) => new Date(ms)),
+    counters: {
+      recordsProcessed: stats.recordsProcessed,
+      batches: stats.batches,
+      commits: stats.commits,
+      aborts: stats.aborts,
+      retries: stats.retries,
+      deadLettered: stats.deadLettered,
+      skipped: stats.skipped,
+      restoredRecords: stats.restoredRecords,
+      rebalances: stats.rebalances,
+      migrations: stats.migrations,
+      tasksStarted: stats.tasksStarted,
+      tasksStopped: stats.tasksStopped
+    },
+    restoring: [...stats.restoring].sort(([a], [b]) => a - b).map(([partition, { restored, total }]) => ({
+      partition,
+      restored,
+      total
+    }))
+  }
+}
+
+/**
+ * Reads a snapshot of a runner's stats (pass the stats given to
+ * `Runner.runWithStats`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const snapshot = (stats: Runner.Stats): Effect.Effect<HealthSnapshot> => Effect.sync(() => read(stats))
+
+/**
+ * Liveness: `true` unless the run has failed. Stopped partitions do not fail
+ * it (see the module's documentation).
+ *
+ * @since 0.1.0
+ * @category checks
+ */
+export const isLive = (snapshot: HealthSnapshot): boolean => snapshot.phase !== "failed"
+
+/**
+ * Readiness: the runner is running and every assigned partition's task is
+ * started and restored. Stopped partitions do not fail it.
+ *
+ * @since 0.1.0
+ * @category checks
+ */
+export const isReady = (snapshot: HealthSnapshot): boolean =>
+  snapshot.phase === "running" && snapshot.pending.length === 0 && snapshot.restoring.length === 0
+
+// Prometheus text exposition format 0.0.4
+
+interface Sample {
+  /** Appended to the family's name (`_bucket`, `_sum`, `_count`). */
+  readonly suffix?: string
+  readonly labels?: Readonly<Record<string, string>>
+  readonly value: number
+}
+
+const escapeLabelValue = (value: string) =>
+  value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, "\\\"")
+
+const formatValue = (value: number) =>
+  Number.isNaN(value) ? "NaN" : value === Infinity ? "+Inf" : value === -Infinity ? "-Inf" : String(value)
+
+const family = (
+  constLabels: Readonly<Record<string, string>>,
+  name: string,
+  type: "counter" | "gauge" | "histogram",
+  help: string,
+  samples: ReadonlyArray<Sample>
+): string => {
+  const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`]
+  for (const sample of samples) {
+    const labels = Object.entries({ ...constLabels, ...sample.labels })
+      .map(([label, value]) => `${label}="${escapeLabelValue(value)}"`)
+    const selector = labels.length === 0 ? "" : `{${labels.join(",")}}`
+    lines.push(`${name}${sample.suffix ?? ""}${selector} ${formatValue(sample.value)}`)
+  }
+  return lines.join("\n")
+}
+
+const latencyBuckets = (stats: Runner.Stats): ReadonlyArray<Sample> => {
+  const bounds = [...batchLatencyBounds.map((ms) => String(ms / 1000)), "+Inf"]
+  let cumulative = 0
+  return bounds.map((le, index) => {
+    cumulative += stats.batchLatency.buckets[index] ?? 0
+    return { suffix: "_bucket", labels: { le }, value: cumulative }
+  })
+}
+
+/**
+ * The runner's metrics in the Prometheus text exposition format 0.0.4, for
+ * a `/metrics` endpoint (content type `text/plain; version=0.0.4`).
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const prometheus = (stats: Runner.Stats, labels: Labels = {}): string => {
+  const constLabels: Record<string, string> = {}
+  if (labels.applicationId !== undefined) constLabels.application_id = labels.applicationId
+  if (labels.transformer !== undefined) constLabels.transformer = labels.transformer
+  const s = read(stats)
+  const metric = (
+    name: string,
+    type: "counter" | "gauge" | "histogram",
+    help: string,
+    samples: ReadonlyArray<Sample>
+  ) => family(constLabels, name, type, help, samples)
+  const counter = (name: string, help: string, value: number) => metric(name, "counter", help, [{ value }])
+  const gauge = (name: string, help: string, value: number) => metric(name, "gauge", help, [{ value }])
+  return [
+    gauge("skein_up", "1 while the runner is live (its run has not failed), else 0.", isLive(s) ? 1 : 0),
+    gauge(
+      "skein_ready",
+      "1 while the runner is running with every assigned task started and restored.",
+      isReady(s) ? 1 : 0
+    ),
+    counter(
+      "skein_records_processed_total",
+      "Input records committed past (processed, dead-lettered or skipped).",
+      s.counters.recordsProcessed
+    ),
+    counter(
+      "skein_commits_total",
+      "Committed transactions (or offset commits in at-least-once mode).",
+      s.counters.commits
+    ),
+    counter(
+      "skein_aborts_total",
+      "Aborted transactions and failed deliveries; each rewinds its partition.",
+      s.counters.aborts
+    ),
+    counter("skein_retries_total", "Transform attempts retried by an error rule.", s.counters.retries),
+    counter("skein_dead_lettered_total", "Records written to the dead letter topic.", s.counters.deadLettered),
+    counter("skein_skipped_total", "Records skipped by an error rule.", s.counters.skipped),
+    counter("skein_rebalances_total", "Consumer group rebalances.", s.counters.rebalances),
+    counter("skein_tasks_started_total", "Tasks started (fenced, restored and running).", s.counters.tasksStarted),
+    counter(
+      "skein_restored_records_total",
+      "Changelog records read while restoring state.",
+      s.counters.restoredRecords
+    ),
+    gauge("skein_assigned_partitions", "Partitions whose tasks are running.", s.assigned.length),
+    gauge("skein_pending_partitions", "Partitions assigned but waiting for their task to start.", s.pending.length),
+    gauge(
+      "skein_stopped_partitions",
+      "Partitions stopped by a failure; their errors are in the health snapshot.",
+      s.stopped.length
+    ),
+    metric(
+      "skein_partition_stopped",
+      "gauge",
+      "1 for each partition stopped by a failure.",
+      s.stopped.map(({ partition }) => ({ labels: { partition: String(partition) }, value: 1 }))
+    ),
+    metric(
+      "skein_consumer_lag",
+      "gauge",
+      "Records behind the high watermark per input topic partition, as of the last fetch.",
+      s.lag.partitions.map(({ lag, partition, topic }) => ({
+        labels: { topic, partition: String(partition) },
+        value: lag
+      }))
+    ),
+    metric(
+      "skein_restore_progress_ratio",
+      "gauge",
+      "Changelog records restored over the total, per task being restored.",
+      s.restoring.map(({ partition, restored, total }) => ({
+        labels: { partition: String(partition) },
+        value: total === 0 ? 1 : Math.min(1, restored / total)
+      }))
+    ),
+    metric(
+      "skein_last_commit_timestamp_seconds",
+      "gauge",
+      "Unix time of the last successful commit; absent before the first one.",
+      Option.match(s.lastCommitAt, { onNone: () => [], onSome: (at) => [{ value: at.getTime() / 1000 }] })
+    ),
+    metric("skein_batch_latency_seconds", "histogram", "Batch latency from fetch to commit.", [
+      ...latencyBuckets(stats),
+      { suffix: "_sum", value: stats.batchLatency.sumMs / 1000 },
+      { suffix: "_count", value: stats.batchLatency.count }
+    ])
+  ].join("\n") + "\n"
+}
