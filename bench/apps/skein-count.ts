@@ -3,8 +3,11 @@
  * Skein runtime. Input key -> running count; one output record per input record, value = the
  * count as a decimal string; state in Skein's changelog-backed store.
  *
- *   node --import tsx bench/apps/skein-count.ts --mode eos --brokers B --input T --output T
+ *   node --import tsx bench/apps/skein-count.ts --mode eos|alos --brokers B --input T --output T
  *        --group G --state-dir D [--commit-interval-ms N]
+ *
+ * --mode eos (skein-eos): processingGuarantee "exactly-once"; --mode alos (skein-alos):
+ * processingGuarantee "at-least-once".
  *
  * Speaks the contender protocol (bench/contenders/types.ts) on stdout:
  *  - first-read: the first call of the transform.
@@ -12,12 +15,13 @@
  *    task's store right before restoring it from the changelog).
  *  - restore-end: when Runner stats' restoredRecords/tasksStarted stop changing for 2 s after
  *    the first task started; ts = the last change, records = restoredRecords.
- * --commit-interval-ms is accepted and ignored: Skein commits one transaction per poll batch.
+ * --commit-interval-ms: Skein's commitInterval in alos mode (how often offsets of acknowledged
+ * work are committed); ignored in eos mode, which commits one transaction per poll batch.
  */
 import { existsSync, readdirSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { Cause, Effect, Exit, Fiber, Option, Schema } from "effect"
+import { Cause, Duration, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { Runner, SkeinConfig, Topic, Transformer } from "../../src/index.ts"
 
 const { values } = parseArgs({
@@ -33,13 +37,21 @@ const { values } = parseArgs({
 })
 const { brokers, input, output, group } = values
 const stateDir = values["state-dir"]
+const usage = "usage: skein-count --mode eos|alos --brokers B --input T --output T --group G --state-dir D [--commit-interval-ms N]"
 if (brokers === undefined || input === undefined || output === undefined || group === undefined || stateDir === undefined) {
-  console.error("usage: skein-count --mode eos --brokers B --input T --output T --group G --state-dir D")
+  console.error(usage)
   process.exit(2)
 }
-if (values.mode !== "eos") {
-  console.error(`skein-count: mode ${values.mode} is not supported: Skein runs exactly-once only`)
-  process.exit(3)
+const guarantees = { eos: "exactly-once", alos: "at-least-once" } as const
+const mode = values.mode
+if (mode !== "eos" && mode !== "alos") {
+  console.error(`skein-count: unknown --mode ${mode}\n${usage}`)
+  process.exit(2)
+}
+const commitIntervalMs = Number(values["commit-interval-ms"] ?? Duration.toMillis(SkeinConfig.defaults.commitInterval))
+if (!Number.isFinite(commitIntervalMs) || commitIntervalMs <= 0) {
+  console.error(`skein-count: --commit-interval-ms must be a positive number\n${usage}`)
+  process.exit(2)
 }
 
 const emit = (event: string, extra: Record<string, number> = {}): void => {
@@ -98,7 +110,13 @@ const watcher = setInterval(() => {
 watcher.unref()
 
 const program = Runner.runWithStats(Count, stats).pipe(
-  Effect.provide(SkeinConfig.layer({ applicationId: group, brokers: brokers.split(","), stateDir })),
+  Effect.provide(SkeinConfig.layer({
+    applicationId: group,
+    brokers: brokers.split(","),
+    stateDir,
+    processingGuarantee: guarantees[mode],
+    commitInterval: Duration.millis(commitIntervalMs),
+  })),
 )
 const fiber = Effect.runFork(program)
 const stop = (): void => {
