@@ -275,3 +275,4 @@ export type RunnerError =
   | ConfigurationError
   | OutputTooLarge
   | DeliveryFailed
+  | HealthServerError

@@ -35,6 +35,7 @@ import * as BatchLock from "./BatchLock.ts"
 import * as Admin from "./kafka/admin.ts"
 import * as ChangelogReader from "./kafka/changelogReader.ts"
 import { makeKafka } from "./kafka/client.ts"
+import * as HealthServer from "./healthServer.ts"
 import * as Consumer from "./kafka/consumer.ts"
 import type { PartitionBatch } from "./kafka/consumer.ts"
 import * as Task from "./Task.ts"
@@ -73,6 +74,8 @@ export interface RunnerStats {
   teardownsWithTransactionInFlight: number
   /** Epoch milliseconds of the last successful commit. */
   lastCommitAt: number | undefined
+  /** The port of the health endpoint, once it listens (`healthPort` set). */
+  healthPort: number | undefined
   /** Partitions whose tasks are running. */
   readonly assigned: Set<number>
   /** Partitions assigned but waiting for their task to start. */
@@ -105,6 +108,7 @@ export const makeStats = (): RunnerStats => ({
   inFlightTransactions: 0,
   teardownsWithTransactionInFlight: 0,
   lastCommitAt: undefined,
+  healthPort: undefined,
   assigned: new Set(),
   pending: new Set(),
   stopped: new Map(),
@@ -234,6 +238,13 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   Effect.gen(function*() {
     yield* validateConfig(config, stats)
     stats.phase = "starting"
+    if (config.healthPort !== undefined) {
+      const server = yield* HealthServer.serve(stats, {
+        port: config.healthPort,
+        labels: { applicationId: config.applicationId, transformer: transformer.name }
+      })
+      stats.healthPort = server.port
+    }
     const kafka = makeKafka(config)
     const admin = yield* Admin.make(kafka)
     const inputTopics = transformer.inputs.map((t) => t.name)
