@@ -321,7 +321,8 @@ const runProcessInner = async (
   if (Math.max(load0, load1) > LOAD_BUSY_DURING_RUN) {
     notes.push(`machine busy during the throughput run: 1-min load average ${load0.toFixed(1)} → ${load1.toFixed(1)} on ${cpus().length} cores`)
   }
-  await app.kill()
+  // A profiled run (SKEIN_BENCH_CPU_PROF) stops gracefully, so that node writes its profile.
+  await (process.env["SKEIN_BENCH_CPU_PROF"] ? app.stop() : app.kill())
   const v = await verifyOutput(x.kafka, output, x.expected, 15_000)
   out.verified = v.exact
     ? "exact"

@@ -8,7 +8,9 @@
 //   re-sent a request still in flight with new sequence numbers (duplicates inside a
 //   committed transaction) and tracked retries per broker instead of per partition (records
 //   of a partition whose leader moved were dropped while the send succeeded). See
-//   test/chaos/FINDINGS.md and test/chaos/repro/kafkajs-send-retry.ts.
+//   test/chaos/FINDINGS.md and test/chaos/repro/kafkajs-send-retry.ts;
+// - kafkajs/src/producer/groupMessagesPerPartition.js, which copied a partition's array for
+//   every message (quadratic: a 5,000-record send spent more time there than encoding).
 // Bun and Deno use the same node_modules, so patching the file covers all three runtimes.
 //
 // Plain Node, no dependency. Strict: patches are whole-file hunks (git diff -U100000), and the

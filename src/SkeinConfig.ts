@@ -100,7 +100,7 @@ export const SkeinConfig: Context.Tag<SkeinConfig, SkeinConfig> = Context.Generi
  */
 export const defaults = {
   clientId: "skein",
-  maxPollRecords: 500,
+  maxPollRecords: 5000,
   stateDir: ".skein/state",
   sessionTimeout: Duration.seconds(10),
   rebalanceTimeout: Duration.seconds(30),

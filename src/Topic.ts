@@ -43,6 +43,10 @@ export interface Topic<K, V> extends Any {
     { readonly key: K | null; readonly value: V },
     DecodeFailure
   >
+  /** Encodes a key to its wire text. */
+  readonly encodeKey: (key: K) => Either.Either<string, ParseResult.ParseError>
+  /** Encodes a value to its wire text. */
+  readonly encodeValue: (value: V) => Either.Either<string, ParseResult.ParseError>
 }
 
 /**
@@ -121,6 +125,8 @@ export const make = <K, V>(options: {
     keyConcurrency: options.keyConcurrency ?? false,
     key: options.key,
     value: options.value,
+    encodeKey: Schema.encodeEither(options.key),
+    encodeValue: Schema.encodeEither(options.value),
     decode: (key, value) => {
       const decodedKey = key === null ? Either.right(null) : decodeKey(key)
       if (Either.isLeft(decodedKey)) return Either.left({ part: "key", cause: decodedKey.left })
@@ -183,16 +189,30 @@ export const record = <K, V>(
   key: K | null,
   value: V | null,
   headers?: Readonly<Record<string, string>>
-): OutputRecord => ({
-  topic: topic.name,
-  encode: () => {
-    const encodedKey = key === null ? Either.right(null) : Schema.encodeEither(topic.key)(key)
-    if (Either.isLeft(encodedKey)) return Either.left(new EncodeError({ topic: topic.name, cause: encodedKey.left }))
-    const encodedValue = value === null ? Either.right(null) : Schema.encodeEither(topic.value)(value)
-    if (Either.isLeft(encodedValue)) return Either.left(new EncodeError({ topic: topic.name, cause: encodedValue.left }))
+): OutputRecord => new TypedRecord(topic, key, value, headers)
+
+/** An output record with its topic's codecs; one class, so creating one per output allocates no closure. */
+class TypedRecord<K, V> implements OutputRecord {
+  readonly topic: string
+  constructor(
+    readonly target: Topic<K, V>,
+    readonly key: K | null,
+    readonly value: V | null,
+    readonly headers: Readonly<Record<string, string>> | undefined
+  ) {
+    this.topic = target.name
+  }
+  encode(): Either.Either<EncodedRecord, EncodeError> {
+    const { headers, key, target, value } = this
+    const encodedKey = key === null ? Either.right(null) : target.encodeKey(key)
+    if (Either.isLeft(encodedKey)) return Either.left(new EncodeError({ topic: target.name, cause: encodedKey.left }))
+    const encodedValue = value === null ? Either.right(null) : target.encodeValue(value)
+    if (Either.isLeft(encodedValue)) {
+      return Either.left(new EncodeError({ topic: target.name, cause: encodedValue.left }))
+    }
     const encoded: EncodedRecord = headers === undefined
-      ? { topic: topic.name, key: encodedKey.right, value: encodedValue.right }
-      : { topic: topic.name, key: encodedKey.right, value: encodedValue.right, headers }
+      ? { topic: target.name, key: encodedKey.right, value: encodedValue.right }
+      : { topic: target.name, key: encodedKey.right, value: encodedValue.right, headers }
     return Either.right(encoded)
   }
-})
+}

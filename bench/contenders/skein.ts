@@ -69,6 +69,8 @@ const skein = (mode: "eos" | "alos"): ProcessContender => ({
   command: (s) => ({
     cmd: process.execPath,
     args: [
+      // SKEIN_BENCH_CPU_PROF=<dir>: a V8 CPU profile of each Skein run, for `node --cpu-prof` analysis.
+      ...(process.env["SKEIN_BENCH_CPU_PROF"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["SKEIN_BENCH_CPU_PROF"]}`] : []),
       "--import",
       "tsx",
       APP,

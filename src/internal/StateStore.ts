@@ -24,6 +24,8 @@ export interface StoreWrite {
 export interface StateStore {
   readonly path: string
   readonly get: (key: string) => Effect.Effect<string | undefined, StateStoreError>
+  /** Reads several keys in one call (`undefined` for a missing key). */
+  readonly getMany: (keys: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string | undefined>, StateStoreError>
   /** Applies writes atomically (one LevelDB batch). */
   readonly write: (writes: ReadonlyArray<StoreWrite>) => Effect.Effect<void, StateStoreError>
   /** Number of keys, for tests and metrics. */
@@ -51,6 +53,7 @@ export const open = (path: string): Effect.Effect<StateStore, StateStoreError, S
   ).pipe(Effect.map((db): StateStore => ({
     path,
     get: (key) => attempt("get", path, () => db.get(key)),
+    getMany: (keys) => attempt("getMany", path, () => db.getMany([...keys])),
     write: (writes) =>
       writes.length === 0 ? Effect.void : attempt("write", path, () =>
         db.batch(writes.map((w) =>

@@ -23,6 +23,11 @@ import * as Producer from "./kafka/producer.ts"
 import type { AtLeastOnceProducer, FencedProducer, RestorePermit } from "./kafka/producer.ts"
 import type { ProcessingGuarantee } from "../SkeinConfig.ts"
 import * as StateStore from "./StateStore.ts"
+import { makeStateCache } from "./batch.ts"
+import type { StateCache } from "./batch.ts"
+
+/** Decoded states a task keeps in memory, on top of its store. */
+const stateCacheCapacity = 100_000
 import type { Duration } from "effect"
 
 /** How a task delivers its work: one transaction per batch, or acknowledged sends. */
@@ -35,6 +40,8 @@ export interface Task {
   readonly inputs: ReadonlyArray<TopicPartition>
   readonly delivery: Delivery
   readonly store: Option.Option<StateStore.StateStore>
+  /** The store's committed states, decoded. */
+  readonly cache: StateCache
   readonly scope: Scope.CloseableScope
   readonly restored: number
 }
@@ -139,7 +146,8 @@ export const start = (context: TaskContext, partition: number): Effect.Effect<Ta
       yield* Effect.forEach(offsets, (o) => context.consumer.seek(o, o.offset), { discard: true })
       yield* context.consumer.resume(inputs)
       yield* Effect.addFinalizer(() => context.consumer.pause(inputs))
-      const task: Task = { partition, inputs, delivery, store, scope, restored }
+      const cache = makeStateCache(stateCacheCapacity)
+      const task: Task = { partition, inputs, delivery, store, cache, scope, restored }
       return task
     }).pipe(
       Scope.extend(scope),

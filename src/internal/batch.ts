@@ -41,6 +41,33 @@ export interface Options {
   readonly permits: Option.Option<Semaphore>
   /** The size limit of a record for an output topic. */
   readonly messageLimit: (topic: string) => Effect.Effect<number, KafkaError>
+  /** The task's committed states, decoded (a read-through cache of its store). */
+  readonly cache: StateCache
+}
+
+/** Decoded committed states of a task's keys; `None`: no state. Bounded. */
+export interface StateCache {
+  readonly get: (key: string) => Option.Option<unknown> | undefined
+  readonly set: (key: string, state: Option.Option<unknown>) => void
+}
+
+/** A state cache of at most `capacity` keys; the oldest entries go first. */
+export const makeStateCache = (capacity: number): StateCache => {
+  const entries = new Map<string, Option.Option<unknown>>()
+  return {
+    get: (key) => entries.get(key),
+    set: (key, state) => {
+      entries.delete(key)
+      entries.set(key, state)
+      if (entries.size > capacity) {
+        let evict = Math.ceil(capacity / 10)
+        for (const oldest of entries.keys()) {
+          if (evict-- <= 0) break
+          entries.delete(oldest)
+        }
+      }
+    }
+  }
 }
 
 export interface TaskBatchResult<E> {
@@ -48,6 +75,8 @@ export interface TaskBatchResult<E> {
   readonly outputs: ReadonlyArray<Topic.EncodedRecord>
   /** The final state per key reached by the kept records (one write per key). */
   readonly writes: ReadonlyArray<StoreWrite>
+  /** The same final states, decoded: for the state cache once they are committed. */
+  readonly states: ReadonlyMap<string, Option.Option<unknown>>
   /** Per slice (same order): the next offset to commit and how many of its records are kept. */
   readonly cuts: ReadonlyArray<{ readonly offset: number; readonly kept: number }>
   readonly processed: number
@@ -182,15 +211,24 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       return [...byKey.values()].map((laneEntries) => ({ entries: laneEntries, done: [] }))
     })
 
-    const loadState = (stateKey: string): Effect.Effect<Option.Option<S>, StateStoreError> => {
-      const cached = states.get(stateKey)
-      if (cached !== undefined) return Effect.succeed(cached)
+    /** The state of a key when known without reading the store; `undefined` otherwise. */
+    const knownState = (stateKey: string): Option.Option<S> | undefined => {
+      const current = states.get(stateKey)
+      if (current !== undefined) return current
+      if (Option.isNone(store) || Option.isNone(decodeState)) return Option.none()
+      const committed = options.cache.get(stateKey) as Option.Option<S> | undefined
+      if (committed !== undefined) states.set(stateKey, committed)
+      return committed
+    }
+
+    const readState = (stateKey: string): Effect.Effect<Option.Option<S>, StateStoreError> => {
       if (Option.isNone(store) || Option.isNone(decodeState)) return Effect.succeed(Option.none())
       const db = store.value
       const decode = decodeState.value
       return Effect.flatMap(db.get(stateKey), (stored) => {
         if (stored === undefined) {
           states.set(stateKey, Option.none())
+          options.cache.set(stateKey, Option.none())
           return Effect.succeed(Option.none())
         }
         const decoded = decode(stored)
@@ -201,47 +239,70 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         }
         const state = Option.some(decoded.right)
         states.set(stateKey, state)
+        options.cache.set(stateKey, state)
         return Effect.succeed(state)
       })
     }
 
-    const encodeOutputs = (result: Result<S>, source: FetchedRecord) =>
-      Effect.gen(function*() {
-        const outputs: Array<Topic.EncodedRecord> = []
-        for (const output of result.emit ?? []) {
-          const encoded = yield* output.encode()
-          const limit = yield* options.messageLimit(encoded.topic)
-          const cheap = 90 + 3 * ((encoded.key?.length ?? 0) + (encoded.value?.length ?? 0))
-          if (cheap > limit || encoded.headers !== undefined) {
-            const bytes = recordBytes(encoded)
-            if (bytes > limit) {
-              return yield* Effect.fail(
-                new OutputTooLarge({
-                  topic: encoded.topic,
-                  bytes,
-                  limit,
-                  source: { topic: source.topic, partition: source.partition, offset: source.offset }
-                })
-              )
+    const limits = new Map<string, number>()
+    /** Checks an encoded output against its topic's size limit. */
+    const checkSize = (
+      encoded: Topic.EncodedRecord,
+      limit: number,
+      source: FetchedRecord
+    ): Either.Either<Topic.EncodedRecord, OutputTooLarge> => {
+      limits.set(encoded.topic, limit)
+      const cheap = 90 + 3 * ((encoded.key?.length ?? 0) + (encoded.value?.length ?? 0))
+      if (cheap <= limit && encoded.headers === undefined) return Either.right(encoded)
+      const bytes = recordBytes(encoded)
+      if (bytes <= limit) return Either.right(encoded)
+      return Either.left(
+        new OutputTooLarge({
+          topic: encoded.topic,
+          bytes,
+          limit,
+          source: { topic: source.topic, partition: source.partition, offset: source.offset }
+        })
+      )
+    }
+
+    /** Encodes a result's outputs and checks their sizes: synchronous once each topic's limit is known. */
+    const encodeOutputs = (
+      result: Result<S>,
+      source: FetchedRecord
+    ): Effect.Effect<ReadonlyArray<Topic.EncodedRecord>, EncodeError | OutputTooLarge | KafkaError> => {
+      const emit = result.emit ?? []
+      const outputs: Array<Topic.EncodedRecord> = []
+      for (let i = 0; i < emit.length; i++) {
+        const encoded = emit[i]!.encode()
+        if (Either.isLeft(encoded)) return Either.left(encoded.left)
+        const limit = limits.get(encoded.right.topic)
+        if (limit === undefined) {
+          // First output for this topic in the batch: look its limit up, then go on.
+          const rest = emit.slice(i)
+          return Effect.gen(function*() {
+            for (const output of rest) {
+              const next = yield* output.encode()
+              outputs.push(yield* checkSize(next, yield* options.messageLimit(next.topic), source))
             }
-          }
-          outputs.push(encoded)
+            return outputs
+          })
         }
-        return outputs
-      })
+        const checked = checkSize(encoded.right, limit, source)
+        if (Either.isLeft(checked)) return Either.left(checked.left)
+        outputs.push(checked.right)
+      }
+      return Either.right(outputs)
+    }
+
+    const changeOf = (result: Result<S>): Option.Option<S> | undefined =>
+      result.state === undefined ? undefined : result.state._tag === "Set" ? Option.some(result.state.value) : Option.none()
 
     const attempt = (decoded: RecordOf<Inputs>, state: Option.Option<S>, source: FetchedRecord) => {
       const call = Effect.flatMap(
         Effect.suspend(() => transformer.transform(decoded, state)),
         (result) =>
-          Effect.map(encodeOutputs(result, source), (outputs): Attempt<S> => ({
-            outputs,
-            change: result.state === undefined
-              ? undefined
-              : result.state._tag === "Set"
-              ? Option.some(result.state.value)
-              : Option.none()
-          }))
+          Effect.map(encodeOutputs(result, source), (outputs): Attempt<S> => ({ outputs, change: changeOf(result) }))
       )
       return Option.isSome(options.permits) ? options.permits.value.withPermits(1)(call) : call
     }
@@ -292,6 +353,36 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         }
       })
 
+    const finish = (entry: Entry<Inputs>, finished: Attempt<S>, disposition: Done<S>["disposition"]): Done<S> => {
+      if (finished.change !== undefined) states.set(entry.stateKey, finished.change)
+      return {
+        offset: entry.record.offset,
+        stateKey: entry.stateKey,
+        outputs: finished.outputs,
+        change: finished.change,
+        disposition
+      }
+    }
+
+    /** The transform without rules, with as few steps per record as possible (the hot path). */
+    const plain = (entry: Entry<Inputs>, decoded: RecordOf<Inputs>, state: Option.Option<S>) => {
+      const source = entry.record
+      const call = Effect.flatMap(
+        Effect.suspend(() => transformer.transform(decoded, copy(state))),
+        (result) =>
+          Effect.map(
+            encodeOutputs(result, source),
+            (outputs) => finish(entry, { outputs, change: changeOf(result) }, "processed")
+          )
+      )
+      return Option.isSome(options.permits) ? options.permits.value.withPermits(1)(call) : call
+    }
+
+    const processKnown = (entry: Entry<Inputs>, decoded: RecordOf<Inputs>, state: Option.Option<S>) =>
+      hasRules
+        ? Effect.map(withRules(entry, decoded, state), (finished) => finish(entry, finished, finished.disposition))
+        : plain(entry, decoded, state)
+
     const processEntry = (entry: Entry<Inputs>): Effect.Effect<Done<S>, RecordError<E>, R> => {
       if (Either.isLeft(entry.decoded)) {
         // A poison record never reaches the transform: it goes to the dead letter
@@ -308,22 +399,10 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         })
       }
       const decoded = entry.decoded.right
-      return Effect.flatMap(loadState(entry.stateKey), (state) =>
-        Effect.map(
-          hasRules
-            ? withRules(entry, decoded, state)
-            : Effect.map(attempt(decoded, copy(state), entry.record), (a) => ({ ...a, disposition: "processed" as const })),
-          (finished): Done<S> => {
-            if (finished.change !== undefined) states.set(entry.stateKey, finished.change)
-            return {
-              offset: entry.record.offset,
-              stateKey: entry.stateKey,
-              outputs: finished.outputs,
-              change: finished.change,
-              disposition: finished.disposition
-            }
-          }
-        ))
+      const known = knownState(entry.stateKey)
+      return known === undefined
+        ? Effect.flatMap(readState(entry.stateKey), (state) => processKnown(entry, decoded, state))
+        : processKnown(entry, decoded, known)
     }
 
     const runLane = (lane: Lane<Inputs, S>) =>
@@ -341,14 +420,44 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         return next
       })
 
-    const work = Effect.forEach(
+    // The states this batch needs that are not cached: read from the store in one call.
+    const missing = new Set<string>()
+    for (const lanes of lanesPerSlice) {
+      for (const lane of lanes) {
+        for (const entry of lane.entries) {
+          if (Either.isRight(entry.decoded) && knownState(entry.stateKey) === undefined) missing.add(entry.stateKey)
+        }
+      }
+    }
+    const prefetch = missing.size === 0 || Option.isNone(store) || Option.isNone(decodeState)
+      ? Effect.void
+      : Effect.flatMap(store.value.getMany([...missing]), (values) =>
+        Effect.sync(() => {
+          let i = 0
+          for (const key of missing) {
+            const stored = values[i++]
+            if (stored === undefined) {
+              states.set(key, Option.none())
+              options.cache.set(key, Option.none())
+              continue
+            }
+            // A state that does not decode is left for readState, which fails that record.
+            const decoded = decodeState.value(stored)
+            if (Either.isRight(decoded)) {
+              states.set(key, Option.some(decoded.right))
+              options.cache.set(key, Option.some(decoded.right))
+            }
+          }
+        }))
+
+    const work = Effect.zipRight(prefetch, Effect.forEach(
       lanesPerSlice,
       (lanes) =>
         lanes.length === 1
           ? runLane(lanes[0]!)
           : Effect.forEach(lanes, runLane, { concurrency: "unbounded", discard: true }),
       { discard: true }
-    )
+    ))
     const finished = yield* Effect.race(Effect.exit(work), Effect.as(options.stop, undefined))
     const interrupted = finished === undefined
     const failure = finished !== undefined && Exit.isFailure(finished) ? Option.some(finished.cause) : Option.none()
@@ -396,6 +505,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           return {
             outputs: [],
             writes: [],
+            states: new Map(),
             cuts: slices.map((slice) => ({ offset: slice.records[0]?.offset ?? slice.endOffset, kept: 0 })),
             processed: 0,
             skipped: 0,
@@ -408,5 +518,5 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         writes.push({ key, value: encoded.right })
       }
     }
-    return { outputs, writes, cuts, processed, skipped, deadLettered, retries, failure, interrupted }
+    return { outputs, writes, states: finalStates, cuts, processed, skipped, deadLettered, retries, failure, interrupted }
   })

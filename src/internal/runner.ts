@@ -401,7 +401,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
               ? cursor.batch.nextOffset
               : (cursor.batch.records[end]?.offset ?? cursor.batch.nextOffset)
           })),
-          { deadLetterTopic: Option.fromNullable(config.deadLetterTopic), stop, permits, messageLimit }
+          { deadLetterTopic: Option.fromNullable(config.deadLetterTopic), stop, permits, messageLimit, cache: task.cache }
         )
         stats.retries += result.retries
         if (result.processed > 0) {
@@ -448,6 +448,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           if (Option.isSome(task.store)) {
             const written = yield* Effect.either(task.store.value.write(result.writes))
             if (written._tag === "Left") return { _tag: "Failed", partition, cause: Cause.fail(written.left) }
+            for (const [key, state] of result.states) task.cache.set(key, state)
           }
         }
         if (Option.isSome(result.failure)) return { _tag: "Failed", partition, cause: result.failure.value }
