@@ -37,3 +37,20 @@ describe("word-count example", () => {
       }), 150_000)
   }
 })
+
+// The dead-letters example: a retry rule and a dead letter topic, end to end.
+describe("dead-letters example", () => {
+  it.live("retries the flaky ledger, dead-letters poison and failing payments, keeps exact balances", () =>
+    Effect.gen(function*() {
+      const stdout = yield* runExample(process.execPath, ["--import", "tsx", "examples/dead-letters.ts"])
+      assert.match(stdout, /alice\s+70/)
+      assert.match(stdout, /bob\s+40/)
+      assert.match(stdout, /flaky\s+7/)
+      assert.notMatch(stdout, /down\s+\d/, "the payment of the down account never reached a balance")
+      assert.include(stdout, "ledger attempts for the flaky account's payment: 3")
+      assert.include(stdout, "dead letters (3):")
+      assert.match(stdout, /p6: LedgerUnavailable/)
+      assert.match(stdout, /p3: Cannot decode the value/)
+      assert.match(stdout, /p7: Cannot decode the value/)
+    }), 150_000)
+})
