@@ -565,7 +565,6 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         case "Rebalancing":
           return lock.withLock((held) =>
             Effect.gen(function*() {
-              stats.rebalances++
               yield* teardownAll(held)
               pending = []
               dropBuffer("Dropped")
@@ -576,6 +575,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             Effect.gen(function*() {
               yield* teardownAll(held)
               dropBuffer("Dropped")
+              // Every assignment after the first is a rebalance, an eviction's rejoin included.
+              if (generation !== -1) stats.rebalances++
               generation = event.generation
               const partitions = [...new Set(event.partitions.map((tp) => tp.partition))].sort((a, b) => a - b)
               // A stopped partition stays stopped until a restart, or until it moves away.
