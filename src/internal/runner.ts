@@ -473,6 +473,21 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         stats.pending.add(partition)
       })
 
+    /** At-least-once: when acknowledged work's offsets are due for a commit (epoch ms); none without any. */
+    const commitDueAt = (): number | undefined =>
+      !exactlyOnce && uncommitted.size > 0 ? lastOffsetCommit + Duration.toMillis(config.commitInterval) : undefined
+
+    /** At-least-once: commits acknowledged offsets once the commit interval has passed; a failure rewinds every task. */
+    const commitIfDue = (held: BatchLockHeld) =>
+      Effect.gen(function*() {
+        const due = commitDueAt()
+        if (due === undefined || Date.now() < due) return
+        const committed = yield* Effect.either(commitAcknowledged)
+        if (committed._tag === "Left") {
+          for (const partition of [...tasks.keys()]) yield* rewind(partition, committed.left, held)
+        }
+      })
+
     /** A partition's failure: stops only it (`failureIsolation: "partition"`) or ends the run. */
     const failPartition = (partition: number, cause: Cause.Cause<RunnerError | E>, held: BatchLockHeld) =>
       Effect.gen(function*() {
@@ -528,12 +543,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         }
         buffer = remaining
         observeBatchLatency(stats, Date.now() - started)
-        if (!exactlyOnce && uncommitted.size > 0 && Date.now() - lastOffsetCommit >= Duration.toMillis(config.commitInterval)) {
-          const committed = yield* Effect.either(commitAcknowledged)
-          if (committed._tag === "Left") {
-            for (const partition of [...tasks.keys()]) yield* rewind(partition, committed.left, held)
-          }
-        }
+        yield* commitIfDue(held)
       })
 
     const startTask = (partition: number) =>
@@ -606,11 +616,13 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       }
     }
 
-    /** Waits for the next event, a pending task's backoff to pass, or the shutdown. */
+    /** Waits for the next event, a pending task's backoff to pass, an offset commit to fall due, or the shutdown. */
     const nextEvents = Effect.gen(function*() {
       const ready = pending.some((p) => p.notBefore <= Date.now())
       if (buffer.length > 0 || ready) return Chunk.toReadonlyArray(yield* Queue.takeAll(consumer.events))
-      const wake = pending.length === 0 ? Effect.never : Effect.sleep(Math.max(0, Math.min(...pending.map((p) => p.notBefore)) - Date.now()))
+      const commitDue = commitDueAt()
+      const wakeAt = commitDue === undefined ? pending.map((p) => p.notBefore) : [...pending.map((p) => p.notBefore), commitDue]
+      const wake = wakeAt.length === 0 ? Effect.never : Effect.sleep(Math.max(0, Math.min(...wakeAt) - Date.now()))
       const first = yield* Effect.raceAll([
         Effect.map(Queue.take(consumer.events), Option.some),
         Effect.as(Deferred.await(shutdown), Option.none()),
@@ -631,6 +643,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           .pipe(Effect.catchAllCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.void : Effect.failCause(cause)))
       }
       if (buffer.length > 0 && !(yield* Deferred.isDone(shutdown))) yield* lock.withLock(processPoll)
+      // At-least-once: an idle runner still commits its acknowledged work once the interval has passed.
+      else if ((commitDueAt() ?? Infinity) <= Date.now()) yield* lock.withLock(commitIfDue)
     })
 
     const loop = Effect.gen(function*() {
