@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Schema } from "effect"
+import { Duration, Effect, Fiber, Layer, Schema } from "effect"
 import { Runner, SkeinConfig, SkeinError, Topic, Transformer } from "../../src/index.ts"
 import { brokers, createTopics, unique } from "../helpers/kafka.ts"
 
@@ -46,5 +46,35 @@ describe("startup validation", () => {
       const error = yield* Effect.flip(Runner.run(counter([missing])).pipe(Effect.provide(config(unique("val-app")))))
       assert.ok(error instanceof SkeinError.TopicNotFound)
       assert.include(error.message, missing)
+    }))
+
+  it.live("a revocation grace not below the rebalance timeout fails at startup with the fix in the message", () =>
+    Effect.gen(function*() {
+      const input = unique("val-in")
+      yield* createTopics([{ name: input, partitions: 1 }])
+      const layer = SkeinConfig.layer({
+        applicationId: unique("val-app"),
+        brokers: brokers(),
+        revocationGrace: Duration.seconds(30),
+        rebalanceTimeout: Duration.seconds(30)
+      })
+      const error = yield* Effect.flip(Runner.run(counter([input])).pipe(Effect.provide(layer)))
+      assert.ok(error instanceof SkeinError.ConfigurationError)
+      assert.include(error.message, "revocationGrace")
+      assert.include(error.message, "SKEIN_REVOCATION_GRACE")
+    }))
+
+  it.live("a runtime runs once: the stats of a finished run cannot start another", () =>
+    Effect.gen(function*() {
+      const input = unique("val-in")
+      yield* createTopics([{ name: input, partitions: 1 }])
+      const stats = Runner.makeStats()
+      const first = yield* Effect.fork(Runner.runWithStats(counter([input]), stats).pipe(Effect.provide(config(unique("val-app")))))
+      while (stats.phase !== "running") yield* Effect.sleep("50 millis")
+      yield* Fiber.interrupt(first)
+      assert.strictEqual(stats.phase, "stopped")
+      const error = yield* Effect.flip(Runner.runWithStats(counter([input]), stats).pipe(Effect.provide(config(unique("val-app")))))
+      assert.ok(error instanceof SkeinError.ConfigurationError)
+      assert.include(error.message, "a runtime runs once")
     }))
 })
