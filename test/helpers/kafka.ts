@@ -35,14 +35,84 @@ const retrying = <A>(f: () => Promise<A>): Effect.Effect<A> =>
 
 export const unique = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`
 
-export const createTopics = (topics: ReadonlyArray<{ readonly name: string; readonly partitions: number }>) =>
+export const createTopics = (
+  topics: ReadonlyArray<{
+    readonly name: string
+    readonly partitions: number
+    /** Topic-level configs, e.g. `{ "cleanup.policy": "compact" }`. */
+    readonly config?: Readonly<Record<string, string>>
+  }>
+) =>
   retrying(async () => {
     const admin = kafka().admin()
     await admin.connect()
     try {
       await admin.createTopics({
         waitForLeaders: true,
-        topics: topics.map((t) => ({ topic: t.name, numPartitions: t.partitions }))
+        topics: topics.map((t) => ({
+          topic: t.name,
+          numPartitions: t.partitions,
+          configEntries: Object.entries(t.config ?? {}).map(([name, value]) => ({ name, value }))
+        }))
+      })
+    } finally {
+      await admin.disconnect()
+    }
+  })
+
+/** Changes topic-level configs of an existing topic. */
+export const alterTopicConfig = (topic: string, config: Readonly<Record<string, string>>) =>
+  retrying(async () => {
+    const admin = kafka().admin()
+    await admin.connect()
+    try {
+      await admin.alterConfigs({
+        validateOnly: false,
+        resources: [{
+          type: kafkajs.ConfigResourceTypes.TOPIC,
+          name: topic,
+          configEntries: Object.entries(config).map(([name, value]) => ({ name, value }))
+        }]
+      })
+    } finally {
+      await admin.disconnect()
+    }
+  })
+
+/** Commits offsets for a group that has no active member (the next offset to read per partition). */
+export const setGroupOffsets = (
+  groupId: string,
+  topic: string,
+  partitions: ReadonlyArray<{ readonly partition: number; readonly offset: number }>
+) =>
+  retrying(async () => {
+    const admin = kafka().admin()
+    await admin.connect()
+    try {
+      await admin.setOffsets({
+        groupId,
+        topic,
+        partitions: partitions.map((p) => ({ partition: p.partition, offset: String(p.offset) }))
+      })
+    } finally {
+      await admin.disconnect()
+    }
+  })
+
+/** Deletes the records of each partition before `offset` (raises its low watermark), as retention would. */
+export const deleteRecordsBefore = (
+  topic: string,
+  partitions: ReadonlyArray<{ readonly partition: number; readonly offset: number }>
+) =>
+  retrying(async () => {
+    const admin = kafka().admin()
+    await admin.connect()
+    try {
+      // kafkajs finds the partitions' leaders in its metadata cache only.
+      await admin.fetchTopicMetadata({ topics: [topic] })
+      await admin.deleteTopicRecords({
+        topic,
+        partitions: partitions.map((p) => ({ partition: p.partition, offset: String(p.offset) }))
       })
     } finally {
       await admin.disconnect()
