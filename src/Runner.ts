@@ -28,9 +28,11 @@ export type Stats = internal.RunnerStats
 export const makeStats: () => Stats = internal.makeStats
 
 /**
- * Runs a transformer exactly once until interrupted or until a fatal error.
- * Interrupting it commits nothing further, tears its tasks down and leaves
- * the consumer group.
+ * Runs a transformer (exactly once by default) until interrupted or until a
+ * fatal error. Interrupting it (SIGTERM/SIGINT through `runMain`) stops
+ * fetching, gives running handlers `shutdownGrace`, interrupts the rest,
+ * commits the finished work, tears the tasks down and leaves the consumer
+ * group. Each execution of the returned effect is a new run.
  *
  * @example
  * ```ts
