@@ -455,6 +455,10 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         return { _tag: "Committed", partition }
       })
 
+    /** The backoff after `attempts` failures in a row: doubling from `deliveryBackoff`, capped. */
+    const backoffMillis = (attempts: number) =>
+      Math.min(maxBackoffMillis, Duration.toMillis(config.deliveryBackoff) * 2 ** (attempts - 1))
+
     /** A failed delivery rewinds the partition: its task restarts from the last commit after a backoff. */
     const rewind = (partition: number, error: KafkaError, held: BatchLockHeld) =>
       Effect.gen(function*() {
@@ -464,7 +468,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         if (attempts >= config.maxDeliveryFailures) {
           return yield* Effect.fail(new DeliveryFailed({ partition, attempts, cause: error }))
         }
-        const backoff = Math.min(maxBackoffMillis, Duration.toMillis(config.deliveryBackoff) * 2 ** (attempts - 1))
+        const backoff = backoffMillis(attempts)
         yield* Effect.logWarning(
           `delivery of task ${partition} failed (${attempts} in a row), rewinding to the last commit in ${backoff} ms: ${error.message}`
         )
@@ -557,6 +561,20 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             // An unreadable partition stops like a failed record: never a silent reset.
             yield* Effect.logError(`partition ${partition} stopped: ${error.message}`)
             stats.stopped.set(partition, error.message)
+            return
+          }
+          if (error._tag === "KafkaError") {
+            // A broker unreachable or busy while the task connects, fences or restores: retried
+            // after a backoff like a failed delivery, up to maxDeliveryFailures in a row.
+            const attempts = (failures.get(partition) ?? 0) + 1
+            failures.set(partition, attempts)
+            if (attempts >= config.maxDeliveryFailures) return yield* Effect.fail(error)
+            const backoff = backoffMillis(attempts)
+            yield* Effect.logWarning(
+              `task ${partition} failed to start (${attempts} in a row), retrying in ${backoff} ms: ${error.message}`
+            )
+            pending.push({ partition, notBefore: Date.now() + backoff })
+            stats.pending.add(partition)
             return
           }
           return yield* Effect.fail(error)
