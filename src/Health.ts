@@ -11,7 +11,7 @@
  * @since 0.1.0
  */
 import { Effect, Option, Schema } from "effect"
-import { batchLatencyBounds } from "./internal/runner.ts"
+import { batchLatencyBounds } from "./internal/RunnerStats.ts"
 import type * as Runner from "./Runner.ts"
 
 const Partition = Schema.Number

@@ -23,8 +23,8 @@ import * as Producer from "./kafka/producer.ts"
 import type { AtLeastOnceProducer, FencedProducer, RestorePermit } from "./kafka/producer.ts"
 import type { ProcessingGuarantee } from "../SkeinConfig.ts"
 import * as StateStore from "./StateStore.ts"
-import { makeStateCache } from "./batch.ts"
-import type { StateCache } from "./batch.ts"
+import { makeStateCache } from "./StateCache.ts"
+import type { StateCache } from "./StateCache.ts"
 
 /** Decoded states a task keeps in memory, on top of its store. */
 const stateCacheCapacity = 100_000

@@ -19,6 +19,7 @@ import { DecodeError, EncodeError, OutputTooLarge, StateStoreError } from "../Sk
 import type * as Topic from "../Topic.ts"
 import type { RecordOf, Result, Transformer } from "../Transformer.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
+import type { StateCache } from "./StateCache.ts"
 import type { StateStore, StoreWrite } from "./StateStore.ts"
 
 /** The records of one input partition in a poll. */
@@ -43,31 +44,6 @@ export interface Options {
   readonly messageLimit: (topic: string) => Effect.Effect<number, KafkaError>
   /** The task's committed states, decoded (a read-through cache of its store). */
   readonly cache: StateCache
-}
-
-/** Decoded committed states of a task's keys; `None`: no state. Bounded. */
-export interface StateCache {
-  readonly get: (key: string) => Option.Option<unknown> | undefined
-  readonly set: (key: string, state: Option.Option<unknown>) => void
-}
-
-/** A state cache of at most `capacity` keys; the oldest entries go first. */
-export const makeStateCache = (capacity: number): StateCache => {
-  const entries = new Map<string, Option.Option<unknown>>()
-  return {
-    get: (key) => entries.get(key),
-    set: (key, state) => {
-      entries.delete(key)
-      entries.set(key, state)
-      if (entries.size > capacity) {
-        let evict = Math.ceil(capacity / 10)
-        for (const oldest of entries.keys()) {
-          if (evict-- <= 0) break
-          entries.delete(oldest)
-        }
-      }
-    }
-  }
 }
 
 export interface TaskBatchResult<E> {

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
 import { Health, Runner } from "../../src/index.ts"
-import { observeBatchLatency } from "../../src/internal/runner.ts"
+import { observeBatchLatency } from "../../src/internal/RunnerStats.ts"
 
 /** A runner's stats mid-run: two running tasks, one pending, one restoring, one stopped. */
 const midRun = (): Runner.Stats => {
