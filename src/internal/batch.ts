@@ -13,12 +13,14 @@
  * @internal
  */
 import { Cause, Effect, Either, Exit, Option, Schedule, Schema } from "effect"
+import type { ParseResult } from "effect"
 import type { Semaphore } from "effect/Effect"
 import type { KafkaError } from "../SkeinError.ts"
 import { DecodeError, EncodeError, OutputTooLarge, StateStoreError } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { RecordOf, Result, Transformer } from "../Transformer.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
+import { recordSizeBound } from "./kafka/producer.ts"
 import type { StateCache } from "./StateCache.ts"
 import type { StateStore, StoreWrite } from "./StateStore.ts"
 
@@ -40,10 +42,16 @@ export interface Options {
   readonly stop: Effect.Effect<void>
   /** Permits for transform calls across all tasks (`maxConcurrency`). */
   readonly permits: Option.Option<Semaphore>
-  /** The size limit of a record for an output topic. */
-  readonly messageLimit: (topic: string) => Effect.Effect<number, KafkaError>
+  /** The size limit of a record for each output topic. */
+  readonly messageLimits: MessageLimits
   /** The task's committed states, decoded (a read-through cache of its store). */
   readonly cache: StateCache
+}
+
+/** The size limit of a record per output topic: known synchronously once looked up. */
+export interface MessageLimits {
+  readonly known: (topic: string) => number | undefined
+  readonly lookup: (topic: string) => Effect.Effect<number, KafkaError>
 }
 
 export interface TaskBatchResult<E> {
@@ -197,39 +205,38 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       return committed
     }
 
+    /** Decodes a stored state and remembers it for the batch and in the cache; `undefined`: no state. */
+    const remember = (
+      stateKey: string,
+      stored: string | undefined,
+      decode: (stored: string) => Either.Either<S, ParseResult.ParseError>
+    ): Either.Either<Option.Option<S>, ParseResult.ParseError> => {
+      const decoded = stored === undefined ? Either.right(Option.none<S>()) : Either.map(decode(stored), Option.some)
+      if (Either.isRight(decoded)) {
+        states.set(stateKey, decoded.right)
+        options.cache.set(stateKey, decoded.right)
+      }
+      return decoded
+    }
+
     const readState = (stateKey: string): Effect.Effect<Option.Option<S>, StateStoreError> => {
       if (Option.isNone(store) || Option.isNone(decodeState)) return Effect.succeed(Option.none())
       const db = store.value
       const decode = decodeState.value
-      return Effect.flatMap(db.get(stateKey), (stored) => {
-        if (stored === undefined) {
-          states.set(stateKey, Option.none())
-          options.cache.set(stateKey, Option.none())
-          return Effect.succeed(Option.none())
-        }
-        const decoded = decode(stored)
-        if (Either.isLeft(decoded)) {
-          return Effect.fail(
-            new StateStoreError({ operation: `decode state of ${stateKey}`, path: db.path, cause: decoded.left })
-          )
-        }
-        const state = Option.some(decoded.right)
-        states.set(stateKey, state)
-        options.cache.set(stateKey, state)
-        return Effect.succeed(state)
-      })
+      return Effect.flatMap(db.get(stateKey), (stored) =>
+        Either.mapLeft(
+          remember(stateKey, stored, decode),
+          (cause) => new StateStoreError({ operation: `decode state of ${stateKey}`, path: db.path, cause })
+        ))
     }
 
-    const limits = new Map<string, number>()
     /** Checks an encoded output against its topic's size limit. */
     const checkSize = (
       encoded: Topic.EncodedRecord,
       limit: number,
       source: FetchedRecord
     ): Either.Either<Topic.EncodedRecord, OutputTooLarge> => {
-      limits.set(encoded.topic, limit)
-      const cheap = 90 + 3 * ((encoded.key?.length ?? 0) + (encoded.value?.length ?? 0))
-      if (cheap <= limit && encoded.headers === undefined) return Either.right(encoded)
+      if (recordSizeBound(encoded) <= limit && encoded.headers === undefined) return Either.right(encoded)
       const bytes = recordBytes(encoded)
       if (bytes <= limit) return Either.right(encoded)
       return Either.left(
@@ -252,14 +259,14 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       for (let i = 0; i < emit.length; i++) {
         const encoded = emit[i]!.encode()
         if (Either.isLeft(encoded)) return Either.left(encoded.left)
-        const limit = limits.get(encoded.right.topic)
+        const limit = options.messageLimits.known(encoded.right.topic)
         if (limit === undefined) {
-          // First output for this topic in the batch: look its limit up, then go on.
+          // The first output for this topic: look its limit up, then go on.
           const rest = emit.slice(i)
           return Effect.gen(function*() {
             for (const output of rest) {
               const next = yield* output.encode()
-              outputs.push(yield* checkSize(next, yield* options.messageLimit(next.topic), source))
+              outputs.push(yield* checkSize(next, yield* options.messageLimits.lookup(next.topic), source))
             }
             return outputs
           })
@@ -283,13 +290,16 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       return Option.isSome(options.permits) ? options.permits.value.withPermits(1)(call) : call
     }
 
-    /** The rule for an error: tagged rules by `_tag`, others by `when` (never for Skein's own errors). */
-    const ruleFor = (error: E | OutputTooLarge | EncodeError | KafkaError) => {
-      const tag = typeof error === "object" && error !== null && "_tag" in error ? error._tag : undefined
-      const runtimeError = error instanceof OutputTooLarge || error instanceof EncodeError
-      return transformer.rules.find((rule) =>
-        rule.tag !== undefined ? rule.tag === tag : !runtimeError && (rule.when as (e: unknown) => boolean)(error)
-      )
+    /**
+     * Whether a rule handles an error: a tagged rule by `_tag`, any other by its
+     * `when`, which never sees Skein's own errors (`OutputTooLarge`, `EncodeError`).
+     */
+    const matches = (rule: Transformer<Inputs, S, E, R>["rules"][number], error: unknown): boolean => {
+      if (rule.tag !== undefined) {
+        return typeof error === "object" && error !== null && "_tag" in error && error._tag === rule.tag
+      }
+      if (error instanceof OutputTooLarge || error instanceof EncodeError) return false
+      return (rule.when as (e: unknown) => boolean)(error)
     }
 
     /** Runs the transform with the error rules: retries on the rule's schedule, then its disposition. */
@@ -299,14 +309,12 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         const fresh = () => attempt(decoded, copy(state), entry.record)
         let outcome = yield* Effect.either(fresh())
         if (Either.isRight(outcome)) return { ...outcome.right, disposition: "processed" as const }
-        const rule = ruleFor(outcome.left)
-        if (rule === undefined || outcome.left instanceof EncodeError) return yield* Effect.fail(outcome.left)
-        const matches = (error: unknown) => rule.tag !== undefined
-          ? typeof error === "object" && error !== null && "_tag" in error && error._tag === rule.tag
-          : (rule.when as (e: unknown) => boolean)(error)
+        const failed = outcome.left
+        const rule = transformer.rules.find((r) => matches(r, failed))
+        if (rule === undefined || failed instanceof EncodeError) return yield* Effect.fail(failed)
         if (rule.retry !== undefined) {
           const driver = yield* Schedule.driver(rule.retry as Schedule.Schedule<unknown, unknown>)
-          while (Either.isLeft(outcome) && matches(outcome.left)) {
+          while (Either.isLeft(outcome) && matches(rule, outcome.left)) {
             const step = yield* Effect.either(driver.next(outcome.left))
             if (Either.isLeft(step)) break
             retries++
@@ -315,7 +323,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         }
         if (Either.isRight(outcome)) return { ...outcome.right, disposition: "processed" as const }
         const error = outcome.left
-        if (rule.then === "fail" || !matches(error)) return yield* Effect.fail(error)
+        if (rule.then === "fail" || !matches(rule, error)) return yield* Effect.fail(error)
         if (rule.then === "skip") {
           const r = entry.record
           yield* Effect.logWarning(`skipped ${r.topic}/${r.partition}@${r.offset}: ${describe(error)}`)
@@ -340,24 +348,10 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       }
     }
 
-    /** The transform without rules, with as few steps per record as possible (the hot path). */
-    const plain = (entry: Entry<Inputs>, decoded: RecordOf<Inputs>, state: Option.Option<S>) => {
-      const source = entry.record
-      const call = Effect.flatMap(
-        Effect.suspend(() => transformer.transform(decoded, copy(state))),
-        (result) =>
-          Effect.map(
-            encodeOutputs(result, source),
-            (outputs) => finish(entry, { outputs, change: changeOf(result) }, "processed")
-          )
-      )
-      return Option.isSome(options.permits) ? options.permits.value.withPermits(1)(call) : call
-    }
-
     const processKnown = (entry: Entry<Inputs>, decoded: RecordOf<Inputs>, state: Option.Option<S>) =>
       hasRules
         ? Effect.map(withRules(entry, decoded, state), (finished) => finish(entry, finished, finished.disposition))
-        : plain(entry, decoded, state)
+        : Effect.map(attempt(decoded, copy(state), entry.record), (finished) => finish(entry, finished, "processed"))
 
     const processEntry = (entry: Entry<Inputs>): Effect.Effect<Done<S>, RecordError<E>, R> => {
       if (Either.isLeft(entry.decoded)) {
@@ -410,20 +404,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       : Effect.flatMap(store.value.getMany([...missing]), (values) =>
         Effect.sync(() => {
           let i = 0
-          for (const key of missing) {
-            const stored = values[i++]
-            if (stored === undefined) {
-              states.set(key, Option.none())
-              options.cache.set(key, Option.none())
-              continue
-            }
-            // A state that does not decode is left for readState, which fails that record.
-            const decoded = decodeState.value(stored)
-            if (Either.isRight(decoded)) {
-              states.set(key, Option.some(decoded.right))
-              options.cache.set(key, Option.some(decoded.right))
-            }
-          }
+          // A state that does not decode is left for readState, which fails its record.
+          for (const key of missing) remember(key, values[i++], decodeState.value)
         }))
 
     const work = Effect.zipRight(prefetch, Effect.forEach(

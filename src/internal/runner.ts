@@ -230,14 +230,14 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       ? Option.none()
       : Option.some(yield* Effect.makeSemaphore(config.maxConcurrency))
     const limits = new Map<string, number>()
-    const messageLimit = (topic: string): Effect.Effect<number, KafkaError> => {
-      const known = limits.get(topic)
-      if (known !== undefined) return Effect.succeed(known)
-      return Effect.map(admin.maxMessageBytes(topic), (topicLimit) => {
-        const limit = Math.min(config.maxMessageBytes, topicLimit ?? config.maxMessageBytes)
-        limits.set(topic, limit)
-        return limit
-      })
+    const messageLimits: Batch.MessageLimits = {
+      known: (topic) => limits.get(topic),
+      lookup: (topic) =>
+        Effect.map(admin.maxMessageBytes(topic), (topicLimit) => {
+          const limit = Math.min(config.maxMessageBytes, topicLimit ?? config.maxMessageBytes)
+          limits.set(topic, limit)
+          return limit
+        })
     }
 
     const shutdown = yield* Deferred.make<void>()
@@ -327,7 +327,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
               ? cursor.batch.nextOffset
               : (cursor.batch.records[end]?.offset ?? cursor.batch.nextOffset)
           })),
-          { deadLetterTopic: Option.fromNullable(config.deadLetterTopic), stop, permits, messageLimit, cache: task.cache }
+          { deadLetterTopic: Option.fromNullable(config.deadLetterTopic), stop, permits, messageLimits, cache: task.cache }
         )
         stats.retries += result.retries
         if (result.processed > 0) {
@@ -385,22 +385,31 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const backoffMillis = (attempts: number) =>
       Math.min(maxBackoffMillis, Duration.toMillis(config.deliveryBackoff) * 2 ** (attempts - 1))
 
+    /**
+     * Counts a failure of a partition's task in a row and schedules the task's
+     * restart after the backoff; `Some(attempts)` once `maxDeliveryFailures` is reached.
+     */
+    const retryLater = (partition: number, what: string, error: KafkaError) =>
+      Effect.gen(function*() {
+        const attempts = (failures.get(partition) ?? 0) + 1
+        failures.set(partition, attempts)
+        if (attempts >= config.maxDeliveryFailures) return Option.some(attempts)
+        const backoff = backoffMillis(attempts)
+        yield* Effect.logWarning(`${what} (${attempts} in a row), retrying in ${backoff} ms: ${error.message}`)
+        pending.push({ partition, notBefore: Date.now() + backoff })
+        stats.pending.add(partition)
+        return Option.none()
+      })
+
     /** A failed delivery rewinds the partition: its task restarts from the last commit after a backoff. */
     const rewind = (partition: number, error: KafkaError, held: BatchLockHeld) =>
       Effect.gen(function*() {
         stats.aborts++
-        const attempts = (failures.get(partition) ?? 0) + 1
-        failures.set(partition, attempts)
-        if (attempts >= config.maxDeliveryFailures) {
-          return yield* Effect.fail(new DeliveryFailed({ partition, attempts, cause: error }))
-        }
-        const backoff = backoffMillis(attempts)
-        yield* Effect.logWarning(
-          `delivery of task ${partition} failed (${attempts} in a row), rewinding to the last commit in ${backoff} ms: ${error.message}`
-        )
         yield* stopTask(partition, held)
-        pending.push({ partition, notBefore: Date.now() + backoff })
-        stats.pending.add(partition)
+        const exhausted = yield* retryLater(partition, `delivery of task ${partition} failed, rewinding to the last commit`, error)
+        if (Option.isSome(exhausted)) {
+          return yield* Effect.fail(new DeliveryFailed({ partition, attempts: exhausted.value, cause: error }))
+        }
       })
 
     /** At-least-once: when acknowledged work's offsets are due for a commit (epoch ms); none without any. */
@@ -492,15 +501,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           if (error._tag === "KafkaError") {
             // A broker unreachable or busy while the task connects, fences or restores: retried
             // after a backoff like a failed delivery, up to maxDeliveryFailures in a row.
-            const attempts = (failures.get(partition) ?? 0) + 1
-            failures.set(partition, attempts)
-            if (attempts >= config.maxDeliveryFailures) return yield* Effect.fail(error)
-            const backoff = backoffMillis(attempts)
-            yield* Effect.logWarning(
-              `task ${partition} failed to start (${attempts} in a row), retrying in ${backoff} ms: ${error.message}`
-            )
-            pending.push({ partition, notBefore: Date.now() + backoff })
-            stats.pending.add(partition)
+            const exhausted = yield* retryLater(partition, `task ${partition} failed to start`, error)
+            if (Option.isSome(exhausted)) return yield* Effect.fail(error)
             return
           }
           return yield* Effect.fail(error)

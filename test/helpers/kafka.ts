@@ -5,7 +5,7 @@
 import { Effect, Exit, Fiber, Layer, Option, Schedule } from "effect"
 import type { Scope } from "effect"
 import kafkajs from "kafkajs"
-import type { Kafka } from "kafkajs"
+import type { Admin, Kafka } from "kafkajs"
 import { randomUUID } from "node:crypto"
 import { inject } from "vitest"
 import { Runner, SkeinConfig } from "../../src/index.ts"
@@ -33,6 +33,18 @@ const retrying = <A>(f: () => Promise<A>): Effect.Effect<A> =>
     Effect.orDie
   )
 
+/** Runs `f` with a connected admin client (retrying transient answers), then disconnects it. */
+const withAdmin = <A>(f: (admin: Admin) => Promise<A>): Effect.Effect<A> =>
+  retrying(async () => {
+    const admin = kafka().admin()
+    await admin.connect()
+    try {
+      return await f(admin)
+    } finally {
+      await admin.disconnect()
+    }
+  })
+
 export const unique = (prefix: string): string => `${prefix}-${randomUUID().slice(0, 8)}`
 
 export const createTopics = (
@@ -43,40 +55,28 @@ export const createTopics = (
     readonly config?: Readonly<Record<string, string>>
   }>
 ) =>
-  retrying(async () => {
-    const admin = kafka().admin()
-    await admin.connect()
-    try {
-      await admin.createTopics({
-        waitForLeaders: true,
-        topics: topics.map((t) => ({
-          topic: t.name,
-          numPartitions: t.partitions,
-          configEntries: Object.entries(t.config ?? {}).map(([name, value]) => ({ name, value }))
-        }))
-      })
-    } finally {
-      await admin.disconnect()
-    }
+  withAdmin(async (admin) => {
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: topics.map((t) => ({
+        topic: t.name,
+        numPartitions: t.partitions,
+        configEntries: Object.entries(t.config ?? {}).map(([name, value]) => ({ name, value }))
+      }))
+    })
   })
 
 /** Changes topic-level configs of an existing topic. */
 export const alterTopicConfig = (topic: string, config: Readonly<Record<string, string>>) =>
-  retrying(async () => {
-    const admin = kafka().admin()
-    await admin.connect()
-    try {
-      await admin.alterConfigs({
-        validateOnly: false,
-        resources: [{
-          type: kafkajs.ConfigResourceTypes.TOPIC,
-          name: topic,
-          configEntries: Object.entries(config).map(([name, value]) => ({ name, value }))
-        }]
-      })
-    } finally {
-      await admin.disconnect()
-    }
+  withAdmin(async (admin) => {
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: [{
+        type: kafkajs.ConfigResourceTypes.TOPIC,
+        name: topic,
+        configEntries: Object.entries(config).map(([name, value]) => ({ name, value }))
+      }]
+    })
   })
 
 /** Commits offsets for a group that has no active member (the next offset to read per partition). */
@@ -85,18 +85,12 @@ export const setGroupOffsets = (
   topic: string,
   partitions: ReadonlyArray<{ readonly partition: number; readonly offset: number }>
 ) =>
-  retrying(async () => {
-    const admin = kafka().admin()
-    await admin.connect()
-    try {
-      await admin.setOffsets({
-        groupId,
-        topic,
-        partitions: partitions.map((p) => ({ partition: p.partition, offset: String(p.offset) }))
-      })
-    } finally {
-      await admin.disconnect()
-    }
+  withAdmin(async (admin) => {
+    await admin.setOffsets({
+      groupId,
+      topic,
+      partitions: partitions.map((p) => ({ partition: p.partition, offset: String(p.offset) }))
+    })
   })
 
 /** Deletes the records of each partition before `offset` (raises its low watermark), as retention would. */
@@ -104,19 +98,13 @@ export const deleteRecordsBefore = (
   topic: string,
   partitions: ReadonlyArray<{ readonly partition: number; readonly offset: number }>
 ) =>
-  retrying(async () => {
-    const admin = kafka().admin()
-    await admin.connect()
-    try {
-      // kafkajs finds the partitions' leaders in its metadata cache only.
-      await admin.fetchTopicMetadata({ topics: [topic] })
-      await admin.deleteTopicRecords({
-        topic,
-        partitions: partitions.map((p) => ({ partition: p.partition, offset: String(p.offset) }))
-      })
-    } finally {
-      await admin.disconnect()
-    }
+  withAdmin(async (admin) => {
+    // kafkajs finds the partitions' leaders in its metadata cache only.
+    await admin.fetchTopicMetadata({ topics: [topic] })
+    await admin.deleteTopicRecords({
+      topic,
+      partitions: partitions.map((p) => ({ partition: p.partition, offset: String(p.offset) }))
+    })
   })
 
 export interface Produced {
@@ -155,28 +143,16 @@ export interface ReadRecord {
 
 /** End offsets (high watermarks) and last stable offsets of each partition. */
 export const offsets = (topic: string) =>
-  retrying(async () => {
-    const admin = kafka().admin()
-    await admin.connect()
-    try {
-      const committed = await admin.fetchTopicOffsets(topic)
-      return committed.map((o) => ({ partition: o.partition, low: Number(o.low), lastStable: Number(o.high) }))
-    } finally {
-      await admin.disconnect()
-    }
+  withAdmin(async (admin) => {
+    const committed = await admin.fetchTopicOffsets(topic)
+    return committed.map((o) => ({ partition: o.partition, low: Number(o.low), lastStable: Number(o.high) }))
   })
 
 /** Committed offsets of a group for a topic. */
 export const groupOffsets = (groupId: string, topic: string) =>
-  retrying(async () => {
-    const admin = kafka().admin()
-    await admin.connect()
-    try {
-      const [entry] = await admin.fetchOffsets({ groupId, topics: [topic] })
-      return new Map((entry?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]))
-    } finally {
-      await admin.disconnect()
-    }
+  withAdmin(async (admin) => {
+    const [entry] = await admin.fetchOffsets({ groupId, topics: [topic] })
+    return new Map((entry?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]))
   })
 
 /**

@@ -76,7 +76,12 @@ export interface AtLeastOnceProducer {
  */
 export type RestorePermit = FencedProducer | AtLeastOnceProducer
 
-const textBytes = (text: string | null) => (text === null ? 0 : text.length * 3)
+/**
+ * An upper bound of the bytes a record's key and value take in a record batch
+ * (a UTF-16 length times 3 bounds its UTF-8 bytes), without encoding them.
+ */
+export const recordSizeBound = (record: EncodedRecord): number =>
+  90 + 3 * ((record.key?.length ?? 0) + (record.value?.length ?? 0))
 
 /**
  * The records' messages per topic, in send calls of at most `maxBytes` each: a
@@ -92,7 +97,7 @@ const sendCalls = (records: ReadonlyArray<EncodedRecord>, maxBytes: number) => {
     bytes = 0
   }
   for (const record of records) {
-    const size = 90 + textBytes(record.key) + textBytes(record.value)
+    const size = recordSizeBound(record)
     if (bytes > 0 && bytes + size > maxBytes) flush()
     bytes += size
     let messages = byTopic.get(record.topic)
