@@ -28,17 +28,17 @@ describe("long handler", () => {
       yield* createTopics([{ name: input, partitions: 1 }, { name: output, partitions: 1 }])
       const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
       const Out = Topic.make({ name: output, key: Schema.String, value: Schema.String })
-      const slowRuns: Array<{ readonly start: number; end: number }> = []
+      const slowRuns: Array<{ completed: boolean }> = []
       const copy = Transformer.stateless({
         name: "copy",
         inputs: [In],
         transform: (record) =>
           Effect.gen(function*() {
             if (record.value === "slow") {
-              const run = { start: Date.now(), end: 0 }
+              const run = { completed: false }
               slowRuns.push(run)
               yield* Effect.sleep(handlerTime)
-              run.end = Date.now()
+              run.completed = true
             }
             return { emit: [Topic.record(Out, record.key, record.value)] }
           })
@@ -76,7 +76,8 @@ describe("long handler", () => {
       assert.ok(Option.isNone(yield* Fiber.poll(fiber)), "the runner is still running")
       assert.strictEqual(slowRuns.length, 1, "the slow record was processed once")
       const [slow] = slowRuns
-      assert.isAtLeast((slow?.end ?? 0) - (slow?.start ?? 0), Duration.toMillis(handlerTime), "the handler ran 3x the session timeout")
+      // Not a wall-clock check (timers may fire a millisecond early): the whole 3x-session-timeout sleep ran.
+      assert.isTrue(slow?.completed, "the handler slept the whole 3x the session timeout, uninterrupted")
       const values = (yield* readCommitted(output)).map((r) => r.value)
       assert.deepStrictEqual(values, ["warm-up", "fast-1", "fast-2", "slow", "fast-3", "fast-4", "after"])
       assert.strictEqual(values.filter((v) => v === "slow").length, 1, "the slow record's output is committed exactly once")
