@@ -171,7 +171,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       })
       stats.healthPort = server.port
     }
-    const kafka = makeKafka(config)
+    const kafka = yield* makeKafka(config)
     const admin = yield* Admin.make(kafka)
     const inputTopics = transformer.inputs.map((t) => t.name)
     const changelogName = Option.map(transformer.state, () => changelogTopic(config.applicationId, transformer))

@@ -40,7 +40,7 @@ export const run = <Token extends string, C, E, R>(
   stats: ExtractorStats = makeStats()
 ): Effect.Effect<never, ExtractorError | E, R | Scope.Scope> =>
   Effect.gen(function*() {
-    const kafka = makeKafka(config)
+    const kafka = yield* makeKafka(config)
     const admin = yield* Admin.make(kafka)
     const topic = Cursors.topicName(config.applicationId, extractor.name)
     yield* CursorTopic.ensure({

@@ -3,8 +3,11 @@
  *
  * @internal
  */
+import { Effect } from "effect"
 import kafkajs from "kafkajs"
 import type { Kafka, LogEntry } from "kafkajs"
+import type { ConfigurationError } from "../../SkeinError.ts"
+import { verifyPatched } from "./patchCheck.ts"
 
 const { Kafka: KafkaClass, logLevel } = kafkajs
 
@@ -33,12 +36,24 @@ const logCreator = () => (entry: LogEntry) => {
   console.error(`[kafkajs ${entry.namespace}] ${message} ${JSON.stringify(extra)}`)
 }
 
-/** A kafkajs client for the given brokers. */
-export const makeKafka = (options: { readonly clientId: string; readonly brokers: ReadonlyArray<string> }): Kafka =>
-  new KafkaClass({
-    clientId: options.clientId,
-    brokers: [...options.brokers],
-    logLevel: configuredLevel(),
-    logCreator,
-    retry: { initialRetryTime: 100, retries: 8 }
-  })
+/**
+ * A kafkajs client for the given brokers. Fails with `ConfigurationError`
+ * when the installed kafkajs lacks Skein's patch (see `patchCheck.ts`): no
+ * client is ever built on an unpatched kafkajs.
+ */
+export const makeKafka = (options: {
+  readonly clientId: string
+  readonly brokers: ReadonlyArray<string>
+}): Effect.Effect<Kafka, ConfigurationError> =>
+  Effect.zipRight(
+    verifyPatched,
+    Effect.sync(() =>
+      new KafkaClass({
+        clientId: options.clientId,
+        brokers: [...options.brokers],
+        logLevel: configuredLevel(),
+        logCreator,
+        retry: { initialRetryTime: 100, retries: 8 }
+      })
+    )
+  )
