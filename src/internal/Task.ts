@@ -2,33 +2,40 @@
  * A task: partition N of every input topic, with its fenced transactional
  * producer (or, at-least-once, its plain producer) and its state store.
  *
- * Startup order, enforced by the types: producer -> fence (a `FencedProducer`)
- * -> committed offsets and changelog end are final -> restore the store from
- * its changelog partition -> seek -> resume. Teardown (stop fetching, close
- * and delete the store, release the producer) requires the batch lock.
+ * Startup, in its scope, in an order the types enforce: producer -> fence (a
+ * `FencedProducer` for this partition) -> committed offsets and changelog
+ * end are final -> restore the store from its changelog partition -> seek and
+ * resume fetching (one step with its pause finalizer). Closing the scope
+ * releases them in reverse order: pause, close the store, release the producer.
+ *
+ * Each poll, `process` runs the task's records and commits what finished in
+ * one uninterruptible step: the transaction (outputs, changelog writes,
+ * offsets), then the store, the state cache and the caller's cursors.
  *
  * @internal
  */
-import { Effect, Exit, Option, Scope } from "effect"
+import { Cause, Effect, Option } from "effect"
+import type { Duration, Scope } from "effect"
 import * as path from "node:path"
-import type { RunnerError } from "../SkeinError.ts"
-import { OffsetOutOfRange } from "../SkeinError.ts"
-import type { TopicPartition } from "../TopicPartition.ts"
-import type { BatchLockHeld } from "./BatchLock.ts"
+import type { ProcessingGuarantee } from "../SkeinConfig.ts"
+import type { RunnerError, StateStoreError, TaskMigrated } from "../SkeinError.ts"
+import { KafkaError, OffsetOutOfRange } from "../SkeinError.ts"
+import type * as Topic from "../Topic.ts"
+import type { PartitionOffset, TopicPartition } from "../TopicPartition.ts"
+import type { Transformer } from "../Transformer.ts"
+import * as Batch from "./batch.ts"
 import type { KafkaAdmin } from "./kafka/admin.ts"
 import type { ChangelogReader } from "./kafka/changelogReader.ts"
 import type { Kafka } from "./kafka/client.ts"
 import type { GroupConsumer } from "./kafka/consumer.ts"
 import * as Producer from "./kafka/producer.ts"
 import type { AtLeastOnceProducer, FencedProducer, RestorePermit } from "./kafka/producer.ts"
-import type { ProcessingGuarantee } from "../SkeinConfig.ts"
-import * as StateStore from "./StateStore.ts"
 import { makeStateCache } from "./StateCache.ts"
 import type { StateCache } from "./StateCache.ts"
+import * as StateStore from "./StateStore.ts"
 
 /** Decoded states a task keeps in memory, on top of its store. */
 const stateCacheCapacity = 100_000
-import type { Duration } from "effect"
 
 /** How a task delivers its work: one transaction per batch, or acknowledged sends. */
 export type Delivery =
@@ -37,12 +44,12 @@ export type Delivery =
 
 export interface Task {
   readonly partition: number
-  readonly inputs: ReadonlyArray<TopicPartition>
+  /** Where each input partition starts: its committed offset, read after fencing. */
+  readonly startOffsets: ReadonlyArray<PartitionOffset>
   readonly delivery: Delivery
   readonly store: Option.Option<StateStore.StateStore>
   /** The store's committed states, decoded. */
   readonly cache: StateCache
-  readonly scope: Scope.CloseableScope
   readonly restored: number
 }
 
@@ -65,12 +72,19 @@ export interface TaskContext {
 /** The transactional id of task `partition`: static, so a new owner fences the old one. */
 export const transactionalId = (applicationId: string, partition: number): string => `${applicationId}-${partition}`
 
+/** Dies unless `permit` is the producer this module's `make` obtained for `partition`. */
+const checkPermit = (permit: RestorePermit, partition: number): Effect.Effect<void> =>
+  Producer.isPermit(permit, partition)
+    ? Effect.void
+    : Effect.dieMessage(`Skein invariant broken: task ${partition} used a restore permit it was not given`)
+
 /**
  * The next offset to read of each input partition, read after fencing: only
  * then are they final (kafkajs's own reading at group sync may predate it).
  */
-const committedOffsets = (context: TaskContext, _permit: RestorePermit, partition: number) =>
+const committedOffsets = (context: TaskContext, permit: RestorePermit, partition: number) =>
   Effect.gen(function*() {
+    yield* checkPermit(permit, partition)
     const committed = yield* context.admin.committedOffsets(context.applicationId, context.inputTopics, partition)
     return yield* Effect.forEach(context.inputTopics, (topic) =>
       Effect.gen(function*() {
@@ -78,9 +92,7 @@ const committedOffsets = (context: TaskContext, _permit: RestorePermit, partitio
         const offset = committed.get(topic) ?? -1
         if (offset < 0) return { topic, partition, offset: range.low }
         if (offset < range.low) {
-          return yield* Effect.fail(
-            new OffsetOutOfRange({ topic, partition, committed: offset, earliest: range.low })
-          )
+          return yield* Effect.fail(new OffsetOutOfRange({ topic, partition, committed: offset, earliest: range.low }))
         }
         return { topic, partition, offset }
       }))
@@ -97,6 +109,7 @@ const restore = (
     onNone: () => Effect.succeed(0),
     onSome: (changelog) =>
       Effect.gen(function*() {
+        yield* checkPermit(permit, partition)
         const range = yield* context.admin.offsetRange(changelog.topic, partition)
         const reader = yield* changelog.reader
         const total = range.end - range.low
@@ -111,49 +124,121 @@ const restore = (
       })
   })
 
-/** Starts task `partition`; on failure everything it acquired is released. */
-export const start = (context: TaskContext, partition: number): Effect.Effect<Task, RunnerError> =>
+/** Starts task `partition` in the current scope; closing the scope tears it down. */
+export const make = (context: TaskContext, partition: number): Effect.Effect<Task, RunnerError, Scope.Scope> =>
   Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const inputs = context.inputTopics.map((topic) => ({ topic, partition }))
-    return yield* Effect.gen(function*() {
-      const delivery: Delivery = context.processingGuarantee === "exactly-once"
-        ? {
-          _tag: "ExactlyOnce",
-          producer: yield* Effect.flatMap(
-            Producer.make(context.kafka, {
-              transactionalId: transactionalId(context.applicationId, partition),
-              transactionTimeout: context.transactionTimeout,
-              maxMessageBytes: context.maxMessageBytes
-            }),
-            (producer) => producer.fence
-          )
-        }
-        : {
-          _tag: "AtLeastOnce",
-          producer: yield* Producer.atLeastOnce(context.kafka, { maxMessageBytes: context.maxMessageBytes })
-        }
-      const fenced: RestorePermit = delivery.producer
-      const offsets = yield* committedOffsets(context, fenced, partition)
-      const store = yield* Option.match(context.changelog, {
-        onNone: () => Effect.succeed(Option.none<StateStore.StateStore>()),
-        onSome: () => Effect.map(StateStore.open(path.join(context.storeDir, String(partition))), Option.some)
-      })
-      const restored = yield* Option.match(store, {
-        onNone: () => Effect.succeed(0),
-        onSome: (s) => restore(context, fenced, s, partition)
-      })
-      yield* Effect.forEach(offsets, (o) => context.consumer.seek(o, o.offset), { discard: true })
-      yield* context.consumer.resume(inputs)
-      yield* Effect.addFinalizer(() => context.consumer.pause(inputs))
-      const cache = makeStateCache(stateCacheCapacity)
-      const task: Task = { partition, inputs, delivery, store, cache, scope, restored }
-      return task
-    }).pipe(
-      Scope.extend(scope),
-      Effect.onError((cause) => Scope.close(scope, Exit.failCause(cause)))
+    const delivery: Delivery = context.processingGuarantee === "exactly-once"
+      ? {
+        _tag: "ExactlyOnce",
+        producer: yield* Effect.flatMap(
+          Producer.make(context.kafka, {
+            partition,
+            transactionalId: transactionalId(context.applicationId, partition),
+            transactionTimeout: context.transactionTimeout,
+            maxMessageBytes: context.maxMessageBytes
+          }),
+          (producer) => producer.fence
+        )
+      }
+      : {
+        _tag: "AtLeastOnce",
+        producer: yield* Producer.atLeastOnce(context.kafka, { partition, maxMessageBytes: context.maxMessageBytes })
+      }
+    const permit: RestorePermit = delivery.producer
+    const startOffsets = yield* committedOffsets(context, permit, partition)
+    const store = yield* Option.match(context.changelog, {
+      onNone: () => Effect.succeed(Option.none<StateStore.StateStore>()),
+      onSome: () => Effect.map(StateStore.open(path.join(context.storeDir, String(partition))), Option.some)
+    })
+    const restored = yield* Option.match(store, {
+      onNone: () => Effect.succeed(0),
+      onSome: (s) => restore(context, permit, s, partition)
+    })
+    const inputs: ReadonlyArray<TopicPartition> = startOffsets.map(({ topic }) => ({ topic, partition }))
+    // Seek and resume in one step with the pause that undoes it: no interruption can leave it fetching.
+    yield* Effect.acquireRelease(
+      Effect.zipRight(
+        Effect.forEach(startOffsets, (o) => context.consumer.seek(o, o.offset), { discard: true }),
+        context.consumer.resume(inputs)
+      ),
+      () => context.consumer.pause(inputs)
     )
+    return { partition, startOffsets, delivery, store, cache: makeStateCache(stateCacheCapacity), restored }
   })
 
-/** Tears a task down: stops fetching its partitions, deletes its store, releases its producer. */
-export const stop = (task: Task, _held: BatchLockHeld): Effect.Effect<void> => Scope.close(task.scope, Exit.void)
+/** How a task's share of a poll ended. */
+export type Outcome<E> =
+  | { readonly _tag: "Committed"; readonly partition: number }
+  | { readonly _tag: "Migrated"; readonly partition: number; readonly error: TaskMigrated }
+  | { readonly _tag: "DeliveryFailed"; readonly partition: number; readonly error: KafkaError }
+  | { readonly _tag: "Failed"; readonly partition: number; readonly cause: Cause.Cause<Batch.RecordError<E> | StateStoreError> }
+
+/** What a committed batch of a task amounted to, for the caller's bookkeeping. */
+export interface Committed {
+  readonly result: Batch.TaskBatchResult<unknown>
+  readonly offsets: ReadonlyArray<PartitionOffset>
+}
+
+/** A record's failure that is the runtime's, not the record's: the partition rewinds and retries. */
+const runtimeFailure = <E>(cause: Cause.Cause<Batch.RecordError<E>>): Option.Option<KafkaError> =>
+  Option.filter(Cause.failureOption(cause), (error): error is KafkaError => error instanceof KafkaError)
+
+/**
+ * Runs the task's slices of a poll and commits the work that finished (all of
+ * it, or up to a failed or interrupted record). The commit is one
+ * uninterruptible step: the transaction (or acknowledged sends), the store
+ * write, the state cache, then `onCommitted` (the caller's cursors and counters).
+ */
+export const process = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
+  task: Task,
+  transformer: Transformer<Inputs, S, E, R>,
+  slices: ReadonlyArray<Batch.Slice>,
+  options: Batch.Options & {
+    readonly groupId: string
+    readonly changelog: Option.Option<string>
+    readonly onRetries: (retries: number) => void
+    readonly onCommitted: (committed: Committed) => Effect.Effect<void>
+  }
+): Effect.Effect<Outcome<E>, never, R> =>
+  Effect.gen(function*() {
+    const partition = task.partition
+    const result = yield* Batch.run(transformer, task.store, slices, { ...options, cache: task.cache })
+    options.onRetries(result.retries)
+    if (result.processed > 0) {
+      const changelogRecords = Option.match(options.changelog, {
+        onNone: () => [],
+        onSome: (topic) => result.writes.map((w) => ({ topic, partition, key: w.key, value: w.value }))
+      })
+      const records = [...result.outputs, ...changelogRecords]
+      const offsets = slices.map((slice, i) => ({ topic: slice.topic, partition: slice.partition, offset: result.cuts[i]!.offset }))
+      const send = task.delivery._tag === "ExactlyOnce"
+        ? task.delivery.producer.commit(records, { groupId: options.groupId, offsets })
+        : task.delivery.producer.deliver(records)
+      const committed = yield* Effect.either(Effect.uninterruptible(
+        send.pipe(
+          Effect.zipRight(Option.match(task.store, { onNone: () => Effect.void, onSome: (store) => store.write(result.writes) })),
+          Effect.tap(() => {
+            for (const [key, state] of result.states) task.cache.set(key, state)
+          }),
+          Effect.tap(() => options.onCommitted({ result, offsets }))
+        )
+      ))
+      if (committed._tag === "Left") {
+        const error = committed.left
+        switch (error._tag) {
+          case "TaskMigrated":
+            return { _tag: "Migrated", partition, error }
+          case "KafkaError":
+            return { _tag: "DeliveryFailed", partition, error }
+          case "StateStoreError":
+            return { _tag: "Failed", partition, cause: Cause.fail(error) }
+        }
+      }
+    }
+    if (Option.isSome(result.failure)) {
+      const runtime = runtimeFailure(result.failure.value)
+      if (Option.isSome(runtime)) return { _tag: "DeliveryFailed", partition, error: runtime.value }
+      return { _tag: "Failed", partition, cause: result.failure.value }
+    }
+    return { _tag: "Committed", partition }
+  })

@@ -1,27 +1,28 @@
 /**
  * Processing one task's share of a poll: decode each record, run the
  * transform in offset order (per state key, concurrently, for topics with key
- * concurrency), and gather the outputs, the final state per key and the
- * offsets to commit.
+ * concurrency) under the error rules, and gather what the kept records
+ * produced (see `cut.ts`): outputs, one final state per key, offsets.
  *
  * Processing may end early: a record fails fatally, or `stop` completes (a
  * grace period ran out and running handlers are interrupted). What finished
- * before is still committed: the result keeps, per input partition, the
- * records below a cut (the first record not finished), with only their
- * outputs and state.
+ * before is still committed.
  *
  * @internal
  */
-import { Cause, Effect, Either, Exit, Option, Schedule, Schema } from "effect"
+import { Cause, Effect, Either, Exit, Option, Schema } from "effect"
 import type { ParseResult } from "effect"
 import type { Semaphore } from "effect/Effect"
 import type { KafkaError } from "../SkeinError.ts"
 import { DecodeError, EncodeError, OutputTooLarge, StateStoreError } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { RecordOf, Result, Transformer } from "../Transformer.ts"
+import * as Cut from "./cut.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
-import { recordSizeBound } from "./kafka/producer.ts"
+import * as Outputs from "./outputs.ts"
+import * as Rules from "./rules.ts"
 import type { StateCache } from "./StateCache.ts"
+import * as StateCopy from "./stateCopy.ts"
 import type { StateStore, StoreWrite } from "./StateStore.ts"
 
 /** The records of one input partition in a poll. */
@@ -43,15 +44,9 @@ export interface Options {
   /** Permits for transform calls across all tasks (`maxConcurrency`). */
   readonly permits: Option.Option<Semaphore>
   /** The size limit of a record for each output topic. */
-  readonly messageLimits: MessageLimits
+  readonly messageLimits: Outputs.MessageLimits
   /** The task's committed states, decoded (a read-through cache of its store). */
   readonly cache: StateCache
-}
-
-/** The size limit of a record per output topic: known synchronously once looked up. */
-export interface MessageLimits {
-  readonly known: (topic: string) => number | undefined
-  readonly lookup: (topic: string) => Effect.Effect<number, KafkaError>
 }
 
 export interface TaskBatchResult<E> {
@@ -62,7 +57,7 @@ export interface TaskBatchResult<E> {
   /** The same final states, decoded: for the state cache once they are committed. */
   readonly states: ReadonlyMap<string, Option.Option<unknown>>
   /** Per slice (same order): the next offset to commit and how many of its records are kept. */
-  readonly cuts: ReadonlyArray<{ readonly offset: number; readonly kept: number }>
+  readonly cuts: ReadonlyArray<Cut.SliceCut>
   readonly processed: number
   readonly skipped: number
   readonly deadLettered: number
@@ -100,42 +95,94 @@ export const deadLetter = (
   }
 })
 
-/** The bytes a record takes in a record batch (an upper bound). */
-const recordBytes = (record: Topic.EncodedRecord): number => {
-  let bytes = 90 + Buffer.byteLength(record.key ?? "") + Buffer.byteLength(record.value ?? "")
-  if (record.headers !== undefined) {
-    for (const [name, value] of Object.entries(record.headers)) bytes += 10 + Buffer.byteLength(name) + Buffer.byteLength(value)
-  }
-  return bytes
-}
-
-/** A record decoded ahead of processing. */
+/** A record decoded ahead of processing, with its state key (or the defect its `stateKey` threw). */
 interface Entry<Inputs extends ReadonlyArray<Topic.Any>> {
   readonly record: FetchedRecord
   readonly decoded: Either.Either<RecordOf<Inputs>, DecodeError>
-  readonly stateKey: string
-}
-
-/** A finished record: what it produced and the state of its key after it. */
-interface Done<S> {
-  readonly offset: number
-  readonly stateKey: string
-  readonly outputs: ReadonlyArray<Topic.EncodedRecord>
-  /** `undefined`: the state was not changed; otherwise the new state (`None`: deleted). */
-  readonly change: Option.Option<S> | undefined
-  readonly disposition: "processed" | "skipped" | "deadLettered"
+  readonly stateKey: Either.Either<string, unknown>
 }
 
 /** Records processed one after the other. */
 interface Lane<Inputs extends ReadonlyArray<Topic.Any>, S> {
   readonly entries: ReadonlyArray<Entry<Inputs>>
-  readonly done: Array<Done<S>>
+  readonly offsets: ReadonlyArray<number>
+  readonly done: Array<Cut.Done<S>>
 }
 
 /** What one transform attempt produced. */
 interface Attempt<S> {
   readonly outputs: ReadonlyArray<Topic.EncodedRecord>
   readonly change: Option.Option<S> | undefined
+}
+
+/** Decodes a slice's records with their topic's Schemas and computes their state keys. */
+const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
+  transformer: Transformer<Inputs, S, E, R>,
+  topic: Topic.Any,
+  slice: Slice
+): Array<Entry<Inputs>> => {
+  const entries: Array<Entry<Inputs>> = []
+  for (const record of slice.records) {
+    const decoded = topic.decode(text(record.key), text(record.value))
+    if (Either.isLeft(decoded)) {
+      const error = new DecodeError({
+        topic: record.topic,
+        partition: record.partition,
+        offset: record.offset,
+        part: decoded.left.part,
+        cause: decoded.left.cause
+      })
+      entries.push({ record, decoded: Either.left(error), stateKey: Either.right("") })
+      continue
+    }
+    const value = {
+      topic: record.topic,
+      partition: record.partition,
+      offset: record.offset,
+      key: decoded.right.key,
+      value: decoded.right.value,
+      headers: record.headers,
+      timestamp: record.timestamp
+    } as RecordOf<Inputs>
+    entries.push({ record, decoded: Either.right(value), stateKey: stateKeyOf(transformer, value) })
+  }
+  return entries
+}
+
+/** The record's state key; a throwing `stateKey` fails its record (a defect), not the batch. */
+const stateKeyOf = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
+  transformer: Transformer<Inputs, S, E, R>,
+  record: RecordOf<Inputs>
+): Either.Either<string, unknown> => {
+  try {
+    return Either.right(transformer.stateKey(record))
+  } catch (defect) {
+    return Either.left(defect)
+  }
+}
+
+/** One lane per slice, or one per state key for topics with key concurrency. */
+const lanesOf = <Inputs extends ReadonlyArray<Topic.Any>, S>(
+  entries: ReadonlyArray<Entry<Inputs>>,
+  keyConcurrency: boolean
+): ReadonlyArray<Lane<Inputs, S>> => {
+  const lane = (laneEntries: ReadonlyArray<Entry<Inputs>>): Lane<Inputs, S> => ({
+    entries: laneEntries,
+    offsets: laneEntries.map((e) => e.record.offset),
+    done: []
+  })
+  if (!keyConcurrency) return [lane(entries)]
+  const byKey = new Map<string, Array<Entry<Inputs>>>()
+  for (const entry of entries) {
+    // A poison record, or one without a state key, runs in a lane of its own.
+    const key = Either.isLeft(entry.decoded) || Either.isLeft(entry.stateKey)
+      ? `\u0000record-${entry.record.offset}`
+      : entry.stateKey.right
+    const list = byKey.get(key)
+    if (list === undefined) byKey.set(key, [entry])
+    else list.push(entry)
+  }
+  return [...byKey.values()].map(lane)
 }
 
 export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
@@ -148,51 +195,17 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const topics = new Map(transformer.inputs.map((topic) => [topic.name, topic]))
     const decodeState = Option.map(transformer.state, (codec) => Schema.decodeEither(codec))
     const encodeState = Option.map(transformer.state, (codec) => Schema.encodeEither(codec))
-    const hasRules = transformer.rules.length > 0
-    /** The transform's private copy of a state: its mutations never leak into other records. */
-    const copy = (state: Option.Option<S>) => Option.map(state, (s) => typeof s === "object" && s !== null ? structuredClone(s) : s)
+    const copyState = Option.match(transformer.state, {
+      onNone: (): StateCopy.StateCopy<S> => Either.right,
+      onSome: StateCopy.make
+    })
+    const stateCodecName = `state of ${transformer.name}`
     const states = new Map<string, Option.Option<S>>()
     let retries = 0
 
-    // Decoding (synchronous) and lanes: one per slice, or one per state key for key concurrency.
-    const lanesPerSlice = slices.map((slice): ReadonlyArray<Lane<Inputs, S>> => {
+    const lanesPerSlice = slices.map((slice) => {
       const topic = topics.get(slice.topic)
-      const entries: Array<Entry<Inputs>> = []
-      for (const record of slice.records) {
-        if (topic === undefined) continue
-        const decoded = topic.decode(text(record.key), text(record.value))
-        if (Either.isLeft(decoded)) {
-          const error = new DecodeError({
-            topic: record.topic,
-            partition: record.partition,
-            offset: record.offset,
-            part: decoded.left.part,
-            cause: decoded.left.cause
-          })
-          entries.push({ record, decoded: Either.left(error), stateKey: "" })
-          continue
-        }
-        const value = {
-          topic: record.topic,
-          partition: record.partition,
-          offset: record.offset,
-          key: decoded.right.key,
-          value: decoded.right.value,
-          headers: record.headers,
-          timestamp: record.timestamp
-        } as RecordOf<Inputs>
-        entries.push({ record, decoded: Either.right(value), stateKey: transformer.stateKey(value) })
-      }
-      if (topic === undefined || !topic.keyConcurrency) return [{ entries, done: [] }]
-      const byKey = new Map<string, Array<Entry<Inputs>>>()
-      for (const entry of entries) {
-        // A poison record has no state key: its own lane.
-        const key = Either.isLeft(entry.decoded) ? `\u0000poison-${entry.record.offset}` : entry.stateKey
-        const lane = byKey.get(key)
-        if (lane === undefined) byKey.set(key, [entry])
-        else lane.push(entry)
-      }
-      return [...byKey.values()].map((laneEntries) => ({ entries: laneEntries, done: [] }))
+      return topic === undefined ? [] : lanesOf<Inputs, S>(decodeSlice(transformer, topic, slice), topic.keyConcurrency)
     })
 
     /** The state of a key when known without reading the store; `undefined` otherwise. */
@@ -205,7 +218,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       return committed
     }
 
-    /** Decodes a stored state and remembers it for the batch and in the cache; `undefined`: no state. */
+    /** Decodes a stored state and remembers it for the batch and in the cache. */
     const remember = (
       stateKey: string,
       stored: string | undefined,
@@ -230,130 +243,74 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         ))
     }
 
-    /** Checks an encoded output against its topic's size limit. */
-    const checkSize = (
-      encoded: Topic.EncodedRecord,
-      limit: number,
-      source: FetchedRecord
-    ): Either.Either<Topic.EncodedRecord, OutputTooLarge> => {
-      if (recordSizeBound(encoded) <= limit && encoded.headers === undefined) return Either.right(encoded)
-      const bytes = recordBytes(encoded)
-      if (bytes <= limit) return Either.right(encoded)
-      return Either.left(
-        new OutputTooLarge({
-          topic: encoded.topic,
-          bytes,
-          limit,
-          source: { topic: source.topic, partition: source.partition, offset: source.offset }
-        })
-      )
-    }
-
-    /** Encodes a result's outputs and checks their sizes: synchronous once each topic's limit is known. */
-    const encodeOutputs = (
-      result: Result<S>,
-      source: FetchedRecord
-    ): Effect.Effect<ReadonlyArray<Topic.EncodedRecord>, EncodeError | OutputTooLarge | KafkaError> => {
-      const emit = result.emit ?? []
-      const outputs: Array<Topic.EncodedRecord> = []
-      for (let i = 0; i < emit.length; i++) {
-        const encoded = emit[i]!.encode()
-        if (Either.isLeft(encoded)) return Either.left(encoded.left)
-        const limit = options.messageLimits.known(encoded.right.topic)
-        if (limit === undefined) {
-          // The first output for this topic: look its limit up, then go on.
-          const rest = emit.slice(i)
-          return Effect.gen(function*() {
-            for (const output of rest) {
-              const next = yield* output.encode()
-              outputs.push(yield* checkSize(next, yield* options.messageLimits.lookup(next.topic), source))
-            }
-            return outputs
-          })
-        }
-        const checked = checkSize(encoded.right, limit, source)
-        if (Either.isLeft(checked)) return Either.left(checked.left)
-        outputs.push(checked.right)
-      }
-      return Either.right(outputs)
-    }
-
     const changeOf = (result: Result<S>): Option.Option<S> | undefined =>
       result.state === undefined ? undefined : result.state._tag === "Set" ? Option.some(result.state.value) : Option.none()
 
+    /** One transform call on a private copy of the state, with its outputs encoded. */
     const attempt = (decoded: RecordOf<Inputs>, state: Option.Option<S>, source: FetchedRecord) => {
       const call = Effect.flatMap(
-        Effect.suspend(() => transformer.transform(decoded, state)),
+        Effect.flatMap(
+          Either.mapLeft(copyState(state), (cause) => new EncodeError({ topic: stateCodecName, cause })),
+          (copy) => Effect.suspend(() => transformer.transform(decoded, copy))
+        ),
         (result) =>
-          Effect.map(encodeOutputs(result, source), (outputs): Attempt<S> => ({ outputs, change: changeOf(result) }))
+          Effect.map(
+            Outputs.encode(result.emit ?? [], options.messageLimits, source),
+            (outputs): Attempt<S> => ({ outputs, change: changeOf(result) })
+          )
       )
       return Option.isSome(options.permits) ? options.permits.value.withPermits(1)(call) : call
     }
 
-    /**
-     * Whether a rule handles an error: a tagged rule by `_tag`, any other by its
-     * `when`, which never sees Skein's own errors (`OutputTooLarge`, `EncodeError`).
-     */
-    const matches = (rule: Transformer<Inputs, S, E, R>["rules"][number], error: unknown): boolean => {
-      if (rule.tag !== undefined) {
-        return typeof error === "object" && error !== null && "_tag" in error && error._tag === rule.tag
-      }
-      if (error instanceof OutputTooLarge || error instanceof EncodeError) return false
-      return (rule.when as (e: unknown) => boolean)(error)
+    const finish = (
+      entry: Entry<Inputs>,
+      stateKey: string,
+      finished: Attempt<S>,
+      disposition: Cut.Done<S>["disposition"]
+    ): Cut.Done<S> => {
+      if (finished.change !== undefined) states.set(stateKey, finished.change)
+      return { offset: entry.record.offset, stateKey, outputs: finished.outputs, change: finished.change, disposition }
     }
 
-    /** Runs the transform with the error rules: retries on the rule's schedule, then its disposition. */
-    const withRules = (entry: Entry<Inputs>, decoded: RecordOf<Inputs>, state: Option.Option<S>) =>
-      Effect.gen(function*() {
-        // Each attempt gets a fresh copy: a retry sees the state as it was before the failed attempt.
-        const fresh = () => attempt(decoded, copy(state), entry.record)
-        let outcome = yield* Effect.either(fresh())
-        if (Either.isRight(outcome)) return { ...outcome.right, disposition: "processed" as const }
-        const failed = outcome.left
-        const rule = transformer.rules.find((r) => matches(r, failed))
-        if (rule === undefined || failed instanceof EncodeError) return yield* Effect.fail(failed)
-        if (rule.retry !== undefined) {
-          const driver = yield* Schedule.driver(rule.retry as Schedule.Schedule<unknown, unknown>)
-          while (Either.isLeft(outcome) && matches(rule, outcome.left)) {
-            const step = yield* Effect.either(driver.next(outcome.left))
-            if (Either.isLeft(step)) break
+    const processKnown = (
+      entry: Entry<Inputs>,
+      stateKey: string,
+      decoded: RecordOf<Inputs>,
+      state: Option.Option<S>
+    ): Effect.Effect<Cut.Done<S>, unknown, R> => {
+      if (transformer.rules.length === 0) {
+        return Effect.map(attempt(decoded, state, entry.record), (finished) => finish(entry, stateKey, finished, "processed"))
+      }
+      return Effect.flatMap(
+        Rules.apply(transformer.rules, () => attempt(decoded, state, entry.record), {
+          hasDeadLetterTopic: Option.isSome(options.deadLetterTopic),
+          onRetry: () => {
             retries++
-            outcome = yield* Effect.either(fresh())
+          }
+        }),
+        (ruled) => {
+          switch (ruled._tag) {
+            case "Succeeded":
+              return Effect.succeed(finish(entry, stateKey, ruled.value, "processed"))
+            case "Skipped": {
+              const r = entry.record
+              return Effect.as(
+                Effect.logWarning(`skipped ${r.topic}/${r.partition}@${r.offset}: ${describe(ruled.error)}`),
+                finish(entry, stateKey, { outputs: [], change: undefined }, "skipped")
+              )
+            }
+            case "DeadLettered": {
+              const letter = deadLetter(Option.getOrThrow(options.deadLetterTopic), entry.record, {
+                message: describe(ruled.error)
+              })
+              return Effect.succeed(finish(entry, stateKey, { outputs: [letter], change: undefined }, "deadLettered"))
+            }
           }
         }
-        if (Either.isRight(outcome)) return { ...outcome.right, disposition: "processed" as const }
-        const error = outcome.left
-        if (rule.then === "fail" || !matches(rule, error)) return yield* Effect.fail(error)
-        if (rule.then === "skip") {
-          const r = entry.record
-          yield* Effect.logWarning(`skipped ${r.topic}/${r.partition}@${r.offset}: ${describe(error)}`)
-          return { outputs: [], change: undefined, disposition: "skipped" as const }
-        }
-        if (Option.isNone(options.deadLetterTopic)) return yield* Effect.fail(error)
-        return {
-          outputs: [deadLetter(options.deadLetterTopic.value, entry.record, { message: describe(error) })],
-          change: undefined,
-          disposition: "deadLettered" as const
-        }
-      })
-
-    const finish = (entry: Entry<Inputs>, finished: Attempt<S>, disposition: Done<S>["disposition"]): Done<S> => {
-      if (finished.change !== undefined) states.set(entry.stateKey, finished.change)
-      return {
-        offset: entry.record.offset,
-        stateKey: entry.stateKey,
-        outputs: finished.outputs,
-        change: finished.change,
-        disposition
-      }
+      )
     }
 
-    const processKnown = (entry: Entry<Inputs>, decoded: RecordOf<Inputs>, state: Option.Option<S>) =>
-      hasRules
-        ? Effect.map(withRules(entry, decoded, state), (finished) => finish(entry, finished, finished.disposition))
-        : Effect.map(attempt(decoded, copy(state), entry.record), (finished) => finish(entry, finished, "processed"))
-
-    const processEntry = (entry: Entry<Inputs>): Effect.Effect<Done<S>, RecordError<E>, R> => {
+    const processEntry = (entry: Entry<Inputs>): Effect.Effect<Cut.Done<S>, unknown, R> => {
       if (Either.isLeft(entry.decoded)) {
         // A poison record never reaches the transform: it goes to the dead letter
         // topic inside this batch's transaction, or, with none configured, fails the run.
@@ -365,20 +322,22 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           stateKey: "",
           outputs: [deadLetter(dlq, entry.record, error)],
           change: undefined,
-          disposition: "deadLettered"
+          disposition: "deadLettered" as const
         })
       }
+      if (Either.isLeft(entry.stateKey)) return Effect.die(entry.stateKey.left)
+      const stateKey = entry.stateKey.right
       const decoded = entry.decoded.right
-      const known = knownState(entry.stateKey)
+      const known = knownState(stateKey)
       return known === undefined
-        ? Effect.flatMap(readState(entry.stateKey), (state) => processKnown(entry, decoded, state))
-        : processKnown(entry, decoded, known)
+        ? Effect.flatMap(readState(stateKey), (state) => processKnown(entry, stateKey, decoded, state))
+        : processKnown(entry, stateKey, decoded, known)
     }
 
     const runLane = (lane: Lane<Inputs, S>) =>
       Effect.suspend(() => {
         let index = 0
-        const next: Effect.Effect<void, RecordError<E>, R> = Effect.suspend(() => {
+        const next: Effect.Effect<void, unknown, R> = Effect.suspend(() => {
           const entry = lane.entries[index]
           if (entry === undefined) return Effect.void
           return Effect.flatMap(processEntry(entry), (done) => {
@@ -395,7 +354,9 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     for (const lanes of lanesPerSlice) {
       for (const lane of lanes) {
         for (const entry of lane.entries) {
-          if (Either.isRight(entry.decoded) && knownState(entry.stateKey) === undefined) missing.add(entry.stateKey)
+          if (Either.isRight(entry.decoded) && Either.isRight(entry.stateKey) && knownState(entry.stateKey.right) === undefined) {
+            missing.add(entry.stateKey.right)
+          }
         }
       }
     }
@@ -408,57 +369,42 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           for (const key of missing) remember(key, values[i++], decodeState.value)
         }))
 
-    const work = Effect.zipRight(prefetch, Effect.forEach(
-      lanesPerSlice,
-      (lanes) =>
-        lanes.length === 1
-          ? runLane(lanes[0]!)
-          : Effect.forEach(lanes, runLane, { concurrency: "unbounded", discard: true }),
-      { discard: true }
-    ))
+    const work = Effect.zipRight(
+      prefetch,
+      Effect.forEach(
+        lanesPerSlice,
+        (lanes) =>
+          lanes.length === 1
+            ? runLane(lanes[0]!)
+            : Effect.forEach(lanes, runLane, { concurrency: "unbounded", discard: true }),
+        { discard: true }
+      )
+    )
     const finished = yield* Effect.race(Effect.exit(work), Effect.as(options.stop, undefined))
     const interrupted = finished === undefined
-    const failure = finished !== undefined && Exit.isFailure(finished) ? Option.some(finished.cause) : Option.none()
+    const failure = finished !== undefined && Exit.isFailure(finished)
+      ? Option.some(finished.cause as Cause.Cause<RecordError<E>>)
+      : Option.none()
 
-    // The cut of each slice: its first record that did not finish (in any lane).
-    const outputs: Array<Topic.EncodedRecord> = []
-    const finalStates = new Map<string, Option.Option<S>>()
-    const cuts: Array<{ offset: number; kept: number }> = []
-    let processed = 0
-    let skipped = 0
-    let deadLettered = 0
-    slices.forEach((slice, i) => {
+    const kept = Cut.cut(slices.map((slice, i) => {
       const lanes = lanesPerSlice[i]!
-      let cut = slice.endOffset
-      for (const lane of lanes) {
-        const unfinished = lane.entries[lane.done.length]
-        if (unfinished !== undefined) cut = Math.min(cut, unfinished.record.offset)
+      return {
+        offsets: slice.records.map((r) => r.offset),
+        endOffset: slice.endOffset,
+        lanes: lanes.length === 0 ? [] : lanes
       }
-      for (const lane of lanes) {
-        for (const done of lane.done) {
-          if (done.offset >= cut) break
-          outputs.push(...done.outputs)
-          if (done.change !== undefined) finalStates.set(done.stateKey, done.change)
-          processed++
-          if (done.disposition === "skipped") skipped++
-          else if (done.disposition === "deadLettered") deadLettered++
-        }
-      }
-      let kept = 0
-      while (kept < slice.records.length && slice.records[kept]!.offset < cut) kept++
-      cuts.push({ offset: cut, kept })
-    })
+    }))
 
     const writes: Array<StoreWrite> = []
     if (Option.isSome(encodeState)) {
-      for (const [key, state] of finalStates) {
+      for (const [key, state] of kept.states) {
         if (Option.isNone(state)) {
           writes.push({ key, value: null })
           continue
         }
         const encoded = encodeState.value(state.value)
         if (Either.isLeft(encoded)) {
-          const error = new EncodeError({ topic: `state of ${transformer.name}`, cause: encoded.left })
+          const error = new EncodeError({ topic: stateCodecName, cause: encoded.left })
           // Nothing of this task's batch commits: the run (or partition) ends with the error.
           return {
             outputs: [],
@@ -476,5 +422,16 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         writes.push({ key, value: encoded.right })
       }
     }
-    return { outputs, writes, states: finalStates, cuts, processed, skipped, deadLettered, retries, failure, interrupted }
+    return {
+      outputs: kept.outputs,
+      writes,
+      states: kept.states,
+      cuts: kept.cuts,
+      processed: kept.processed,
+      skipped: kept.skipped,
+      deadLettered: kept.deadLettered,
+      retries,
+      failure,
+      interrupted
+    }
   })

@@ -95,8 +95,7 @@ const extract = <Token extends string, C, E, R>(
       if (!idle) {
         yield* fenced.commit(
           [...records, cursors.record(owned, next)],
-          { groupId: context.groupId, offsets: [] },
-          owned.partition
+          { groupId: context.groupId, offsets: [] }
         ).pipe(
           // Counted before an interruption waiting for the commit can take over.
           Effect.tapError((error) => Effect.sync(() => error instanceof TaskMigrated && stats.migrations++)),
@@ -128,6 +127,7 @@ const ownOnce = <Token extends string, C, E, R>(
   Effect.scoped(Effect.gen(function*() {
     const { stats } = context
     const producer = yield* Producer.make(context.kafka, {
+      partition: owned.partition,
       transactionalId: transactionalId(context.applicationId, context.extractor.name, owned.token),
       transactionTimeout: context.transactionTimeout,
       maxMessageBytes: context.maxMessageBytes

@@ -115,6 +115,8 @@ export const run = <Token extends string, C, E, R>(
         case "Batch":
           // Never expected: every assigned partition stays paused.
           return Effect.sync(() => event.batch.complete("Dropped"))
+        case "Filtered":
+          return Effect.void
       }
     }
 

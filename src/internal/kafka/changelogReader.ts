@@ -16,6 +16,7 @@ import type { Kafka } from "./client.ts"
 import { consumerRetry } from "./consumer.ts"
 import type { FetchedRecord } from "./consumer.ts"
 import { toKafkaError } from "./errors.ts"
+import { isPermit } from "./producer.ts"
 import type { RestorePermit } from "./producer.ts"
 
 type ReadEvent =
@@ -112,8 +113,12 @@ export const make = (
       () => Effect.promise(() => consumer.disconnect().catch(() => undefined))
     )
 
-    const read: ChangelogReader["read"] = (_fenced, partition, range, apply) =>
-      range.until <= range.from ? Effect.succeed(0) : Effect.gen(function*() {
+    const read: ChangelogReader["read"] = (permit, partition, range, apply) =>
+      !isPermit(permit, partition)
+        ? Effect.dieMessage(`Skein invariant broken: restoring partition ${partition} without its task's fenced producer`)
+        : range.until <= range.from
+        ? Effect.succeed(0)
+        : Effect.gen(function*() {
         yield* Deferred.await(joined)
         if (crashed !== undefined) return yield* Effect.fail(crashed)
         const events = yield* Queue.unbounded<ReadEvent>()

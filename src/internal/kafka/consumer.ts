@@ -41,6 +41,10 @@ export interface PartitionBatch {
   readonly topic: string
   readonly partition: number
   readonly generation: number
+  /** The offset kafkajs fetched from: where the batch starts (records may begin later, past gaps). */
+  readonly fetchedOffset: number
+  /** True when the partition was seeked after this batch was fetched. */
+  readonly isStale: () => boolean
   readonly records: ReadonlyArray<FetchedRecord>
   /** The offset after this batch, past any filtered control records. */
   readonly nextOffset: number
@@ -53,6 +57,12 @@ export type ConsumerEvent =
   | { readonly _tag: "Batch"; readonly batch: PartitionBatch }
   | { readonly _tag: "Assigned"; readonly generation: number; readonly partitions: ReadonlyArray<TopicPartition> }
   | { readonly _tag: "Rebalancing" }
+  /**
+   * kafkajs moved past records it does not hand over (only aborted
+   * transactions' records or transaction markers): the partition's position
+   * is now `nextOffset`.
+   */
+  | { readonly _tag: "Filtered"; readonly topic: string; readonly partition: number; readonly nextOffset: number }
   | { readonly _tag: "Crashed"; readonly error: KafkaError }
 
 export interface GroupConsumer {
@@ -102,6 +112,12 @@ const toRecord = (topic: string, partition: number, message: EachBatchPayload["b
     headers,
     timestamp: Number(message.timestamp)
   }
+}
+
+/** Where kafkajs fetched the batch from (a field its type declarations omit). */
+const fetchedOffsetOf = (batch: EachBatchPayload["batch"]): number => {
+  const value: unknown = Reflect.get(batch, "fetchedOffset")
+  return typeof value === "string" || typeof value === "number" ? Number(value) : Number(batch.firstOffset() ?? batch.lastOffset())
 }
 
 const rejoinError = () =>
@@ -183,7 +199,19 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       Queue.unsafeOffer(events, { _tag: "Crashed", error: toKafkaError("consumer")(event.payload.error) })
     })
 
-    const eachBatch = async ({ batch, heartbeat, resolveOffset, isRunning }: EachBatchPayload): Promise<void> => {
+    consumer.on(consumer.events.END_BATCH_PROCESS, (event) => {
+      // A batch of only filtered records is resolved by kafkajs itself; every other batch went through eachBatch.
+      if (event.payload.batchSize === 0) {
+        Queue.unsafeOffer(events, {
+          _tag: "Filtered",
+          topic: event.payload.topic,
+          partition: event.payload.partition,
+          nextOffset: Number(event.payload.lastOffset) + 1
+        })
+      }
+    })
+
+    const eachBatch = async ({ batch, heartbeat, isRunning, isStale, resolveOffset }: EachBatchPayload): Promise<void> => {
       if (!isRunning()) return
       let complete: (outcome: BatchOutcome) => void = () => undefined
       const done = new Promise<BatchOutcome>((resolve) => {
@@ -200,6 +228,8 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
           topic: batch.topic,
           partition: batch.partition,
           generation,
+          fetchedOffset: fetchedOffsetOf(batch),
+          isStale,
           records: batch.messages.map((m) => toRecord(batch.topic, batch.partition, m)),
           nextOffset: Number(batch.lastOffset()) + 1,
           highWatermark: Number(batch.highWatermark),

@@ -18,8 +18,6 @@ import type { EncodedRecord } from "../../Topic.ts"
 import type { Kafka } from "./client.ts"
 import { isFenced, toKafkaError } from "./errors.ts"
 
-declare const FencedBrand: unique symbol
-declare const AtLeastOnceBrand: unique symbol
 
 /** A producer that has not fenced its transactional id yet. */
 export interface TransactionalProducer {
@@ -34,9 +32,17 @@ export interface TransactionOffsets {
   readonly offsets: ReadonlyArray<{ readonly topic: string; readonly partition: number; readonly offset: number }>
 }
 
-/** A producer that owns its transactional id. Only `fence` creates one. */
+/** The key only this module can write: no object literal elsewhere has the shape of a permit. */
+const issuedBy: unique symbol = Symbol.for("skein/RestorePermit")
+
+/**
+ * A producer that owns its transactional id, for task `partition`. Only
+ * `fence` creates one (`isPermit` rejects any other value, a cast included).
+ */
 export interface FencedProducer {
-  readonly [FencedBrand]: true
+  readonly [issuedBy]: typeof issuedBy
+  readonly _tag: "FencedProducer"
+  readonly partition: number
   readonly transactionalId: string
   /**
    * Runs one transaction: sends the records, adds the offsets, commits.
@@ -46,8 +52,7 @@ export interface FencedProducer {
    */
   readonly commit: (
     records: ReadonlyArray<EncodedRecord>,
-    offsets: TransactionOffsets,
-    partition: number
+    offsets: TransactionOffsets
   ) => Effect.Effect<void, KafkaError | TaskMigrated>
 }
 
@@ -65,7 +70,9 @@ const toMessage = (record: EncodedRecord): Message => {
  * at-least-once contract.
  */
 export interface AtLeastOnceProducer {
-  readonly [AtLeastOnceBrand]: true
+  readonly [issuedBy]: typeof issuedBy
+  readonly _tag: "AtLeastOnceProducer"
+  readonly partition: number
   readonly deliver: (records: ReadonlyArray<EncodedRecord>) => Effect.Effect<void, KafkaError>
 }
 
@@ -75,6 +82,18 @@ export interface AtLeastOnceProducer {
  * which declares that no fencing is wanted.
  */
 export type RestorePermit = FencedProducer | AtLeastOnceProducer
+
+/** The permits this module issued: a value not in here was not made by `fence` or `atLeastOnce`. */
+const issued = new WeakSet<RestorePermit>()
+
+const issue = <P extends RestorePermit>(permit: P): P => {
+  issued.add(permit)
+  return permit
+}
+
+/** True when `permit` was issued by this module for task `partition`. */
+export const isPermit = (permit: RestorePermit, partition: number): boolean =>
+  issued.has(permit) && permit.partition === partition
 
 /**
  * An upper bound of the bytes a record's key and value take in a record batch
@@ -137,9 +156,24 @@ const runTransaction = async (
     await transaction.commit()
   } catch (error) {
     if (transaction.isActive()) {
-      await transaction.abort().catch(() => undefined)
+      // The abort's own failure is kept with the error, never dropped: the producer is discarded either way.
+      await transaction.abort().catch((abortError: unknown) => {
+        throw new TransactionAbortFailed(error, abortError)
+      })
     }
     throw error
+  }
+}
+
+/** A transaction failed and so did its abort; both causes are kept. */
+export class TransactionAbortFailed extends Error {
+  constructor(override readonly cause: unknown, readonly abortCause: unknown) {
+    super(
+      `${cause instanceof Error ? cause.message : String(cause)} (and its abort failed: ${
+        abortCause instanceof Error ? abortCause.message : String(abortCause)
+      })`
+    )
+    this.name = "TransactionAbortFailed"
   }
 }
 
@@ -147,6 +181,7 @@ const runTransaction = async (
 export const make = (
   kafka: Kafka,
   options: {
+    readonly partition: number
     readonly transactionalId: string
     readonly transactionTimeout: Duration.Duration
     readonly maxMessageBytes: number
@@ -180,26 +215,30 @@ export const make = (
         await transaction.abort()
       },
       catch: toKafkaError("fence")
-    }).pipe(Effect.as(fenced(producer, options.transactionalId, options.maxMessageBytes)))
+    }).pipe(Effect.as(fenced(producer, options)))
   })))
 
-const fenced = (producer: Producer, transactionalId: string, maxBytes: number): FencedProducer => {
-  const value = {
-    transactionalId,
-    commit: (records: ReadonlyArray<EncodedRecord>, offsets: TransactionOffsets, partition: number) =>
+const fenced = (
+  producer: Producer,
+  options: { readonly partition: number; readonly transactionalId: string; readonly maxMessageBytes: number }
+): FencedProducer =>
+  issue({
+    [issuedBy]: issuedBy,
+    _tag: "FencedProducer",
+    partition: options.partition,
+    transactionalId: options.transactionalId,
+    commit: (records: ReadonlyArray<EncodedRecord>, offsets: TransactionOffsets) =>
       Effect.tryPromise({
-        try: () => runTransaction(producer, records, offsets, maxBytes),
+        try: () => runTransaction(producer, records, offsets, options.maxMessageBytes),
         catch: (error): KafkaError | TaskMigrated =>
-          isFenced(error) ? new TaskMigrated({ partition, cause: error }) : toKafkaError("commit")(error)
+          isFenced(error) ? new TaskMigrated({ partition: options.partition, cause: error }) : toKafkaError("commit")(error)
       }).pipe(Effect.uninterruptible)
-  }
-  return value as unknown as FencedProducer
-}
+  })
 
 /** A connected idempotent producer for at-least-once mode, disconnected when the scope closes. */
 export const atLeastOnce = (
   kafka: Kafka,
-  options: { readonly maxMessageBytes: number }
+  options: { readonly partition: number; readonly maxMessageBytes: number }
 ): Effect.Effect<AtLeastOnceProducer, KafkaError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.tryPromise({
@@ -211,8 +250,11 @@ export const atLeastOnce = (
       catch: toKafkaError("producer.connect")
     }),
     (producer) => Effect.promise(() => producer.disconnect().catch(() => undefined))
-  ).pipe(Effect.map((producer) => {
-    const value = {
+  ).pipe(Effect.map((producer) =>
+    issue({
+      [issuedBy]: issuedBy,
+      _tag: "AtLeastOnceProducer",
+      partition: options.partition,
       deliver: (records: ReadonlyArray<EncodedRecord>) =>
         Effect.tryPromise({
           try: async () => {
@@ -222,6 +264,5 @@ export const atLeastOnce = (
           },
           catch: toKafkaError("send")
         }).pipe(Effect.uninterruptible)
-    }
-    return value as unknown as AtLeastOnceProducer
-  }))
+    } satisfies AtLeastOnceProducer)
+  ))

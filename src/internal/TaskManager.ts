@@ -1,0 +1,340 @@
+/**
+ * The task manager: owns a runner's tasks, each in a scope of its own, and
+ * everything that starts or stops one.
+ *
+ * - Assignment: every task is torn down, then the assigned partitions wait
+ *   to start; the runner starts them one at a time (`startNext`).
+ * - Starts and rewinds: a task that fails to start on a broker error, or
+ *   whose delivery failed, starts again after a backoff (`deliveryBackoff`,
+ *   doubling, capped), up to `maxDeliveryFailures` in a row.
+ * - Failures: a failed record stops its partition or ends the run
+ *   (`failureIsolation`); a migrated task tears every task down (rejoin).
+ * - Teardown happens only under the batch lock, which only the manager
+ *   holds: processing a poll (`runPoll`) and tearing down exclude each other.
+ *
+ * @internal
+ */
+import { Cause, Clock, Duration, Effect, ExecutionStrategy, Exit, FiberMap, Option, Queue, Schedule, Scope } from "effect"
+import type { SkeinConfig } from "../SkeinConfig.ts"
+import type { KafkaError, RunnerError } from "../SkeinError.ts"
+import { DeliveryFailed, OffsetOutOfRange } from "../SkeinError.ts"
+import type { PartitionOffset } from "../TopicPartition.ts"
+import * as BatchLock from "./BatchLock.ts"
+import type { BatchLockHeld } from "./BatchLock.ts"
+import type { PollBuffer } from "./PollBuffer.ts"
+import type { RunnerStats } from "./RunnerStats.ts"
+import * as Task from "./Task.ts"
+
+/** Why the runner's loop should look again: a task start fell due, or acknowledged offsets are due a commit. */
+export type Wakeup = "TaskDue" | "CommitDue"
+
+export interface TaskManager {
+  readonly wakeups: Queue.Dequeue<Wakeup>
+  /** The running task of `partition`, if any. */
+  readonly task: (partition: number) => Option.Option<Task.Task>
+  /** The group generation of the current assignment. */
+  readonly generation: () => number
+  /** True when a partition's task is due to start. */
+  readonly hasDueStart: () => boolean
+  /** A new assignment: every task is torn down, the partitions wait to start (stopped ones stay stopped). */
+  readonly assign: (generation: number, partitions: ReadonlyArray<number>) => Effect.Effect<void>
+  /** A rebalance began: every task is torn down. */
+  readonly revokeAll: Effect.Effect<void>
+  /** Starts the next partition whose start is due; `shutdown` interrupts a start in progress. */
+  readonly startNext: (shutdown: Effect.Effect<void>) => Effect.Effect<void, RunnerError>
+  /**
+   * Processes a poll under the batch lock: `work` runs for each running task
+   * with records in the poll, concurrently; then the outcomes are applied
+   * (rewinds, stopped partitions, migration), none dropped.
+   */
+  readonly runPoll: <E, R>(
+    partitions: ReadonlyArray<number>,
+    work: (task: Task.Task) => Effect.Effect<Task.Outcome<E>, never, R>
+  ) => Effect.Effect<void, RunnerError | E, R>
+  /** At-least-once: remembers offsets of acknowledged work, committed at the next `commitDue`. */
+  readonly acknowledged: (offsets: ReadonlyArray<PartitionOffset>) => void
+  /** At-least-once: commits acknowledged offsets; a failure rewinds every task. */
+  readonly commitDue: Effect.Effect<void, RunnerError>
+  /** A fetched batch did not continue its partition: restart the task there, or stop it if records were deleted. */
+  readonly gap: (
+    gap: { readonly topic: string; readonly partition: number; readonly expected: number }
+  ) => Effect.Effect<void, RunnerError>
+}
+
+const maxBackoff = Duration.seconds(10)
+
+export const make = (options: {
+  readonly config: SkeinConfig
+  readonly context: Task.TaskContext
+  readonly stats: RunnerStats
+  readonly buffer: PollBuffer
+}): Effect.Effect<TaskManager, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { buffer, config, context, stats } = options
+    const exactlyOnce = config.processingGuarantee === "exactly-once"
+    const lock = yield* BatchLock.make
+    const managerScope = yield* Effect.scope
+    const wakeups = yield* Queue.unbounded<Wakeup>()
+    /** Scopes of the tasks starting or running; closing one tears its task down. */
+    const scopes = new Map<number, Scope.CloseableScope>()
+    const running = new Map<number, Task.Task>()
+    /** Partitions whose start is due, in order. */
+    const due: Array<number> = []
+    /** Partitions waiting out a backoff before their start is due. */
+    const backoffs = yield* FiberMap.make<number>()
+    /** Failed deliveries or starts in a row, per partition. */
+    const failures = new Map<number, number>()
+    /** At-least-once: acknowledged work whose offsets are not committed yet. */
+    const uncommitted = new Map<string, PartitionOffset>()
+    let generation = -1
+
+    const backoff = (attempts: number): Duration.Duration =>
+      Duration.min(maxBackoff, Duration.times(config.deliveryBackoff, 2 ** (attempts - 1)))
+
+    if (!exactlyOnce) {
+      yield* Queue.offer(wakeups, "CommitDue").pipe(
+        Effect.repeat(Schedule.spaced(config.commitInterval)),
+        Effect.delay(config.commitInterval),
+        Effect.forkScoped
+      )
+    }
+
+    const commitAcknowledged = Effect.suspend(() => {
+      const offsets = [...uncommitted.values()]
+      uncommitted.clear()
+      return context.consumer.commitOffsets(offsets)
+    })
+
+    const stopTask = (partition: number, held: BatchLockHeld) =>
+      Effect.gen(function*() {
+        yield* BatchLock.verify(held)
+        const scope = scopes.get(partition)
+        scopes.delete(partition)
+        running.delete(partition)
+        stats.assigned.delete(partition)
+        stats.restoring.delete(partition)
+        for (const [key, offset] of uncommitted) if (offset.partition === partition) uncommitted.delete(key)
+        buffer.dropPartition(partition, "Dropped")
+        if (scope !== undefined) {
+          yield* Scope.close(scope, Exit.void)
+          stats.tasksStopped++
+        }
+      })
+
+    const teardownAll = (held: BatchLockHeld) =>
+      Effect.gen(function*() {
+        if (stats.inFlightTransactions > 0) stats.teardownsWithTransactionInFlight++
+        if (!exactlyOnce && uncommitted.size > 0) {
+          // Acknowledged work is committed before its partitions are given up; if that
+          // fails, the records are delivered again (at-least-once).
+          yield* commitAcknowledged.pipe(
+            Effect.catchAll((error) => Effect.logWarning(`offset commit before teardown failed: ${error.message}`))
+          )
+        }
+        for (const partition of [...scopes.keys()]) yield* stopTask(partition, held)
+        due.length = 0
+        yield* FiberMap.clear(backoffs)
+        stats.pending.clear()
+        buffer.dropAll("Dropped")
+      })
+    yield* Effect.addFinalizer(() => lock.withLock(teardownAll))
+
+    /** Schedules `partition`'s start after the backoff of one more failure in a row; `Some` once they are exhausted. */
+    const retryLater = (partition: number, what: string, error: KafkaError) =>
+      Effect.gen(function*() {
+        const attempts = (failures.get(partition) ?? 0) + 1
+        failures.set(partition, attempts)
+        if (attempts >= config.maxDeliveryFailures) return Option.some(attempts)
+        const delay = backoff(attempts)
+        yield* Effect.logWarning(`${what} (${attempts} in a row), retrying in ${Duration.format(delay)}: ${error.message}`)
+        stats.pending.add(partition)
+        yield* FiberMap.run(
+          backoffs,
+          partition,
+          Effect.sleep(delay).pipe(
+            Effect.zipRight(Effect.sync(() => due.push(partition))),
+            Effect.zipRight(Queue.offer(wakeups, "TaskDue"))
+          )
+        )
+        return Option.none()
+      })
+
+    /** A failed delivery rewinds the partition: its task restarts from the last commit after a backoff. */
+    const rewind = (partition: number, error: KafkaError, held: BatchLockHeld) =>
+      Effect.gen(function*() {
+        stats.aborts++
+        yield* stopTask(partition, held)
+        const exhausted = yield* retryLater(partition, `delivery of task ${partition} failed, rewinding to the last commit`, error)
+        if (Option.isSome(exhausted)) {
+          return yield* Effect.fail(new DeliveryFailed({ partition, attempts: exhausted.value, cause: error }))
+        }
+      })
+
+    /** Marks `partition` stopped by `message` (failure isolation "partition"). */
+    const markStopped = (partition: number, message: string) =>
+      Effect.gen(function*() {
+        yield* Effect.logError(`partition ${partition} stopped: ${message}`)
+        stats.stopped.set(partition, message)
+        stats.pending.delete(partition)
+      })
+
+    /** A partition's failure: stops only it (`failureIsolation: "partition"`) or ends the run. */
+    const failPartition = <E>(partition: number, cause: Cause.Cause<E>, held: BatchLockHeld) =>
+      Effect.gen(function*() {
+        if (config.failureIsolation === "run") return yield* Effect.failCause(cause)
+        const reason = Cause.squash(cause)
+        yield* markStopped(partition, reason instanceof Error ? reason.message : String(reason))
+        yield* stopTask(partition, held)
+      })
+
+    const startTask = (partition: number, shutdown: Effect.Effect<void>) =>
+      Effect.gen(function*() {
+        // The scope is registered before anything is acquired in it: an interruption at
+        // any point leaves it to the teardown, which closes it.
+        const scope = yield* Scope.fork(managerScope, ExecutionStrategy.sequential)
+        scopes.set(partition, scope)
+        const started = yield* Effect.uninterruptibleMask((restore) =>
+          Effect.exit(restore(Effect.raceFirst(
+            Scope.extend(Task.make(context, partition), scope),
+            Effect.zipRight(shutdown, Effect.interrupt)
+          ))).pipe(
+            Effect.tap((exit) =>
+              Effect.sync(() => {
+                stats.restoring.delete(partition)
+                stats.pending.delete(partition)
+                if (Exit.isSuccess(exit)) {
+                  running.set(partition, exit.value)
+                  buffer.expect(exit.value.startOffsets)
+                  stats.tasksStarted++
+                  stats.restoredRecords += exit.value.restored
+                  stats.assigned.add(partition)
+                }
+              })
+            ),
+            Effect.tap((exit) =>
+              Exit.isFailure(exit)
+                ? Effect.zipRight(
+                  Effect.sync(() => scopes.delete(partition)),
+                  Scope.close(scope, exit)
+                )
+                : Effect.void
+            )
+          )
+        )
+        if (Exit.isSuccess(started) || Cause.isInterruptedOnly(started.cause)) return
+        const error = Cause.failureOption(started.cause)
+        if (Option.isNone(error)) return yield* Effect.failCause(started.cause)
+        const failure = error.value
+        if (failure instanceof OffsetOutOfRange && config.failureIsolation === "partition") {
+          // An unreadable partition stops like a failed record: never a silent reset.
+          return yield* markStopped(partition, failure.message)
+        }
+        if (failure._tag === "KafkaError") {
+          // A broker unreachable or busy while the task connects, fences or restores: retried
+          // after a backoff like a failed delivery, up to maxDeliveryFailures in a row.
+          const exhausted = yield* retryLater(partition, `task ${partition} failed to start`, failure)
+          if (Option.isSome(exhausted)) return yield* Effect.fail(failure)
+          return
+        }
+        return yield* Effect.fail(failure)
+      })
+
+    const applyOutcomes = <E>(outcomes: ReadonlyArray<Task.Outcome<E>>, held: BatchLockHeld) =>
+      Effect.gen(function*() {
+        const migrated = outcomes.filter((o) => o._tag === "Migrated")
+        const fatal: Array<Cause.Cause<RunnerError | E>> = []
+        for (const outcome of outcomes) {
+          if (outcome._tag === "Committed") failures.delete(outcome.partition)
+        }
+        for (const outcome of outcomes) {
+          if (outcome._tag === "Failed") {
+            const failed = yield* Effect.exit(failPartition(outcome.partition, outcome.cause, held))
+            if (Exit.isFailure(failed)) fatal.push(failed.cause)
+          } else if (outcome._tag === "DeliveryFailed") {
+            const rewound = yield* Effect.exit(rewind(outcome.partition, outcome.error, held))
+            if (Exit.isFailure(rewound)) fatal.push(rewound.cause)
+          }
+        }
+        if (migrated.length > 0) {
+          // A task migrated: no task survives; rejoin to learn the current assignment.
+          for (const outcome of migrated) yield* Effect.logWarning(outcome.error.message)
+          stats.migrations++
+          yield* teardownAll(held)
+          buffer.dropAll("Rejoin")
+        }
+        if (fatal.length > 0) return yield* Effect.failCause(fatal.reduce(Cause.parallel))
+      })
+
+    const manager: TaskManager = {
+      wakeups,
+      task: (partition) => Option.fromNullable(running.get(partition)),
+      generation: () => generation,
+      hasDueStart: () => due.length > 0,
+      assign: (next, partitions) =>
+        lock.withLock((held) =>
+          Effect.gen(function*() {
+            yield* teardownAll(held)
+            // Every assignment after the first is a rebalance, an eviction's rejoin included.
+            if (generation !== -1) stats.rebalances++
+            generation = next
+            // A stopped partition stays stopped until a restart, or until it moves away.
+            for (const partition of [...stats.stopped.keys()]) {
+              if (!partitions.includes(partition)) stats.stopped.delete(partition)
+            }
+            for (const partition of partitions) {
+              if (stats.stopped.has(partition)) continue
+              due.push(partition)
+              stats.pending.add(partition)
+            }
+          })
+        ),
+      revokeAll: lock.withLock(teardownAll),
+      startNext: (shutdown) =>
+        Effect.suspend(() => {
+          const partition = due.shift()
+          return partition === undefined ? Effect.void : startTask(partition, shutdown)
+        }),
+      runPoll: (partitions, work) =>
+        lock.withLock((held) =>
+          Effect.gen(function*() {
+            const tasks = partitions.flatMap((p) => Option.toArray(Option.fromNullable(running.get(p))))
+            const outcomes = yield* Effect.forEach(tasks, work, { concurrency: "unbounded" })
+            yield* applyOutcomes(outcomes, held)
+          })
+        ),
+      acknowledged: (offsets) => {
+        for (const o of offsets) uncommitted.set(`${o.topic}\u0000${o.partition}`, o)
+      },
+      commitDue: lock.withLock((held) =>
+        Effect.gen(function*() {
+          if (uncommitted.size === 0) return
+          const committed = yield* Effect.either(commitAcknowledged)
+          if (committed._tag === "Left") {
+            for (const partition of [...running.keys()]) yield* rewind(partition, committed.left, held)
+          } else {
+            stats.lastCommitAt = yield* Clock.currentTimeMillis
+          }
+        })
+      ),
+      gap: ({ expected, partition, topic }) =>
+        Effect.gen(function*() {
+          const range = yield* context.admin.offsetRange(topic, partition)
+          yield* lock.withLock((held) =>
+            Effect.gen(function*() {
+              if (!running.has(partition)) return
+              if (expected < range.low) {
+                // Retention deleted records this task had not read yet: never a skip.
+                const error = new OffsetOutOfRange({ topic, partition, committed: expected, earliest: range.low })
+                return yield* failPartition(partition, Cause.fail(error), held)
+              }
+              // Fetched from somewhere else than where the task continues: start it again from its commit.
+              yield* Effect.logWarning(`task ${partition}: a batch of ${topic} did not start at ${expected}; restarting it`)
+              yield* stopTask(partition, held)
+              due.push(partition)
+              stats.pending.add(partition)
+            })
+          )
+        })
+    }
+    return manager
+  })

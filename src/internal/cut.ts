@@ -1,0 +1,87 @@
+/**
+ * The cut of a task's batch: what of a partially processed batch commits.
+ *
+ * Processing may end early (a record failed, or a grace period ran out and
+ * running handlers were interrupted). Per input partition, the cut is its
+ * first record that did not finish (in any lane); the records below it are
+ * kept, with their outputs and final states, and nothing at or past it.
+ *
+ * Pure: no Kafka, no store.
+ *
+ * @internal
+ */
+import type { Option } from "effect"
+import type { EncodedRecord } from "../Topic.ts"
+
+/** What a finished record produced. */
+export interface Done<S> {
+  readonly offset: number
+  readonly stateKey: string
+  readonly outputs: ReadonlyArray<EncodedRecord>
+  /** `undefined`: the state was not changed; otherwise the new state (`None`: deleted). */
+  readonly change: Option.Option<S> | undefined
+  readonly disposition: "processed" | "skipped" | "deadLettered"
+}
+
+/** Records run one after the other, and those of them that finished (a prefix). */
+export interface Lane<S> {
+  readonly offsets: ReadonlyArray<number>
+  readonly done: ReadonlyArray<Done<S>>
+}
+
+/** One input partition's records in the batch, run in one lane or several (key concurrency). */
+export interface SliceProgress<S> {
+  /** Offsets of the slice's records, ascending. */
+  readonly offsets: ReadonlyArray<number>
+  /** The offset to commit once every record of the slice is processed. */
+  readonly endOffset: number
+  readonly lanes: ReadonlyArray<Lane<S>>
+}
+
+/** Per slice: the next offset to commit and how many of its records are kept. */
+export interface SliceCut {
+  readonly offset: number
+  readonly kept: number
+}
+
+export interface Cut<S> {
+  /** Outputs of the kept records, slice by slice, lane by lane, in processing order. */
+  readonly outputs: ReadonlyArray<EncodedRecord>
+  /** The final state per key reached by the kept records. */
+  readonly states: ReadonlyMap<string, Option.Option<S>>
+  readonly cuts: ReadonlyArray<SliceCut>
+  readonly processed: number
+  readonly skipped: number
+  readonly deadLettered: number
+}
+
+/** The cut of every slice, and what the kept records produced. */
+export const cut = <S>(slices: ReadonlyArray<SliceProgress<S>>): Cut<S> => {
+  const outputs: Array<EncodedRecord> = []
+  const states = new Map<string, Option.Option<S>>()
+  const cuts: Array<SliceCut> = []
+  let processed = 0
+  let skipped = 0
+  let deadLettered = 0
+  for (const slice of slices) {
+    let offset = slice.endOffset
+    for (const lane of slice.lanes) {
+      const unfinished = lane.offsets[lane.done.length]
+      if (unfinished !== undefined) offset = Math.min(offset, unfinished)
+    }
+    for (const lane of slice.lanes) {
+      for (const done of lane.done) {
+        if (done.offset >= offset) break
+        for (const output of done.outputs) outputs.push(output)
+        if (done.change !== undefined) states.set(done.stateKey, done.change)
+        processed++
+        if (done.disposition === "skipped") skipped++
+        else if (done.disposition === "deadLettered") deadLettered++
+      }
+    }
+    let kept = 0
+    while (kept < slice.offsets.length && slice.offsets[kept]! < offset) kept++
+    cuts.push({ offset, kept })
+  }
+  return { outputs, states, cuts, processed, skipped, deadLettered }
+}

@@ -1,0 +1,71 @@
+/**
+ * Error rules applied to one record: retries on the matching rule's
+ * schedule, then its disposition.
+ *
+ * A rule sees only the transform's own errors, and `OutputTooLarge` when it
+ * is made with `ErrorRule.tagged("OutputTooLarge", ...)`. Runtime errors
+ * (`KafkaError`: the broker failed while the outputs were prepared) and
+ * `EncodeError` (the transform returned a value its topic cannot encode)
+ * never reach a rule: they fail the record as they are.
+ *
+ * @internal
+ */
+import { Effect, Either, Schedule } from "effect"
+import { EncodeError, KafkaError, OutputTooLarge } from "../SkeinError.ts"
+import type { Rule } from "../Transformer.ts"
+
+/** How a record ended under the rules: its attempt's value, or a disposition for its error. */
+export type Ruled<A> =
+  | { readonly _tag: "Succeeded"; readonly value: A }
+  | { readonly _tag: "Skipped"; readonly error: unknown }
+  | { readonly _tag: "DeadLettered"; readonly error: unknown }
+
+/** Errors of the runtime itself: no rule ever sees them. */
+const isRuntimeError = (error: unknown): boolean => error instanceof KafkaError || error instanceof EncodeError
+
+/**
+ * Whether a rule handles an error: a tagged rule by `_tag`, any other by its
+ * `when`, which never sees Skein's own errors.
+ */
+export const matches = <E>(rule: Rule<E>, error: unknown): boolean => {
+  if (isRuntimeError(error)) return false
+  if (rule.tag !== undefined) {
+    return typeof error === "object" && error !== null && "_tag" in error && error._tag === rule.tag
+  }
+  if (error instanceof OutputTooLarge) return false
+  return (rule.when as (e: unknown) => boolean)(error)
+}
+
+/**
+ * Runs `attempt` (a fresh attempt each call) under `rules`: the first matching
+ * rule retries on its schedule while its errors match, then applies its
+ * disposition. `onRetry` counts each retry. Unmatched errors, `"fail"`, and
+ * `"dlq"` without a dead letter topic fail with the error.
+ */
+export const apply = <A, E, R>(
+  rules: ReadonlyArray<Rule<E>>,
+  attempt: () => Effect.Effect<A, unknown, R>,
+  options: { readonly hasDeadLetterTopic: boolean; readonly onRetry: () => void }
+): Effect.Effect<Ruled<A>, unknown, R> =>
+  Effect.gen(function*() {
+    let outcome = yield* Effect.either(attempt())
+    if (Either.isRight(outcome)) return { _tag: "Succeeded", value: outcome.right } as const
+    const failed = outcome.left
+    const rule = rules.find((r) => matches(r, failed))
+    if (rule === undefined) return yield* Effect.fail(failed)
+    if (rule.retry !== undefined) {
+      const driver = yield* Schedule.driver(rule.retry as Schedule.Schedule<unknown, unknown>)
+      while (Either.isLeft(outcome) && matches(rule, outcome.left)) {
+        const step = yield* Effect.either(driver.next(outcome.left))
+        if (Either.isLeft(step)) break
+        options.onRetry()
+        outcome = yield* Effect.either(attempt())
+      }
+    }
+    if (Either.isRight(outcome)) return { _tag: "Succeeded", value: outcome.right } as const
+    const error = outcome.left
+    if (rule.then === "fail" || !matches(rule, error)) return yield* Effect.fail(error)
+    if (rule.then === "skip") return { _tag: "Skipped", error } as const
+    if (!options.hasDeadLetterTopic) return yield* Effect.fail(error)
+    return { _tag: "DeadLettered", error } as const
+  })
