@@ -58,6 +58,8 @@ export interface TaskContext {
   readonly transactionTimeout: Duration.Duration
   readonly processingGuarantee: ProcessingGuarantee
   readonly maxMessageBytes: number
+  /** An output topic's size limit once known (the producer splits its sends by it). */
+  readonly limitOf?: ((topic: string) => number | undefined) | undefined
   /** Restore progress of a partition's store: records read so far of `total`. */
   readonly onRestoreProgress: (partition: number, restored: number, total: number) => void
 }
@@ -124,14 +126,18 @@ export const start = (context: TaskContext, partition: number): Effect.Effect<Ta
             Producer.make(context.kafka, {
               transactionalId: transactionalId(context.applicationId, partition),
               transactionTimeout: context.transactionTimeout,
-              maxMessageBytes: context.maxMessageBytes
+              maxMessageBytes: context.maxMessageBytes,
+              limitOf: context.limitOf
             }),
             (producer) => producer.fence
           )
         }
         : {
           _tag: "AtLeastOnce",
-          producer: yield* Producer.atLeastOnce(context.kafka, { maxMessageBytes: context.maxMessageBytes })
+          producer: yield* Producer.atLeastOnce(context.kafka, {
+            maxMessageBytes: context.maxMessageBytes,
+            limitOf: context.limitOf
+          })
         }
       const fenced: RestorePermit = delivery.producer
       const offsets = yield* committedOffsets(context, fenced, partition)

@@ -19,8 +19,11 @@ import type { KafkaError } from "../SkeinError.ts"
 import { DecodeError, EncodeError, OutputTooLarge, StateStoreError } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { RecordOf, Result, Transformer } from "../Transformer.ts"
+import { deadLetter } from "./deadLetter.ts"
+import { decodeRecord } from "./decode.ts"
+import { describe } from "./errorText.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
-import { recordSizeBound } from "./kafka/producer.ts"
+import { recordBytes, recordSizeBound } from "./kafka/producer.ts"
 import type { StateCache } from "./StateCache.ts"
 import type { StateStore, StoreWrite } from "./StateStore.ts"
 
@@ -71,42 +74,6 @@ export interface TaskBatchResult<E> {
   readonly failure: Option.Option<Cause.Cause<RecordError<E>>>
   /** True when `stop` interrupted running handlers. */
   readonly interrupted: boolean
-}
-
-const text = (buffer: Buffer | null): string | null => (buffer === null ? null : buffer.toString("utf8"))
-
-const describe = (error: unknown): string =>
-  error instanceof Error ? `${error.name}: ${error.message}` : typeof error === "string" ? error : JSON.stringify(error)
-
-/**
- * A record's copy for the dead letter topic: the original key and value, with
- * the error and the record's coordinates in headers.
- */
-export const deadLetter = (
-  deadLetterTopic: string,
-  record: FetchedRecord,
-  error: { readonly message: string; readonly part?: string }
-): Topic.EncodedRecord => ({
-  topic: deadLetterTopic,
-  key: text(record.key),
-  value: text(record.value),
-  headers: {
-    "skein.error": error.message,
-    "skein.error.part": error.part ?? "transform",
-    "skein.source.topic": record.topic,
-    "skein.source.partition": String(record.partition),
-    "skein.source.offset": String(record.offset),
-    "skein.source.timestamp": String(record.timestamp)
-  }
-})
-
-/** The bytes a record takes in a record batch (an upper bound). */
-const recordBytes = (record: Topic.EncodedRecord): number => {
-  let bytes = 90 + Buffer.byteLength(record.key ?? "") + Buffer.byteLength(record.value ?? "")
-  if (record.headers !== undefined) {
-    for (const [name, value] of Object.entries(record.headers)) bytes += 10 + Buffer.byteLength(name) + Buffer.byteLength(value)
-  }
-  return bytes
 }
 
 /** A record decoded ahead of processing. */
@@ -160,16 +127,9 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const entries: Array<Entry<Inputs>> = []
       for (const record of slice.records) {
         if (topic === undefined) continue
-        const decoded = topic.decode(text(record.key), text(record.value))
+        const decoded = decodeRecord(topic, record)
         if (Either.isLeft(decoded)) {
-          const error = new DecodeError({
-            topic: record.topic,
-            partition: record.partition,
-            offset: record.offset,
-            part: decoded.left.part,
-            cause: decoded.left.cause
-          })
-          entries.push({ record, decoded: Either.left(error), stateKey: "" })
+          entries.push({ record, decoded: Either.left(decoded.left), stateKey: "" })
           continue
         }
         const value = {
@@ -278,6 +238,12 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       return Either.right(outputs)
     }
 
+    /** The dead letter topic's size limit (looked up once). */
+    const limitOf = (topic: string): Effect.Effect<number, KafkaError> => {
+      const known = options.messageLimits.known(topic)
+      return known === undefined ? options.messageLimits.lookup(topic) : Effect.succeed(known)
+    }
+
     const changeOf = (result: Result<S>): Option.Option<S> | undefined =>
       result.state === undefined ? undefined : result.state._tag === "Set" ? Option.some(result.state.value) : Option.none()
 
@@ -330,8 +296,9 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           return { outputs: [], change: undefined, disposition: "skipped" as const }
         }
         if (Option.isNone(options.deadLetterTopic)) return yield* Effect.fail(error)
+        const dlq = options.deadLetterTopic.value
         return {
-          outputs: [deadLetter(options.deadLetterTopic.value, entry.record, { message: describe(error) })],
+          outputs: [deadLetter(dlq, entry.record, { message: describe(error) }, yield* limitOf(dlq))],
           change: undefined,
           disposition: "deadLettered" as const
         }
@@ -360,13 +327,13 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         const error = entry.decoded.left
         if (Option.isNone(options.deadLetterTopic)) return Effect.fail(error)
         const dlq = options.deadLetterTopic.value
-        return Effect.as(Effect.logWarning(`poison record sent to ${dlq}: ${error.message}`), {
+        return Effect.zipWith(limitOf(dlq), Effect.logWarning(`poison record sent to ${dlq}: ${error.message}`), (limit) => ({
           offset: entry.record.offset,
           stateKey: "",
-          outputs: [deadLetter(dlq, entry.record, error)],
+          outputs: [deadLetter(dlq, entry.record, error, limit)],
           change: undefined,
-          disposition: "deadLettered"
-        })
+          disposition: "deadLettered" as const
+        }))
       }
       const decoded = entry.decoded.right
       const known = knownState(entry.stateKey)

@@ -221,6 +221,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       transactionTimeout: config.transactionTimeout,
       processingGuarantee: config.processingGuarantee,
       maxMessageBytes: config.maxMessageBytes,
+      limitOf: (topic) => limits.get(topic),
       onRestoreProgress: (partition, restored, total) => {
         stats.restoring.set(partition, { restored, total })
       }
