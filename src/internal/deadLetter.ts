@@ -9,6 +9,8 @@
  * `skein.dead_letter.truncated` header gives the original value's size), and
  * if even its key and headers do not fit, the value, then the key and the
  * original headers are dropped (`skein.dead_letter.dropped` says which).
+ * A limit too small even for Skein's own headers (about 1.2 KiB with a full
+ * error text) gets a shorter error text.
  *
  * @internal
  */
@@ -61,8 +63,8 @@ export const deadLetter = (
   error: { readonly message: string; readonly part?: string },
   maxBytes: number
 ): Topic.EncodedRecord => {
-  const skein = (headers: Headers, message: string): Headers => {
-    add(headers, errorHeader, truncate(message, maxLength))
+  const skein = (headers: Headers, length: number): Headers => {
+    add(headers, errorHeader, truncate(error.message, length))
     add(headers, partHeader, error.part ?? "transform")
     add(headers, "skein.source.topic", record.topic)
     add(headers, "skein.source.partition", String(record.partition))
@@ -70,7 +72,7 @@ export const deadLetter = (
     add(headers, "skein.source.timestamp", String(record.timestamp))
     return headers
   }
-  const headers = skein(originalHeaders(record), error.message)
+  const headers = skein(originalHeaders(record), maxLength)
   const whole: Topic.EncodedRecord = { topic: deadLetterTopic, key: record.key, value: record.value, headers }
   if (recordBytes(whole) <= maxBytes) return whole
 
@@ -82,9 +84,15 @@ export const deadLetter = (
     const value = record.value === null || rest === 0 ? null : record.value.subarray(0, rest)
     return { ...whole, value }
   }
-  // Not even the key and headers fit: only Skein's headers are left.
-  const bare = skein({}, error.message)
-  add(bare, truncatedHeader, size)
-  add(bare, droppedHeader, "key,headers")
-  return { topic: deadLetterTopic, key: null, value: null, headers: bare }
+  // Not even the key and headers fit: only Skein's headers are left, with a shorter error
+  // text if the limit is that small.
+  let bare: Topic.EncodedRecord = { topic: deadLetterTopic, key: null, value: null }
+  for (const length of [maxLength, 256, 64, 0]) {
+    const headers = skein({}, length)
+    add(headers, truncatedHeader, size)
+    add(headers, droppedHeader, "key,headers")
+    bare = { topic: deadLetterTopic, key: null, value: null, headers }
+    if (recordBytes(bare) <= maxBytes) break
+  }
+  return bare
 }

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Either, Schema } from "effect"
+import { Cause, Either, ParseResult, Schema } from "effect"
 import * as util from "node:util"
+import { bounded, describe as describeError, describeIssue, formatParseError, truncate } from "../../src/internal/errorText.ts"
 import { DecodeError, EncodeError } from "../../src/SkeinError.ts"
 import * as Topic from "../../src/Topic.ts"
 
@@ -46,5 +47,47 @@ describe("error texts of poison records", () => {
     const error = new EncodeError({ topic: "out", cause: encoded.left })
     assert.isAtMost(error.message.length, 2048)
     assert.isAtMost(Cause.pretty(Cause.fail(error)).length, 16_384)
+  })
+})
+
+describe("errorText", () => {
+  it("truncate keeps short texts and cuts long ones with a marker, never inside a surrogate pair", () => {
+    assert.strictEqual(truncate("short", 10), "short")
+    const cut = truncate("😀".repeat(1000), 101)
+    assert.isAtMost(cut.length, 101)
+    assert.include(cut, "more characters]")
+    assert.notMatch(cut, /[\ud800-\udbff](?![\udc00-\udfff])/, "no lone high surrogate")
+  })
+
+  it("describe never throws and is bounded, whatever the failure", () => {
+    const throwing = new Error("x")
+    Object.defineProperty(throwing, "message", {
+      get() {
+        throw new RangeError("Maximum call stack size exceeded")
+      }
+    })
+    assert.strictEqual(describeError(throwing), "Error (its message cannot be formatted)")
+    assert.strictEqual(describeError({ a: 1 }), '{"a":1}')
+    assert.include(describeError({ n: 1n }), "cannot be formatted")
+    const circular: Record<string, unknown> = {}
+    circular["self"] = circular
+    assert.include(describeError(circular), "cannot be formatted")
+    assert.isAtMost(describeError("y".repeat(100_000)).length, 1024)
+    assert.strictEqual(describeError(undefined), "undefined")
+  })
+
+  it("a ParseError too deep to format falls back to its kind, path and message", () => {
+    const issue = new ParseResult.Pointer(
+      "a",
+      {},
+      new ParseResult.Pointer(0, [], new ParseResult.Type(Schema.Number.ast, "x", "not a number"))
+    )
+    assert.strictEqual(
+      describeIssue(issue),
+      'Type issue at ["a"][0], expected number: not a number (the full description is too deep or too large to format)'
+    )
+    const deep = decodeError("[".repeat(50_000)).cause
+    assert.strictEqual(bounded(deep), deep, "bounded once")
+    assert.isAtMost(formatParseError(deep).length, 1024)
   })
 })

@@ -113,20 +113,20 @@ const toRecord = (
 ): FetchedRecord => {
   const headers: Record<string, string> = {}
   let rawHeaders = noHeaders
-  if (message.headers !== undefined) {
-    const raw: Record<string, Buffer | null | ReadonlyArray<Buffer | null>> = {}
-    // kafkajs decodes a header value as bytes, or null for none (its types say `undefined`).
-    for (const [name, value] of Object.entries(message.headers) as Array<[string, Buffer | string | null | Array<Buffer | string | null> | undefined]>) {
-      if (value === undefined) continue
-      if (Array.isArray(value)) {
-        headers[name] = headerText(value[0])
-        raw[name] = value.map(headerBytes)
-      } else {
-        headers[name] = headerText(value)
-        raw[name] = headerBytes(value)
-      }
+  // kafkajs decodes a header value as bytes, or null for none (its types say `undefined`).
+  const fetched = (message.headers ?? {}) as Record<string, Buffer | string | null | Array<Buffer | string | null> | undefined>
+  for (const name in fetched) {
+    const value = fetched[name]
+    if (value === undefined) continue
+    if (rawHeaders === noHeaders) rawHeaders = {}
+    const raw = rawHeaders as Record<string, Buffer | null | ReadonlyArray<Buffer | null>>
+    if (Array.isArray(value)) {
+      headers[name] = headerText(value[0])
+      raw[name] = value.map(headerBytes)
+    } else {
+      headers[name] = headerText(value)
+      raw[name] = headerBytes(value)
     }
-    rawHeaders = raw
   }
   return {
     topic,
