@@ -112,14 +112,13 @@ const toRecord = (
   message: EachBatchPayload["batch"]["messages"][number]
 ): FetchedRecord => {
   const headers: Record<string, string> = {}
-  let rawHeaders = noHeaders
+  let raw: Record<string, Buffer | null | ReadonlyArray<Buffer | null>> | undefined
   // kafkajs decodes a header value as bytes, or null for none (its types say `undefined`).
   const fetched = (message.headers ?? {}) as Record<string, Buffer | string | null | Array<Buffer | string | null> | undefined>
   for (const name in fetched) {
     const value = fetched[name]
     if (value === undefined) continue
-    if (rawHeaders === noHeaders) rawHeaders = {}
-    const raw = rawHeaders as Record<string, Buffer | null | ReadonlyArray<Buffer | null>>
+    raw ??= {}
     if (Array.isArray(value)) {
       headers[name] = headerText(value[0])
       raw[name] = value.map(headerBytes)
@@ -135,7 +134,7 @@ const toRecord = (
     key: message.key,
     value: message.value,
     headers,
-    rawHeaders,
+    rawHeaders: raw ?? noHeaders,
     timestamp: Number(message.timestamp)
   }
 }
