@@ -7,7 +7,7 @@
  * for byte, and the run never ends.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option, Schema } from "effect"
+import { Cause, Effect, Exit, Fiber, Option, Schema } from "effect"
 import type { IHeaders, Message } from "kafkajs"
 import { Topic, Transformer } from "../../src/index.ts"
 import { caughtUp, createTopics, produceRaw, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
@@ -173,13 +173,21 @@ describe("a fuzz corpus of poison records", () => {
           })
       })
       const messages = corpus(seed)
+      const kinds = new Map<Kind, number>()
+      for (const message of messages) kinds.set(message.kind, (kinds.get(message.kind) ?? 0) + 1)
+      for (const [kind, count] of kinds) assert.isAtLeast(count, 20, `records of kind ${kind}`)
+      assert.strictEqual(kinds.size, 10, "every kind of record")
+      assert.isAtLeast(messages.filter((m) => m.headers !== undefined).length, 2000, "records with headers")
       yield* produceRaw(input, messages.map(({ kind: _, ...message }) => message), 250)
 
       const applicationId = unique("fuzz-app")
       const instance = yield* startInstance(transformer, { applicationId, deadLetterTopic: dlq })
-      yield* caughtUp(applicationId, input, 90_000).pipe(
-        Effect.tapError(() => Effect.flatMap(instance.exit, (exit) => Effect.logError("run ended", exit)))
+      // Fails at once if the run ends (a poison record must never end it).
+      const ended = Effect.flatMap(
+        Fiber.await(instance.fiber),
+        (exit) => Effect.fail(new Error(`the run ended: ${Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "done"}`))
       )
+      yield* Effect.raceFirst(caughtUp(applicationId, input, 90_000), ended)
       assert.isTrue(Option.isNone(yield* instance.exit), "the run never ended")
 
       // Where each sent message landed: partition i % PARTITIONS, offsets in send order.
