@@ -9,6 +9,7 @@
  */
 import { Data } from "effect"
 import type { ParseResult } from "effect"
+import { bounded, formatParseError } from "./internal/errorText.ts"
 
 /**
  * A failure talking to Kafka. `reason` classifies it; `cause` keeps the
@@ -100,15 +101,32 @@ export class TopicNotFound extends Data.TaggedError("TopicNotFound")<{
  * @since 0.1.0
  * @category errors
  */
-export class DecodeError extends Data.TaggedError("DecodeError")<{
-  readonly topic: string
-  readonly partition: number
-  readonly offset: number
-  readonly part: "key" | "value"
-  readonly cause: ParseResult.ParseError
-}> {
+export class DecodeError extends Data.TaggedError("DecodeError")<DecodeError.Fields> {
+  constructor(fields: DecodeError.Fields) {
+    // The cause's texts are bounded: it embeds untrusted input (see internal/errorText.ts).
+    super({ ...fields, cause: bounded(fields.cause) })
+  }
+  /** At most about 1 KiB, whatever the record (never throws). */
   override get message(): string {
-    return `Cannot decode the ${this.part} of ${this.topic}/${this.partition}@${this.offset}: ${this.cause.message}`
+    return `Cannot decode the ${this.part} of ${this.topic}/${this.partition}@${this.offset}: ${formatParseError(this.cause)}`
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export declare namespace DecodeError {
+  /**
+   * @since 0.1.0
+   * @category errors
+   */
+  export interface Fields {
+    readonly topic: string
+    readonly partition: number
+    readonly offset: number
+    readonly part: "key" | "value"
+    readonly cause: ParseResult.ParseError
   }
 }
 
@@ -118,12 +136,28 @@ export class DecodeError extends Data.TaggedError("DecodeError")<{
  * @since 0.1.0
  * @category errors
  */
-export class EncodeError extends Data.TaggedError("EncodeError")<{
-  readonly topic: string
-  readonly cause: ParseResult.ParseError
-}> {
+export class EncodeError extends Data.TaggedError("EncodeError")<EncodeError.Fields> {
+  constructor(fields: EncodeError.Fields) {
+    super({ ...fields, cause: bounded(fields.cause) })
+  }
+  /** At most about 1 KiB, whatever the output (never throws). */
   override get message(): string {
-    return `Cannot encode a record for ${this.topic}: ${this.cause.message}`
+    return `Cannot encode a record for ${this.topic}: ${formatParseError(this.cause)}`
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export declare namespace EncodeError {
+  /**
+   * @since 0.1.0
+   * @category errors
+   */
+  export interface Fields {
+    readonly topic: string
+    readonly cause: ParseResult.ParseError
   }
 }
 

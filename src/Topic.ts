@@ -164,16 +164,26 @@ export interface OutputRecord {
 }
 
 /**
- * A record in its wire form (UTF-8 text key and value, `null` for none).
+ * A header value in wire form: UTF-8 text, raw bytes, or the values of a
+ * header name repeated in the record (in order).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type HeaderValue = string | Buffer | ReadonlyArray<string | Buffer>
+
+/**
+ * A record in its wire form: a key and value as UTF-8 text or as raw bytes
+ * (a dead letter keeps the bytes it was sent with), `null` for none.
  *
  * @since 0.1.0
  * @category models
  */
 export interface EncodedRecord {
   readonly topic: string
-  readonly key: string | null
-  readonly value: string | null
-  readonly headers?: Readonly<Record<string, string>>
+  readonly key: string | Buffer | null
+  readonly value: string | Buffer | null
+  readonly headers?: Readonly<Record<string, HeaderValue>>
   readonly partition?: number
 }
 

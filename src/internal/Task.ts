@@ -65,6 +65,8 @@ export interface TaskContext {
   readonly transactionTimeout: Duration.Duration
   readonly processingGuarantee: ProcessingGuarantee
   readonly maxMessageBytes: number
+  /** An output topic's size limit once known (the producer splits its sends by it). */
+  readonly limitOf: (topic: string) => number | undefined
   /** Restore progress of a partition's store: records read so far of `total`. */
   readonly onRestoreProgress: (partition: number, restored: number, total: number) => void
 }
@@ -135,14 +137,19 @@ export const make = (context: TaskContext, partition: number): Effect.Effect<Tas
             partition,
             transactionalId: transactionalId(context.applicationId, partition),
             transactionTimeout: context.transactionTimeout,
-            maxMessageBytes: context.maxMessageBytes
+            maxMessageBytes: context.maxMessageBytes,
+            limitOf: context.limitOf
           }),
           (producer) => producer.fence
         )
       }
       : {
         _tag: "AtLeastOnce",
-        producer: yield* Producer.atLeastOnce(context.kafka, { partition, maxMessageBytes: context.maxMessageBytes })
+        producer: yield* Producer.atLeastOnce(context.kafka, {
+          partition,
+          maxMessageBytes: context.maxMessageBytes,
+          limitOf: context.limitOf
+        })
       }
     const permit: RestorePermit = delivery.producer
     const startOffsets = yield* committedOffsets(context, permit, partition)

@@ -18,6 +18,9 @@ import { DecodeError, EncodeError, OutputTooLarge, StateStoreError } from "../Sk
 import type * as Topic from "../Topic.ts"
 import type { RecordOf, Result, Transformer } from "../Transformer.ts"
 import * as Cut from "./cut.ts"
+import { deadLetter } from "./deadLetter.ts"
+import { decodeRecord } from "./decode.ts"
+import { describe } from "./errorText.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
 import * as Outputs from "./outputs.ts"
 import * as Rules from "./rules.ts"
@@ -68,33 +71,6 @@ export interface TaskBatchResult<E> {
   readonly interrupted: boolean
 }
 
-const text = (buffer: Buffer | null): string | null => (buffer === null ? null : buffer.toString("utf8"))
-
-const describe = (error: unknown): string =>
-  error instanceof Error ? `${error.name}: ${error.message}` : typeof error === "string" ? error : JSON.stringify(error)
-
-/**
- * A record's copy for the dead letter topic: the original key and value, with
- * the error and the record's coordinates in headers.
- */
-export const deadLetter = (
-  deadLetterTopic: string,
-  record: FetchedRecord,
-  error: { readonly message: string; readonly part?: string }
-): Topic.EncodedRecord => ({
-  topic: deadLetterTopic,
-  key: text(record.key),
-  value: text(record.value),
-  headers: {
-    "skein.error": error.message,
-    "skein.error.part": error.part ?? "transform",
-    "skein.source.topic": record.topic,
-    "skein.source.partition": String(record.partition),
-    "skein.source.offset": String(record.offset),
-    "skein.source.timestamp": String(record.timestamp)
-  }
-})
-
 /** A record decoded ahead of processing, with its state key (or the defect its `stateKey` threw). */
 interface Entry<Inputs extends ReadonlyArray<Topic.Any>> {
   readonly record: FetchedRecord
@@ -123,16 +99,9 @@ const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 ): Array<Entry<Inputs>> => {
   const entries: Array<Entry<Inputs>> = []
   for (const record of slice.records) {
-    const decoded = topic.decode(text(record.key), text(record.value))
+    const decoded = decodeRecord(topic, record)
     if (Either.isLeft(decoded)) {
-      const error = new DecodeError({
-        topic: record.topic,
-        partition: record.partition,
-        offset: record.offset,
-        part: decoded.left.part,
-        cause: decoded.left.cause
-      })
-      entries.push({ record, decoded: Either.left(error), stateKey: Either.right("") })
+      entries.push({ record, decoded: Either.left(decoded.left), stateKey: Either.right("") })
       continue
     }
     const value = {
@@ -243,6 +212,12 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         ))
     }
 
+    /** The dead letter topic's size limit (looked up once). */
+    const limitOf = (topic: string): Effect.Effect<number, KafkaError> => {
+      const known = options.messageLimits.known(topic)
+      return known === undefined ? options.messageLimits.lookup(topic) : Effect.succeed(known)
+    }
+
     const changeOf = (result: Result<S>): Option.Option<S> | undefined =>
       result.state === undefined ? undefined : result.state._tag === "Set" ? Option.some(result.state.value) : Option.none()
 
@@ -299,12 +274,15 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
                 finish(entry, stateKey, { outputs: [], change: undefined }, "skipped")
               )
             }
-            case "DeadLettered": {
-              const letter = deadLetter(Option.getOrThrow(options.deadLetterTopic), entry.record, {
-                message: describe(ruled.error)
+            case "DeadLettered":
+              return Option.match(options.deadLetterTopic, {
+                onNone: () => Effect.fail(ruled.error),
+                onSome: (dlq) =>
+                  Effect.map(limitOf(dlq), (limit) => {
+                    const letter = deadLetter(dlq, entry.record, { message: describe(ruled.error) }, limit)
+                    return finish(entry, stateKey, { outputs: [letter], change: undefined }, "deadLettered")
+                  })
               })
-              return Effect.succeed(finish(entry, stateKey, { outputs: [letter], change: undefined }, "deadLettered"))
-            }
           }
         }
       )
@@ -317,13 +295,13 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         const error = entry.decoded.left
         if (Option.isNone(options.deadLetterTopic)) return Effect.fail(error)
         const dlq = options.deadLetterTopic.value
-        return Effect.as(Effect.logWarning(`poison record sent to ${dlq}: ${error.message}`), {
+        return Effect.zipWith(limitOf(dlq), Effect.logWarning(`poison record sent to ${dlq}: ${error.message}`), (limit) => ({
           offset: entry.record.offset,
           stateKey: "",
-          outputs: [deadLetter(dlq, entry.record, error)],
+          outputs: [deadLetter(dlq, entry.record, error, limit)],
           change: undefined,
           disposition: "deadLettered" as const
-        })
+        }))
       }
       if (Either.isLeft(entry.stateKey)) return Effect.die(entry.stateKey.left)
       const stateKey = entry.stateKey.right

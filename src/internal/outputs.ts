@@ -7,11 +7,11 @@
  * @internal
  */
 import { Effect, Either } from "effect"
-import type { KafkaError } from "../SkeinError.ts"
-import { EncodeError, OutputTooLarge } from "../SkeinError.ts"
+import type { EncodeError, KafkaError } from "../SkeinError.ts"
+import { OutputTooLarge } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
-import { recordSizeBound } from "./kafka/producer.ts"
+import { recordBytes, recordSizeBound } from "./kafka/producer.ts"
 
 /** The size limit of a record per output topic: known synchronously once looked up. */
 export interface MessageLimits {
@@ -37,15 +37,6 @@ export const makeMessageLimits = (
         return effective
       })
   }
-}
-
-/** The bytes a record takes in a record batch (an upper bound). */
-export const recordBytes = (record: Topic.EncodedRecord): number => {
-  let bytes = 90 + Buffer.byteLength(record.key ?? "") + Buffer.byteLength(record.value ?? "")
-  if (record.headers !== undefined) {
-    for (const [name, value] of Object.entries(record.headers)) bytes += 10 + Buffer.byteLength(name) + Buffer.byteLength(value)
-  }
-  return bytes
 }
 
 /** Checks an encoded output against its topic's size limit. */

@@ -89,6 +89,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           (reader) => Option.some({ topic, reader })
         )
     })
+    const messageLimits = Outputs.makeMessageLimits(config.maxMessageBytes, admin.maxMessageBytes)
     const buffer = PollBuffer.make()
     const manager = yield* TaskManager.make({
       config,
@@ -105,6 +106,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         transactionTimeout: config.transactionTimeout,
         processingGuarantee: config.processingGuarantee,
         maxMessageBytes: config.maxMessageBytes,
+        limitOf: messageLimits.known,
         onRestoreProgress: (partition, restored, total) => {
           stats.restoring.set(partition, { restored, total })
         }
@@ -113,7 +115,6 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const permits = config.maxConcurrency === "unbounded"
       ? Option.none()
       : Option.some(yield* Effect.makeSemaphore(config.maxConcurrency))
-    const messageLimits = Outputs.makeMessageLimits(config.maxMessageBytes, admin.maxMessageBytes)
     const deadLetterTopic = Option.fromNullable(config.deadLetterTopic)
     const shutdown = yield* Deferred.make<void>()
     const exactlyOnce = config.processingGuarantee === "exactly-once"

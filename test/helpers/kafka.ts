@@ -5,7 +5,7 @@
 import { Effect, Exit, Fiber, Layer, Option, Schedule } from "effect"
 import type { Scope } from "effect"
 import kafkajs from "kafkajs"
-import type { Admin, Kafka } from "kafkajs"
+import type { Admin, IHeaders, Kafka, Message } from "kafkajs"
 import { randomUUID } from "node:crypto"
 import { inject } from "vitest"
 import { Runner, SkeinConfig } from "../../src/index.ts"
@@ -133,12 +133,28 @@ export const produce = (topic: string, records: ReadonlyArray<Produced>) =>
     }
   })
 
+/** Produces raw kafkajs messages (Buffers, repeated and binary headers), in sends of `chunk` messages. */
+export const produceRaw = (topic: string, messages: ReadonlyArray<Message>, chunk = 1000) =>
+  Effect.promise(async () => {
+    const producer = kafka().producer({ idempotent: true, maxInFlightRequests: 1 })
+    await producer.connect()
+    try {
+      for (let i = 0; i < messages.length; i += chunk) {
+        await producer.send({ topic, acks: -1, messages: messages.slice(i, i + chunk) })
+      }
+    } finally {
+      await producer.disconnect()
+    }
+  })
+
 export interface ReadRecord {
   readonly partition: number
   readonly offset: number
   readonly key: string | null
   readonly value: string | null
   readonly headers: Readonly<Record<string, string>>
+  /** The record as fetched: key and value bytes, headers as kafkajs decodes them (repeated names: arrays). */
+  readonly raw: { readonly key: Buffer | null; readonly value: Buffer | null; readonly headers: IHeaders }
 }
 
 /** End offsets (high watermarks) and last stable offsets of each partition. */
@@ -190,7 +206,8 @@ export const readCommitted = (topic: string) =>
                 offset: Number(m.offset),
                 key: m.key?.toString("utf8") ?? null,
                 value: m.value?.toString("utf8") ?? null,
-                headers: Object.fromEntries(Object.entries(m.headers ?? {}).map(([k, v]) => [k, String(v)]))
+                headers: Object.fromEntries(Object.entries(m.headers ?? {}).map(([k, v]) => [k, String(v)])),
+                raw: { key: m.key, value: m.value, headers: m.headers ?? {} }
               })
             }
           }

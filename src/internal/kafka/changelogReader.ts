@@ -100,6 +100,7 @@ export const make = (
                 key: m.key,
                 value: m.value,
                 headers: {},
+                rawHeaders: {},
                 timestamp: Number(m.timestamp)
               }))
               await new Promise<void>((resolve) => {

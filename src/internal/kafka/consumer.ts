@@ -22,6 +22,13 @@ import { isRebalancing, toKafkaError } from "./errors.ts"
 
 const { KafkaJSProtocolError } = kafkajs
 
+/**
+ * Header values exactly as fetched: the bytes of each value, a list of them
+ * for a name repeated in the record (in record order), `null` for a header
+ * without a value.
+ */
+export type FetchedHeaders = Readonly<Record<string, Buffer | null | ReadonlyArray<Buffer | null>>>
+
 /** A record as fetched, before decoding. */
 export interface FetchedRecord {
   readonly topic: string
@@ -29,9 +36,20 @@ export interface FetchedRecord {
   readonly offset: number
   readonly key: Buffer | null
   readonly value: Buffer | null
+  /** The transform's view: the first value of each header as text, decoded leniently (never throws). */
   readonly headers: Readonly<Record<string, string>>
+  /** The headers as fetched, for a dead letter to copy byte for byte. */
+  readonly rawHeaders: FetchedHeaders
   readonly timestamp: number
 }
+
+const noHeaders: FetchedHeaders = {}
+
+const headerBytes = (value: Buffer | string | null): Buffer | null =>
+  typeof value === "string" ? Buffer.from(value, "utf8") : value
+
+const headerText = (value: Buffer | string | null | undefined): string =>
+  value === null || value === undefined ? "" : typeof value === "string" ? value : value.toString("utf8")
 
 /** How the main loop finished with a partition batch. */
 export type BatchOutcome = "Committed" | "Dropped" | "Rejoin"
@@ -98,10 +116,26 @@ const byTopic = (partitions: ReadonlyArray<TopicPartition>) => {
   return [...topics].map(([topic, list]) => ({ topic, partitions: list }))
 }
 
-const toRecord = (topic: string, partition: number, message: EachBatchPayload["batch"]["messages"][number]) => {
+const toRecord = (
+  topic: string,
+  partition: number,
+  message: EachBatchPayload["batch"]["messages"][number]
+): FetchedRecord => {
   const headers: Record<string, string> = {}
-  for (const [name, value] of Object.entries(message.headers ?? {})) {
-    if (value !== undefined) headers[name] = Array.isArray(value) ? String(value[0]) : String(value)
+  let raw: Record<string, Buffer | null | ReadonlyArray<Buffer | null>> | undefined
+  // kafkajs decodes a header value as bytes, or null for none (its types say `undefined`).
+  const fetched = (message.headers ?? {}) as Record<string, Buffer | string | null | Array<Buffer | string | null> | undefined>
+  for (const name in fetched) {
+    const value = fetched[name]
+    if (value === undefined) continue
+    raw ??= {}
+    if (Array.isArray(value)) {
+      headers[name] = headerText(value[0])
+      raw[name] = value.map(headerBytes)
+    } else {
+      headers[name] = headerText(value)
+      raw[name] = headerBytes(value)
+    }
   }
   return {
     topic,
@@ -110,6 +144,7 @@ const toRecord = (topic: string, partition: number, message: EachBatchPayload["b
     key: message.key,
     value: message.value,
     headers,
+    rawHeaders: raw ?? noHeaders,
     timestamp: Number(message.timestamp)
   }
 }

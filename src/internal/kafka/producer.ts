@@ -12,9 +12,9 @@
  */
 import { Duration, Effect } from "effect"
 import type { Scope } from "effect"
-import type { Message, Producer, Transaction } from "kafkajs"
+import type { IHeaders, Message, Producer, Transaction } from "kafkajs"
 import { KafkaError, TaskMigrated } from "../../SkeinError.ts"
-import type { EncodedRecord } from "../../Topic.ts"
+import type { EncodedRecord, HeaderValue } from "../../Topic.ts"
 import type { Kafka } from "./client.ts"
 import { isFenced, toKafkaError } from "./errors.ts"
 
@@ -57,9 +57,16 @@ export interface FencedProducer {
 }
 
 const toMessage = (record: EncodedRecord): Message => {
+  // Buffers (a dead letter's original bytes) pass through as they are.
   const message: Message = { key: record.key, value: record.value }
   if (record.partition !== undefined) message.partition = record.partition
-  if (record.headers !== undefined) message.headers = { ...record.headers }
+  if (record.headers !== undefined) {
+    const headers: IHeaders = {}
+    for (const [name, value] of Object.entries(record.headers)) {
+      headers[name] = typeof value === "string" || Buffer.isBuffer(value) ? value : [...value]
+    }
+    message.headers = headers
+  }
   return message
 }
 
@@ -95,30 +102,70 @@ const issue = <P extends RestorePermit>(permit: P): P => {
 export const isPermit = (permit: RestorePermit, partition: number): boolean =>
   issued.has(permit) && permit.partition === partition
 
-/**
- * An upper bound of the bytes a record's key and value take in a record batch
- * (a UTF-16 length times 3 bounds its UTF-8 bytes), without encoding them.
- */
-export const recordSizeBound = (record: EncodedRecord): number =>
-  90 + 3 * ((record.key?.length ?? 0) + (record.value?.length ?? 0))
+/** Bytes of text or bytes: a UTF-16 length times 3 bounds its UTF-8 bytes (`exact`: counted). */
+const bytesOf = (data: string | Buffer | null, exact: boolean): number =>
+  data === null ? 0 : typeof data === "string" ? (exact ? Buffer.byteLength(data) : 3 * data.length) : data.length
+
+const headerBytes = (headers: Readonly<Record<string, HeaderValue>>, exact: boolean): number => {
+  let bytes = 0
+  for (const name in headers) {
+    const value = headers[name]!
+    const nameBytes = exact ? Buffer.byteLength(name) : 3 * name.length
+    if (typeof value === "string" || Buffer.isBuffer(value)) {
+      bytes += 10 + nameBytes + bytesOf(value, exact)
+    } else {
+      for (const item of value) bytes += 10 + nameBytes + bytesOf(item, exact)
+    }
+  }
+  return bytes
+}
 
 /**
- * The records' messages per topic, in send calls of at most `maxBytes` each: a
- * broker checks `max.message.bytes` against a partition's whole record batch.
+ * An upper bound of the bytes a record takes in a record batch, without
+ * encoding its text (a UTF-16 length times 3 bounds its UTF-8 bytes).
  */
-const sendCalls = (records: ReadonlyArray<EncodedRecord>, maxBytes: number) => {
+export const recordSizeBound = (record: EncodedRecord): number =>
+  90 + bytesOf(record.key, false) + bytesOf(record.value, false) +
+  (record.headers === undefined ? 0 : headerBytes(record.headers, false))
+
+/**
+ * The bytes a record takes in a record batch of its own, with the batch's
+ * overhead (an upper bound, tighter than `recordSizeBound`: text is counted).
+ */
+export const recordBytes = (record: EncodedRecord): number =>
+  90 + bytesOf(record.key, true) + bytesOf(record.value, true) +
+  (record.headers === undefined ? 0 : headerBytes(record.headers, true))
+
+/**
+ * The records' messages per topic, in send calls of at most `maxBytes` each,
+ * and at most `limitOf(topic)` per topic: a broker checks `max.message.bytes`
+ * against a partition's whole record batch, and a send call makes one batch
+ * per partition.
+ */
+const sendCalls = (
+  records: ReadonlyArray<EncodedRecord>,
+  maxBytes: number,
+  limitOf: (topic: string) => number | undefined
+) => {
   const calls: Array<Array<{ topic: string; messages: Array<Message> }>> = []
   let byTopic = new Map<string, Array<Message>>()
+  let topicBytes = new Map<string, number>()
   let bytes = 0
   const flush = () => {
     if (byTopic.size > 0) calls.push([...byTopic].map(([topic, messages]) => ({ topic, messages })))
     byTopic = new Map()
+    topicBytes = new Map()
     bytes = 0
   }
   for (const record of records) {
-    const size = recordSizeBound(record)
-    if (bytes > 0 && bytes + size > maxBytes) flush()
+    let size = recordSizeBound(record)
+    const limit = Math.min(maxBytes, limitOf(record.topic) ?? maxBytes)
+    // A bound above the limit may still fit: count the text before splitting on it.
+    if (size > limit) size = recordBytes(record)
+    const inTopic = topicBytes.get(record.topic) ?? 0
+    if ((bytes > 0 && bytes + size > maxBytes) || (inTopic > 0 && inTopic + size > limit)) flush()
     bytes += size
+    topicBytes.set(record.topic, (topicBytes.get(record.topic) ?? 0) + size)
     let messages = byTopic.get(record.topic)
     if (messages === undefined) {
       messages = []
@@ -134,11 +181,11 @@ const runTransaction = async (
   producer: Producer,
   records: ReadonlyArray<EncodedRecord>,
   offsets: TransactionOffsets,
-  maxBytes: number
+  limits: Limits
 ): Promise<void> => {
   const transaction: Transaction = await producer.transaction()
   try {
-    for (const topicMessages of sendCalls(records, maxBytes)) {
+    for (const topicMessages of sendCalls(records, limits.maxMessageBytes, limits.limitOf)) {
       await transaction.sendBatch({ topicMessages })
     }
     if (offsets.offsets.length > 0) {
@@ -177,6 +224,16 @@ export class TransactionAbortFailed extends Error {
   }
 }
 
+/** The size limits of what a producer sends. */
+export interface Limits {
+  /** The limit of any record batch (`SkeinConfig.maxMessageBytes`). */
+  readonly maxMessageBytes: number
+  /** A topic's limit (its `max.message.bytes`, at most `maxMessageBytes`) once known. */
+  readonly limitOf: (topic: string) => number | undefined
+}
+
+const unknownLimits = (): undefined => undefined
+
 /** A connected transactional producer, disconnected when the scope closes. */
 export const make = (
   kafka: Kafka,
@@ -185,6 +242,7 @@ export const make = (
     readonly transactionalId: string
     readonly transactionTimeout: Duration.Duration
     readonly maxMessageBytes: number
+    readonly limitOf?: ((topic: string) => number | undefined) | undefined
   }
 ): Effect.Effect<TransactionalProducer, KafkaError, Scope.Scope> =>
   Effect.acquireRelease(
@@ -215,12 +273,16 @@ export const make = (
         await transaction.abort()
       },
       catch: toKafkaError("fence")
-    }).pipe(Effect.as(fenced(producer, options)))
+    }).pipe(Effect.as(fenced(producer, options, {
+      maxMessageBytes: options.maxMessageBytes,
+      limitOf: options.limitOf ?? unknownLimits
+    })))
   })))
 
 const fenced = (
   producer: Producer,
-  options: { readonly partition: number; readonly transactionalId: string; readonly maxMessageBytes: number }
+  options: { readonly partition: number; readonly transactionalId: string },
+  limits: Limits
 ): FencedProducer =>
   issue({
     [issuedBy]: issuedBy,
@@ -229,7 +291,7 @@ const fenced = (
     transactionalId: options.transactionalId,
     commit: (records: ReadonlyArray<EncodedRecord>, offsets: TransactionOffsets) =>
       Effect.tryPromise({
-        try: () => runTransaction(producer, records, offsets, options.maxMessageBytes),
+        try: () => runTransaction(producer, records, offsets, limits),
         catch: (error): KafkaError | TaskMigrated =>
           isFenced(error) ? new TaskMigrated({ partition: options.partition, cause: error }) : toKafkaError("commit")(error)
       }).pipe(Effect.uninterruptible)
@@ -238,7 +300,11 @@ const fenced = (
 /** A connected idempotent producer for at-least-once mode, disconnected when the scope closes. */
 export const atLeastOnce = (
   kafka: Kafka,
-  options: { readonly partition: number; readonly maxMessageBytes: number }
+  options: {
+    readonly partition: number
+    readonly maxMessageBytes: number
+    readonly limitOf?: ((topic: string) => number | undefined) | undefined
+  }
 ): Effect.Effect<AtLeastOnceProducer, KafkaError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.tryPromise({
@@ -258,7 +324,7 @@ export const atLeastOnce = (
       deliver: (records: ReadonlyArray<EncodedRecord>) =>
         Effect.tryPromise({
           try: async () => {
-            for (const topicMessages of sendCalls(records, options.maxMessageBytes)) {
+            for (const topicMessages of sendCalls(records, options.maxMessageBytes, options.limitOf ?? unknownLimits)) {
               await producer.sendBatch({ topicMessages, acks: -1 })
             }
           },
