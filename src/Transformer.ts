@@ -6,7 +6,7 @@
  */
 import { Option } from "effect"
 import type { Effect, Schema } from "effect"
-import type { ErrorRule } from "./ErrorRule.ts"
+import type { PredicateRule, TaggedRule, TaggedRuleFor } from "./ErrorRule.ts"
 import type { OutputTooLarge } from "./SkeinError.ts"
 import * as Topic from "./Topic.ts"
 
@@ -91,12 +91,13 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
 }
 
 /**
- * An error rule of a transformer: for its own errors, or for `OutputTooLarge`.
+ * An error rule of a transformer: a predicate over its own errors, or a
+ * tagged rule for one of their tags or for `OutputTooLarge`.
  *
  * @since 0.1.0
  * @category models
  */
-export type Rule<E> = ErrorRule<E> | ErrorRule<OutputTooLarge>
+export type Rule<E> = PredicateRule<E> | TaggedRuleFor<E> | TaggedRule<"OutputTooLarge", OutputTooLarge>
 
 const defaultStateKey = (record: { readonly key: unknown }): string =>
   record.key === null ? "" : typeof record.key === "string" ? record.key : JSON.stringify(record.key)
@@ -128,7 +129,7 @@ export const make = <const Inputs extends ReadonlyArray<Topic.Any>, S, SI, E = n
   readonly state: Schema.Schema<S, SI>
   readonly stateKey?: (record: RecordOf<Inputs>) => string
   readonly transform: (record: RecordOf<Inputs>, state: Option.Option<S>) => Effect.Effect<Result<S>, E, R>
-  readonly rules?: ReadonlyArray<Rule<E>>
+  readonly rules?: ReadonlyArray<Rule<NoInfer<E>>>
 }): Transformer<Inputs, S, E, R> => ({
   name: options.name,
   inputs: options.inputs,
@@ -148,7 +149,7 @@ export const stateless = <const Inputs extends ReadonlyArray<Topic.Any>, E = nev
   readonly name: string
   readonly inputs: Inputs
   readonly transform: (record: RecordOf<Inputs>) => Effect.Effect<Result<never>, E, R>
-  readonly rules?: ReadonlyArray<Rule<E>>
+  readonly rules?: ReadonlyArray<Rule<NoInfer<E>>>
 }): Transformer<Inputs, never, E, R> => ({
   name: options.name,
   inputs: options.inputs,
