@@ -22,6 +22,7 @@ import type { RecordOf, Result, Transformer } from "../Transformer.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
 import { recordSizeBound } from "./kafka/producer.ts"
 import type { StateCache } from "./StateCache.ts"
+import * as StateKeyCheck from "./StateKeyCheck.ts"
 import type { StateStore, StoreWrite } from "./StateStore.ts"
 
 /** The records of one input partition in a poll. */
@@ -46,6 +47,7 @@ export interface Options {
   readonly messageLimits: MessageLimits
   /** The task's committed states, decoded (a read-through cache of its store). */
   readonly cache: StateCache
+  readonly stateKeys?: StateKeyCheck.StateKeyCheck | undefined
 }
 
 /** The size limit of a record per output topic: known synchronously once looked up. */
@@ -181,7 +183,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           headers: record.headers,
           timestamp: record.timestamp
         } as RecordOf<Inputs>
-        entries.push({ record, decoded: Either.right(value), stateKey: transformer.stateKey(value) })
+        entries.push({ record, decoded: Either.right(value), stateKey: StateKeyCheck.observe(options.stateKeys, transformer.stateKey(value), record.partition) })
       }
       if (topic === undefined || !topic.keyConcurrency) return [{ entries, done: [] }]
       const byKey = new Map<string, Array<Entry<Inputs>>>()
@@ -194,6 +196,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       }
       return [...byKey.values()].map((laneEntries) => ({ entries: laneEntries, done: [] }))
     })
+
+    yield* StateKeyCheck.logSplits(options.stateKeys, transformer.name)
 
     /** The state of a key when known without reading the store; `undefined` otherwise. */
     const knownState = (stateKey: string): Option.Option<S> | undefined => {

@@ -40,6 +40,7 @@ import * as Consumer from "./kafka/consumer.ts"
 import type { PartitionBatch } from "./kafka/consumer.ts"
 import { makeStats, observeBatchLatency } from "./RunnerStats.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
+import * as StateKeyCheck from "./StateKeyCheck.ts"
 import * as Task from "./Task.ts"
 
 /** A partition batch being consumed across poll batches. */
@@ -240,6 +241,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         })
     }
 
+    const stateKeys = StateKeyCheck.enabled(config.checkStateKeys, transformer) ? StateKeyCheck.make() : undefined
     const shutdown = yield* Deferred.make<void>()
     const lock = yield* BatchLock.make
     const tasks = new Map<number, Task.Task>()
@@ -327,7 +329,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
               ? cursor.batch.nextOffset
               : (cursor.batch.records[end]?.offset ?? cursor.batch.nextOffset)
           })),
-          { deadLetterTopic: Option.fromNullable(config.deadLetterTopic), stop, permits, messageLimits, cache: task.cache }
+          { deadLetterTopic: Option.fromNullable(config.deadLetterTopic), stop, permits, messageLimits, cache: task.cache, stateKeys }
         )
         stats.retries += result.retries
         if (result.processed > 0) {
