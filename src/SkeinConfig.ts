@@ -11,7 +11,11 @@ import type { ConfigError } from "effect"
  * @category models
  */
 export interface SkeinConfig {
-  /** Consumer group id, transactional id prefix and changelog prefix. */
+  /**
+   * Consumer group id, transactional id prefix and changelog prefix. One per
+   * transformer: a second transformer under the same id fails at startup with
+   * `ConfigurationError` (it would share the group and the transactional ids).
+   */
   readonly applicationId: string
   /** Bootstrap brokers, `host:port`. */
   readonly brokers: ReadonlyArray<string>

@@ -30,6 +30,7 @@ import type * as Topic from "../Topic.ts"
 import type { Transformer } from "../Transformer.ts"
 import { changelogTopic } from "../Transformer.ts"
 import * as Batch from "./batch.ts"
+import * as GroupOwnership from "./GroupOwnership.ts"
 import type { BatchLockHeld } from "./BatchLock.ts"
 import * as BatchLock from "./BatchLock.ts"
 import * as Admin from "./kafka/admin.ts"
@@ -177,6 +178,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const inputTopics = transformer.inputs.map((t) => t.name)
     const changelogName = Option.map(transformer.state, () => changelogTopic(config.applicationId, transformer))
     yield* validateTopics(admin, inputTopics, changelogName, config.changelogReplicationFactor)
+    yield* GroupOwnership.check(admin, { groupId: config.applicationId, owner: transformer.name })
     if (config.deadLetterTopic !== undefined) yield* admin.partitionCounts([config.deadLetterTopic])
     if (config.deadLetterTopic === undefined && transformer.rules.some((rule) => rule.then === "dlq")) {
       return yield* Effect.fail(
@@ -196,7 +198,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       topics: inputTopics,
       sessionTimeout: config.sessionTimeout,
       rebalanceTimeout: config.rebalanceTimeout,
-      heartbeatInterval: config.heartbeatInterval
+      heartbeatInterval: config.heartbeatInterval,
+      owner: transformer.name
     })
     const runnerScope = yield* Effect.scope
     const changelog = yield* Option.match(changelogName, {
