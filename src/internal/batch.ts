@@ -47,6 +47,7 @@ export interface Options {
   readonly messageLimits: MessageLimits
   /** The task's committed states, decoded (a read-through cache of its store). */
   readonly cache: StateCache
+  /** Warns about state keys that span input partitions (`checkStateKeys`); unset: no check. */
   readonly stateKeys?: StateKeyCheck.StateKeyCheck | undefined
 }
 
