@@ -24,16 +24,60 @@ import type { Schedule } from "effect"
 export type Disposition = "dlq" | "fail" | "skip"
 
 /**
+ * A rule for the errors its `when` accepts, made with `make`. It never sees
+ * Skein's own errors (`OutputTooLarge`, `EncodeError`).
+ *
  * @since 0.1.0
  * @category models
  */
-export interface ErrorRule<in E> {
+export interface PredicateRule<in E> {
   readonly when: (error: E) => boolean
-  /** The `_tag` the rule is for, when made with `tagged`: only tagged rules see runtime errors such as `OutputTooLarge`. */
-  readonly tag?: string | undefined
+  /** Always unset: a rule with a tag is a `TaggedRule`. */
+  readonly tag?: undefined
   readonly retry?: Schedule.Schedule<unknown, E> | undefined
   readonly then: Disposition
 }
+
+/**
+ * A rule for the errors with one `_tag`, made with `tagged`. Its `retry`
+ * schedule receives the failed attempts' errors (`E`; `unknown` when it reads
+ * none). Tagged rules also see Skein's runtime errors such as `OutputTooLarge`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TaggedRule<out Tag extends string, in E = unknown> {
+  readonly tag: Tag
+  /** Matches by `_tag`. */
+  readonly when: (error: { readonly _tag: string }) => boolean
+  readonly retry?: Schedule.Schedule<unknown, E> | undefined
+  readonly then: Disposition
+}
+
+/**
+ * The tagged rules for errors `E`: a rule for one of `E`'s tags, whose
+ * schedule accepts `E`. `never` when some error of `E` has no `_tag` (use
+ * `make` for those).
+ *
+ * The check type is `NoInfer<E>` on purpose: a distributive conditional over
+ * `E` here makes TypeScript fix a transformer's `E` (to `never`) before its
+ * transform is inferred, so inline rules would not compile.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type TaggedRuleFor<E> = NoInfer<E> extends { readonly _tag: infer Tag extends string } ? TaggedRule<Tag, NoInfer<E>>
+  : never
+
+/**
+ * A rule that handles errors `E`: a predicate over `E`, or a tagged rule for
+ * one of `E`'s tags. A tagged rule for a tag that `E` does not have is a type
+ * error.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ErrorRule<E> = PredicateRule<E> | TaggedRuleFor<E>
 
 /**
  * A rule for the errors `when` accepts.
@@ -50,15 +94,29 @@ export interface ErrorRule<in E> {
  * @since 0.1.0
  * @category constructors
  */
-export const make = <E>(rule: ErrorRule<E>): ErrorRule<E> => rule
+export const make = <E>(rule: Omit<PredicateRule<E>, "tag">): PredicateRule<E> => rule
 
 /**
- * A rule for errors with the given `_tag`.
+ * A rule for errors with the given `_tag`. Inline in a transformer's
+ * `rules: [...]` it needs no annotation: the tag is checked against the
+ * transform's errors (and `OutputTooLarge`), and a `retry` schedule receives
+ * the transform's errors.
+ *
+ * @example
+ * ```ts
+ * rules: [
+ *   ErrorRule.tagged("Unavailable", { retry: Schedule.recurs(3), then: "dlq" }),
+ *   ErrorRule.tagged("Invalid", { then: "skip" })
+ * ]
+ * ```
  *
  * @since 0.1.0
  * @category constructors
  */
-export const tagged = <E extends { readonly _tag: string }>(
-  tag: E["_tag"],
-  rule: Omit<ErrorRule<E>, "when">
-): ErrorRule<E> => ({ ...rule, tag, when: (error) => error._tag === tag })
+export const tagged = <const Tag extends string, E = unknown>(
+  tag: Tag,
+  rule: {
+    readonly retry?: Schedule.Schedule<unknown, E> | undefined
+    readonly then: Disposition
+  }
+): TaggedRule<Tag, NoInfer<E>> => ({ ...rule, tag, when: (error) => error._tag === tag })

@@ -18,6 +18,11 @@
  * (`${applicationId}-extract-${name}-${token}`), which aborts the transaction
  * of any previous owner, then reads the token's committed cursor.
  *
+ * An extractor may share a transformer's `applicationId`: its group
+ * (`${applicationId}-extract-${name}`) and transactional ids carry its name,
+ * so they never meet the transformer's group (`${applicationId}`) and ids
+ * (`${applicationId}-${partition}`). Two extractors need different names.
+ *
  * @example
  * ```ts
  * const Orders = Topic.make({ name: "orders", key: Schema.String, value: Topic.json(Order) })

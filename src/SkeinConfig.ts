@@ -11,7 +11,11 @@ import type { ConfigError } from "effect"
  * @category models
  */
 export interface SkeinConfig {
-  /** Consumer group id, transactional id prefix and changelog prefix. */
+  /**
+   * Consumer group id, transactional id prefix and changelog prefix. One per
+   * transformer: a second transformer under the same id fails at startup with
+   * `ConfigurationError` (it would share the group and the transactional ids).
+   */
   readonly applicationId: string
   /** Bootstrap brokers, `host:port`. */
   readonly brokers: ReadonlyArray<string>
@@ -72,6 +76,13 @@ export interface SkeinConfig {
   readonly deliveryBackoff: Duration.Duration
   /** Port of the HTTP health and Prometheus metrics endpoint; unset: no endpoint. */
   readonly healthPort?: number | undefined
+  /**
+   * Warn (once per key) when a state key is seen on a second input partition:
+   * state is per partition, so that key's state is split. Unset: on for a
+   * transformer with a custom `stateKey`, off for the default (the record key).
+   * Costs a `Map` lookup per record and at most 100,000 remembered keys.
+   */
+  readonly checkStateKeys?: boolean | undefined
 }
 
 /**
@@ -201,7 +212,12 @@ export const config: Config.Config<SkeinConfig> = Config.all({
     Config.withDefault(defaults.maxDeliveryFailures)
   ),
   deliveryBackoff: Config.duration("SKEIN_DELIVERY_BACKOFF").pipe(Config.withDefault(defaults.deliveryBackoff)),
-  healthPort: Config.integer("SKEIN_HEALTH_PORT").pipe(Config.option, Config.map(Option.getOrUndefined))
+  healthPort: Config.integer("SKEIN_HEALTH_PORT").pipe(Config.option, Config.map(Option.getOrUndefined)),
+  checkStateKeys: Config.boolean("SKEIN_CHECK_STATE_KEYS").pipe(
+    Config.option,
+    Config.map(Option.getOrUndefined),
+    Config.withDescription("Warn when a state key spans input partitions (unset: on for a custom stateKey)")
+  )
 })
 
 /**

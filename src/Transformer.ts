@@ -6,7 +6,8 @@
  */
 import { Option } from "effect"
 import type { Effect, Schema } from "effect"
-import type { ErrorRule } from "./ErrorRule.ts"
+import type { PredicateRule, TaggedRule, TaggedRuleFor } from "./ErrorRule.ts"
+import { defaultStateKey } from "./internal/StateKeyCheck.ts"
 import type { OutputTooLarge } from "./SkeinError.ts"
 import * as Topic from "./Topic.ts"
 
@@ -84,6 +85,7 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
   readonly inputs: Inputs
   /** The state codec; `None` for a stateless transformer, which never opens a store. */
   readonly state: Option.Option<Topic.Codec<S>>
+  /** The key of a record's state; state is per input partition, so it must not span partitions (see `make`). */
   readonly stateKey: (record: RecordOf<Inputs>) => string
   readonly transform: (record: RecordOf<Inputs>, state: Option.Option<S>) => Effect.Effect<Result<S>, E, R>
   /** What happens when the transform fails with one of its errors; unmatched errors are fatal. */
@@ -91,15 +93,13 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
 }
 
 /**
- * An error rule of a transformer: for its own errors, or for `OutputTooLarge`.
+ * An error rule of a transformer: a predicate over its own errors, or a
+ * tagged rule for one of their tags or for `OutputTooLarge`.
  *
  * @since 0.1.0
  * @category models
  */
-export type Rule<E> = ErrorRule<E> | ErrorRule<OutputTooLarge>
-
-const defaultStateKey = (record: { readonly key: unknown }): string =>
-  record.key === null ? "" : typeof record.key === "string" ? record.key : JSON.stringify(record.key)
+export type Rule<E> = PredicateRule<E> | TaggedRuleFor<E> | TaggedRule<"OutputTooLarge", OutputTooLarge>
 
 /**
  * Declares a stateful transformer. The transform receives a private deep copy
@@ -126,9 +126,21 @@ export const make = <const Inputs extends ReadonlyArray<Topic.Any>, S, SI, E = n
   readonly name: string
   readonly inputs: Inputs
   readonly state: Schema.Schema<S, SI>
+  /**
+   * The key whose state a record reads and writes (default: the record key).
+   *
+   * **State is kept per input partition.** A state key that differs from the
+   * record key must still put all of one key's records on one partition:
+   * when records with the same state key arrive on two partitions (the topic
+   * has more than one and is keyed by something else), each partition keeps
+   * its own copy of that key's state and neither sees the other's updates.
+   * Re-key the input topic by the state key upstream instead. The runner
+   * warns once per key when it sees a key on a second partition
+   * (`SkeinConfig.checkStateKeys`, on by default for a custom `stateKey`).
+   */
   readonly stateKey?: (record: RecordOf<Inputs>) => string
   readonly transform: (record: RecordOf<Inputs>, state: Option.Option<S>) => Effect.Effect<Result<S>, E, R>
-  readonly rules?: ReadonlyArray<Rule<E>>
+  readonly rules?: ReadonlyArray<Rule<NoInfer<E>>>
 }): Transformer<Inputs, S, E, R> => ({
   name: options.name,
   inputs: options.inputs,
@@ -148,7 +160,7 @@ export const stateless = <const Inputs extends ReadonlyArray<Topic.Any>, E = nev
   readonly name: string
   readonly inputs: Inputs
   readonly transform: (record: RecordOf<Inputs>) => Effect.Effect<Result<never>, E, R>
-  readonly rules?: ReadonlyArray<Rule<E>>
+  readonly rules?: ReadonlyArray<Rule<NoInfer<E>>>
 }): Transformer<Inputs, never, E, R> => ({
   name: options.name,
   inputs: options.inputs,

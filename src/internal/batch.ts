@@ -26,6 +26,7 @@ import * as Outputs from "./outputs.ts"
 import * as Rules from "./rules.ts"
 import type { StateCache } from "./StateCache.ts"
 import * as StateCopy from "./stateCopy.ts"
+import * as StateKeyCheck from "./StateKeyCheck.ts"
 import type { StateStore, StoreWrite } from "./StateStore.ts"
 
 /** The records of one input partition in a poll. */
@@ -50,6 +51,8 @@ export interface Options {
   readonly messageLimits: Outputs.MessageLimits
   /** The task's committed states, decoded (a read-through cache of its store). */
   readonly cache: StateCache
+  /** Warns about state keys that span input partitions (`checkStateKeys`); unset: no check. */
+  readonly stateKeys?: StateKeyCheck.StateKeyCheck | undefined
 }
 
 export interface TaskBatchResult<E> {
@@ -95,7 +98,8 @@ interface Attempt<S> {
 const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
   topic: Topic.Any,
-  slice: Slice
+  slice: Slice,
+  stateKeys: StateKeyCheck.StateKeyCheck | undefined
 ): Array<Entry<Inputs>> => {
   const entries: Array<Entry<Inputs>> = []
   for (const record of slice.records) {
@@ -113,7 +117,9 @@ const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       headers: record.headers,
       timestamp: record.timestamp
     } as RecordOf<Inputs>
-    entries.push({ record, decoded: Either.right(value), stateKey: stateKeyOf(transformer, value) })
+    const stateKey = stateKeyOf(transformer, value)
+    if (Either.isRight(stateKey)) StateKeyCheck.observe(stateKeys, stateKey.right, record.partition)
+    entries.push({ record, decoded: Either.right(value), stateKey })
   }
   return entries
 }
@@ -174,8 +180,9 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 
     const lanesPerSlice = slices.map((slice) => {
       const topic = topics.get(slice.topic)
-      return topic === undefined ? [] : lanesOf<Inputs, S>(decodeSlice(transformer, topic, slice), topic.keyConcurrency)
+      return topic === undefined ? [] : lanesOf<Inputs, S>(decodeSlice(transformer, topic, slice, options.stateKeys), topic.keyConcurrency)
     })
+    yield* StateKeyCheck.logSplits(options.stateKeys, transformer.name)
 
     /** The state of a key when known without reading the store; `undefined` otherwise. */
     const knownState = (stateKey: string): Option.Option<S> | undefined => {

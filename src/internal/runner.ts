@@ -27,11 +27,13 @@ import * as Admin from "./kafka/admin.ts"
 import * as ChangelogReader from "./kafka/changelogReader.ts"
 import { makeKafka } from "./kafka/client.ts"
 import * as Consumer from "./kafka/consumer.ts"
+import * as GroupOwnership from "./GroupOwnership.ts"
 import { memoizeSuccess } from "./memoizeSuccess.ts"
 import * as Outputs from "./outputs.ts"
 import * as PollBuffer from "./PollBuffer.ts"
 import { makeStats, observeBatchLatency } from "./RunnerStats.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
+import * as StateKeyCheck from "./StateKeyCheck.ts"
 import * as Task from "./Task.ts"
 import * as TaskManager from "./TaskManager.ts"
 import { validateConfig, validateTopics } from "./validation.ts"
@@ -65,6 +67,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       replicationFactor: config.changelogReplicationFactor,
       deadLetterTopic: config.deadLetterTopic
     })
+    // One applicationId, one transformer: a group already running another one is refused.
+    yield* GroupOwnership.check(admin, { groupId: config.applicationId, owner: transformer.name })
 
     const storeDir = path.join(config.stateDir, `${config.applicationId}-${randomUUID()}`)
     yield* Effect.addFinalizer(() => Effect.promise(() => fs.rm(storeDir, { recursive: true, force: true })))
@@ -73,7 +77,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       topics: inputTopics,
       sessionTimeout: config.sessionTimeout,
       rebalanceTimeout: config.rebalanceTimeout,
-      heartbeatInterval: config.heartbeatInterval
+      heartbeatInterval: config.heartbeatInterval,
+      owner: transformer.name
     })
     const runnerScope = yield* Effect.scope
     // The changelog reader is made at the first restore; a failed first connect is retried by the next one.
@@ -116,6 +121,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       ? Option.none()
       : Option.some(yield* Effect.makeSemaphore(config.maxConcurrency))
     const deadLetterTopic = Option.fromNullable(config.deadLetterTopic)
+    const stateKeys = StateKeyCheck.enabled(config.checkStateKeys, transformer) ? StateKeyCheck.make() : undefined
     const shutdown = yield* Deferred.make<void>()
     const exactlyOnce = config.processingGuarantee === "exactly-once"
 
@@ -214,6 +220,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             permits,
             messageLimits,
             cache: task.cache,
+            stateKeys,
             groupId: config.applicationId,
             changelog,
             onRetries: (retries) => {

@@ -8,6 +8,7 @@ import type { Scope } from "effect"
 import kafkajs from "kafkajs"
 import type { Admin } from "kafkajs"
 import { KafkaError, TopicNotFound } from "../../SkeinError.ts"
+import * as Assignor from "./assignor.ts"
 import type { Kafka } from "./client.ts"
 import { toKafkaError } from "./errors.ts"
 
@@ -41,6 +42,12 @@ export interface KafkaAdmin {
   ) => Effect.Effect<{ readonly low: number; readonly end: number }, KafkaError>
   /** A topic's `max.message.bytes`, or `undefined` when the topic does not exist (yet). */
   readonly maxMessageBytes: (topic: string) => Effect.Effect<number | undefined, KafkaError>
+  /**
+   * The current members of a consumer group, with what each announced through
+   * Skein's assignor (`undefined` for a member of an older Skein or another
+   * client). Empty for a group with no members or none at all.
+   */
+  readonly groupMembers: (groupId: string) => Effect.Effect<ReadonlyArray<Assignor.Member>, KafkaError>
 }
 
 /** True for kafkajs errors the broker marks retriable (a leader moving, metadata not yet propagated). */
@@ -123,6 +130,17 @@ const makeFrom = (admin: Admin): KafkaAdmin => {
           return entry === undefined ? undefined : Number(entry.configValue)
         }),
         Effect.catchIf((e) => isUnknownTopic(e.cause), () => Effect.succeed(undefined))
+      ),
+    groupMembers: (groupId) =>
+      attempt("describeGroups", () => admin.describeGroups([groupId])).pipe(
+        Effect.map(({ groups }) =>
+          groups.filter((group) => group.groupId === groupId).flatMap((group) =>
+            group.members.map((member): Assignor.Member => ({
+              memberId: member.memberId,
+              membership: group.protocol === Assignor.NAME ? Assignor.decodeMembership(member.memberMetadata) : undefined
+            }))
+          )
+        )
       )
   }
 }

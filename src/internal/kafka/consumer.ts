@@ -14,9 +14,9 @@ import { Deferred, Duration, Effect, FiberId, Queue } from "effect"
 import type { Scope } from "effect"
 import kafkajs from "kafkajs"
 import type { Consumer, EachBatchPayload } from "kafkajs"
-import type { KafkaError } from "../../SkeinError.ts"
+import { KafkaError } from "../../SkeinError.ts"
 import type { TopicPartition } from "../../TopicPartition.ts"
-import { CoPartitionedAssigner } from "./assignor.ts"
+import * as Assignor from "./assignor.ts"
 import type { Kafka } from "./client.ts"
 import { isRebalancing, toKafkaError } from "./errors.ts"
 
@@ -108,6 +108,13 @@ export interface Options {
   readonly rebalanceTimeout: Duration.Duration
   readonly heartbeatInterval: Duration.Duration
   readonly maxBytesPerPartition?: number
+  /**
+   * What this member runs (a transformer's name), announced to the group: the
+   * group's leader gives partitions only to the owner that joined first, and a
+   * member of another owner fails with a `ConfigurationError` (as the cause
+   * of a `KafkaError`). Unset: announces nothing and is accepted by any owner.
+   */
+  readonly owner?: string | undefined
 }
 
 const byTopic = (partitions: ReadonlyArray<TopicPartition>) => {
@@ -204,7 +211,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       sessionTimeout: Duration.toMillis(options.sessionTimeout),
       rebalanceTimeout: Duration.toMillis(options.rebalanceTimeout),
       heartbeatInterval: heartbeatMs,
-      partitionAssigners: [CoPartitionedAssigner],
+      partitionAssigners: [Assignor.make(options.owner)],
       readUncommitted: false,
       maxWaitTimeInMs: 500,
       ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
@@ -223,6 +230,13 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       // partitions once the task is fenced and restored.
       if (partitions.length > 0) consumer.pause(byTopic(partitions))
       Queue.unsafeOffer(events, { _tag: "Assigned", generation, partitions })
+    })
+    consumer.on(consumer.events.RECEIVED_UNSUBSCRIBED_TOPICS, (event) => {
+      // The leader rejected this member: the group belongs to another transformer.
+      const incumbent = Assignor.rejectionOf(event.payload.topicsNotSubscribed)
+      if (incumbent === undefined) return
+      const conflict = Assignor.ownerConflict(options.groupId, incumbent, options.owner ?? "(unnamed)")
+      Queue.unsafeOffer(events, { _tag: "Crashed", error: new KafkaError({ reason: "Protocol", operation: "group join", cause: conflict }) })
     })
     consumer.on(consumer.events.REBALANCING, () => {
       rebalancing()
