@@ -21,8 +21,10 @@ import { DeliveryFailed, OffsetOutOfRange } from "../SkeinError.ts"
 import type { PartitionOffset } from "../TopicPartition.ts"
 import * as BatchLock from "./BatchLock.ts"
 import type { BatchLockHeld } from "./BatchLock.ts"
+import type { BatchOutcome } from "./kafka/consumer.ts"
 import type { PollBuffer } from "./PollBuffer.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
+import { describe } from "./errorText.ts"
 import * as Task from "./Task.ts"
 
 /** Why the runner's loop should look again: a task start fell due, or acknowledged offsets are due a commit. */
@@ -105,7 +107,8 @@ export const make = (options: {
       return context.consumer.commitOffsets(offsets)
     })
 
-    const stopTask = (partition: number, held: BatchLockHeld) =>
+    /** Tears one task down; its buffered batches complete with `outcome` ("Kept": left to the caller). */
+    const stopTask = (partition: number, held: BatchLockHeld, outcome: BatchOutcome | "Kept" = "Dropped") =>
       Effect.gen(function*() {
         yield* BatchLock.verify(held)
         const scope = scopes.get(partition)
@@ -114,14 +117,15 @@ export const make = (options: {
         stats.assigned.delete(partition)
         stats.restoring.delete(partition)
         for (const [key, offset] of uncommitted) if (offset.partition === partition) uncommitted.delete(key)
-        buffer.dropPartition(partition, "Dropped")
+        if (outcome !== "Kept") buffer.dropPartition(partition, outcome)
         if (scope !== undefined) {
           yield* Scope.close(scope, Exit.void)
           stats.tasksStopped++
         }
       })
 
-    const teardownAll = (held: BatchLockHeld) =>
+    /** Tears every task down; the buffered batches complete with `outcome` ("Rejoin": kafkajs rejoins the group). */
+    const teardownAll = (held: BatchLockHeld, outcome: BatchOutcome = "Dropped") =>
       Effect.gen(function*() {
         if (stats.inFlightTransactions > 0) stats.teardownsWithTransactionInFlight++
         if (!exactlyOnce && uncommitted.size > 0) {
@@ -131,13 +135,13 @@ export const make = (options: {
             Effect.catchAll((error) => Effect.logWarning(`offset commit before teardown failed: ${error.message}`))
           )
         }
-        for (const partition of [...scopes.keys()]) yield* stopTask(partition, held)
+        for (const partition of [...scopes.keys()]) yield* stopTask(partition, held, "Kept")
         due.length = 0
         yield* FiberMap.clear(backoffs)
         stats.pending.clear()
-        buffer.dropAll("Dropped")
+        buffer.dropAll(outcome)
       })
-    yield* Effect.addFinalizer(() => lock.withLock(teardownAll))
+    yield* Effect.addFinalizer(() => lock.withLock((held) => teardownAll(held)))
 
     /** Schedules `partition`'s start after the backoff of one more failure in a row; `Some` once they are exhausted. */
     const retryLater = (partition: number, what: string, error: KafkaError) =>
@@ -182,8 +186,7 @@ export const make = (options: {
     const failPartition = <E>(partition: number, cause: Cause.Cause<E>, held: BatchLockHeld) =>
       Effect.gen(function*() {
         if (config.failureIsolation === "run") return yield* Effect.failCause(cause)
-        const reason = Cause.squash(cause)
-        yield* markStopped(partition, reason instanceof Error ? reason.message : String(reason))
+        yield* markStopped(partition, describe(Cause.squash(cause)))
         yield* stopTask(partition, held)
       })
 
@@ -259,8 +262,7 @@ export const make = (options: {
           // A task migrated: no task survives; rejoin to learn the current assignment.
           for (const outcome of migrated) yield* Effect.logWarning(outcome.error.message)
           stats.migrations++
-          yield* teardownAll(held)
-          buffer.dropAll("Rejoin")
+          yield* teardownAll(held, "Rejoin")
         }
         if (fatal.length > 0) return yield* Effect.failCause(fatal.reduce(Cause.parallel))
       })
@@ -288,7 +290,7 @@ export const make = (options: {
             }
           })
         ),
-      revokeAll: lock.withLock(teardownAll),
+      revokeAll: lock.withLock((held) => teardownAll(held)),
       startNext: (shutdown) =>
         Effect.suspend(() => {
           const partition = due.shift()
