@@ -8,7 +8,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { inject } from "vitest"
-import { abortedTransactions, assertAllPass, runCli } from "../helpers/chaos.ts"
+import { assertAllPass, runCli } from "../helpers/chaos.ts"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -39,10 +39,15 @@ describe("aggregate under kills", () => {
         ],
         { KAFKA_BROKERS: process.env["KAFKA_BROKERS"] ?? inject("kafkaBrokers") }
       )
-      const [line] = assertAllPass(run, records, ["aggregate"])
-      assert.strictEqual(line?.kills, 5)
-      assert.strictEqual(line?.bounces, 2)
-      // Some SIGKILL landed inside an open transaction: the new owner's fencing aborted it.
-      assert.isAbove(abortedTransactions(run.output), 0, run.output)
+      assertAllPass(run, records, ["aggregate"])
+      // The faults hit working instances: some SIGKILL took tasks (and their stores) down,
+      // so another instance restored their state from the changelog.
+      const hits = /(\d+)\/(\d+) kills hit an instance holding tasks/.exec(run.output)
+      assert.isAbove(Number(hits?.[1] ?? 0), 0, run.output)
+      // Not asserted: that a SIGKILL landed inside an open transaction (test/chaos.test.ts
+      // does, with three apps). With one app and two instances it is chance on either
+      // version: no abort marker at all in 3 of 9 runs on Kafka 3.9.2 and 2 of 4 on 4.4.0,
+      // same seeds included. restore.test.ts, also in the compatibility run, has fencing
+      // abort open transactions deterministically.
     }), 5 * 60_000)
 })
