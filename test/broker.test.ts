@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Exit, Option, Scope } from "effect"
+import { ConfigProvider, Effect, Exit, Logger, Option, Scope } from "effect"
 import kafkajs from "kafkajs"
 import * as ChildProcess from "node:child_process"
 import * as Fs from "node:fs"
@@ -106,6 +106,42 @@ describe("KafkaBroker", () => {
         Effect.scoped
       )
       assert.deepStrictEqual(broker, { brokers: ["10.0.0.1:9092", "10.0.0.2:9092"], kind: "external" })
+    }))
+
+  it.effect("KAFKA_BROKERS with a version asked for: used as is, with a warning that the version cannot be chosen", () =>
+    Effect.gen(function*() {
+      const warnings: Array<string> = []
+      const collect = Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => warnings.push(String(message))))
+      const broker = yield* KafkaBroker.make({ version: "3.9.2" }).pipe(
+        Effect.withConfigProvider(envOnly({ KAFKA_BROKERS: "10.0.0.1:9092", PATH: "/nonexistent" })),
+        Effect.scoped,
+        Effect.provide(collect)
+      )
+      assert.deepStrictEqual(broker, { brokers: ["10.0.0.1:9092"], kind: "external" })
+      assert.isTrue(
+        warnings.some((w) => w.includes("Kafka 3.9.2 was asked for, but KAFKA_BROKERS is set")),
+        warnings.join("\n")
+      )
+    }))
+
+  it.effect("SKEIN_KAFKA_VERSION picks the version of the broker it starts; a bad one fails at once", () =>
+    Effect.gen(function*() {
+      yield* Effect.scoped(Effect.gen(function*() {
+        const broker = yield* KafkaBroker.make().pipe(
+          Effect.withConfigProvider(envWith({ SKEIN_KAFKA_PROVIDER: "local", SKEIN_KAFKA_VERSION: "3.9.x" }))
+        )
+        assert.strictEqual(broker.kind, "local")
+        assert.strictEqual(broker.version, "3.9.2")
+        const cluster = yield* describeCluster(broker.brokers)
+        assert.strictEqual(cluster.brokers.length, 1)
+      }))
+      const error = yield* KafkaBroker.make().pipe(
+        Effect.withConfigProvider(envOnly({ SKEIN_KAFKA_VERSION: "2.8", PATH: "/nonexistent" })),
+        Effect.scoped,
+        Effect.flip
+      )
+      assert.strictEqual(error.reason, "InvalidArgument")
+      assert.include(error.message, "unsupported Kafka version \"2.8\"")
     }))
 
   it.effect("fails fast with one typed error saying what to install when nothing can provide a broker", () =>

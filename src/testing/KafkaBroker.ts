@@ -20,6 +20,7 @@ import { Context, Duration, Effect, Layer, Option } from "effect"
 import type { Scope } from "effect"
 import { KafkaBrokerError } from "./KafkaBrokerError.ts"
 import * as LocalKafka from "./LocalKafka.ts"
+import * as Distribution from "./internal/distribution.ts"
 import * as Docker from "./internal/docker.ts"
 import { dockerAvailable, type HostEnvironment, readHostEnvironment } from "./internal/environment.ts"
 import { installHint, live, localProblems } from "./internal/preflight.ts"
@@ -43,6 +44,11 @@ export interface Service {
   /** Client addresses, `host:port`. */
   readonly brokers: ReadonlyArray<string>
   readonly kind: Kind
+  /**
+   * The Kafka version of a broker this service started (absent for an
+   * external cluster, or a Docker image given by name).
+   */
+  readonly version?: LocalKafka.KafkaVersion
 }
 
 /**
@@ -55,16 +61,23 @@ export class KafkaBroker extends Context.Tag("skein/testing/KafkaBroker")<KafkaB
 
 /**
  * How to provision a broker. The environment is read through `Config`
- * (`KAFKA_BROKERS`, `SKEIN_KAFKA_PROVIDER`, `PATH`, `JAVA_HOME`,
- * `SKEIN_CACHE_DIR`, `DOCKER_HOST`), so a `ConfigProvider` can replace it.
+ * (`KAFKA_BROKERS`, `SKEIN_KAFKA_PROVIDER`, `SKEIN_KAFKA_VERSION`, `PATH`,
+ * `JAVA_HOME`, `SKEIN_CACHE_DIR`, `DOCKER_HOST`), so a `ConfigProvider` can
+ * replace it.
  *
  * @since 0.1.0
  * @category models
  */
 export interface Options {
-  /** The Kafka version of a local broker (default 4.4.0). */
+  /**
+   * The Kafka version of a broker this service starts, local or Docker
+   * (`apache/kafka:<version>`). Default: `SKEIN_KAFKA_VERSION` if set, else
+   * 4.4.0 locally and apache/kafka:4.1.0 in Docker. An external cluster
+   * (`KAFKA_BROKERS`) runs whatever version it runs: asking for one then only
+   * logs a warning.
+   */
   readonly version?: LocalKafka.KafkaVersion
-  /** The Docker image (default apache/kafka:4.1.0). */
+  /** The Docker image (default: the version's, see `version`). */
   readonly dockerImage?: string
   /** How long the broker may take to become ready (default 180 s). */
   readonly startTimeout?: Duration.DurationInput
@@ -88,20 +101,48 @@ const local = (version: LocalKafka.KafkaVersion, options: Options) =>
     ...options.local,
     version,
     ...(options.startTimeout === undefined ? {} : { startTimeout: options.startTimeout })
-  }).pipe(Effect.map((cluster): Service => ({ brokers: cluster.brokers, kind: "local" })))
+  }).pipe(Effect.map((cluster): Service => ({ brokers: cluster.brokers, kind: "local", version: cluster.version })))
 
-const docker = (options: Options) =>
-  Docker.start({
-    image: options.dockerImage ?? Docker.defaultImage,
+/** A named image runs whatever it runs; else the requested version's image, else the default image. */
+const docker = (requested: Option.Option<LocalKafka.KafkaVersion>, options: Options) => {
+  const image = options.dockerImage ?? Option.match(requested, { onNone: () => Docker.defaultImage, onSome: Docker.imageOf })
+  const version = options.dockerImage === undefined ? requested : Option.none()
+  return Docker.start({
+    image,
+    backend: Distribution.loggingBackend(Option.getOrElse(requested, () => LocalKafka.defaultVersion)),
     startTimeout: Duration.decode(options.startTimeout ?? Duration.seconds(180))
-  }).pipe(Effect.map((brokers): Service => ({ brokers, kind: "docker" })))
+  }).pipe(
+    Effect.map((brokers): Service =>
+      Option.match(version, {
+        onNone: () => ({ brokers, kind: "docker" }),
+        onSome: (version) => ({ brokers, kind: "docker", version })
+      })
+    )
+  )
+}
+
+/** An existing cluster: its version is not ours to choose, so a requested one is only warned about. */
+const existing = (brokers: ReadonlyArray<string>, requested: Option.Option<LocalKafka.KafkaVersion>) =>
+  Effect.as(
+    Option.match(requested, {
+      onNone: () => Effect.void,
+      onSome: (version) =>
+        Effect.logWarning(
+          `Kafka ${version} was asked for, but KAFKA_BROKERS is set: using ${brokers.join(",")} as is, ` +
+            "whatever Kafka version it runs (unset KAFKA_BROKERS to have this version started)"
+        )
+    }),
+    external(brokers)
+  )
 
 /**
  * Provides a broker for the life of the scope: `KAFKA_BROKERS` if set (and
  * nothing is stopped), else a Docker container if a daemon answers, else a
  * local broker. Fails at once with `reason: "Unavailable"`, whose message
  * says what to install or set, when none of these is possible.
- * `SKEIN_KAFKA_PROVIDER=external|docker|local` forces one way.
+ * `SKEIN_KAFKA_PROVIDER=external|docker|local` forces one way;
+ * `options.version`, else `SKEIN_KAFKA_VERSION`, picks the version of a
+ * broker it starts.
  *
  * @since 0.1.0
  * @category constructors
@@ -109,12 +150,15 @@ const docker = (options: Options) =>
 export const make = (options: Options = {}): Effect.Effect<Service, KafkaBrokerError, Scope.Scope> =>
   Effect.gen(function*() {
     const env = yield* readHostEnvironment
-    const version = options.version ?? LocalKafka.defaultVersion
+    const requested = options.version !== undefined
+      ? Option.some(options.version)
+      : yield* Effect.transposeOption(Option.map(env.kafkaVersion, LocalKafka.parseVersion))
+    const version = Option.getOrElse(requested, () => LocalKafka.defaultVersion)
     const service = yield* Effect.suspend((): Effect.Effect<Service, KafkaBrokerError, Scope.Scope> => {
       switch (env.provider) {
         case "external":
           return Option.match(env.kafkaBrokers, {
-            onSome: (brokers) => Effect.succeed(external(brokers)),
+            onSome: (brokers) => existing(brokers, requested),
             onNone: () =>
               Effect.fail(
                 new KafkaBrokerError({
@@ -124,22 +168,24 @@ export const make = (options: Options = {}): Effect.Effect<Service, KafkaBrokerE
               )
           })
         case "docker":
-          return docker(options)
+          return docker(requested, options)
         case "local": {
           const problems = localProblems(env, version)
           return problems.length === 0 ? local(version, options) : Effect.fail(unavailable(env, problems))
         }
         case "auto":
           return Effect.gen(function*() {
-            if (Option.isSome(env.kafkaBrokers)) return external(env.kafkaBrokers.value)
-            if (yield* dockerAvailable(env)) return yield* docker(options)
+            if (Option.isSome(env.kafkaBrokers)) return yield* existing(env.kafkaBrokers.value, requested)
+            if (yield* dockerAvailable(env)) return yield* docker(requested, options)
             const problems = localProblems(env, version)
             if (problems.length > 0) return yield* unavailable(env, problems)
             return yield* local(version, options)
           })
       }
     })
-    yield* Effect.logDebug(`Kafka broker (${service.kind}): ${service.brokers.join(",")}`)
+    yield* Effect.logDebug(
+      `Kafka broker (${service.kind}${service.version === undefined ? "" : ` ${service.version}`}): ${service.brokers.join(",")}`
+    )
     return service
   }).pipe(live)
 

@@ -8,11 +8,15 @@
 import { Duration, Effect } from "effect"
 import type { Scope } from "effect"
 import { KafkaBrokerError } from "../KafkaBrokerError.ts"
+import type { KafkaVersion, LoggingBackend } from "./distribution.ts"
 import * as NodeConfig from "./nodeConfig.ts"
 import { freePorts } from "./ports.ts"
 
-/** The image used when none is given. */
+/** The image used when neither an image nor a version is given. */
 export const defaultImage = "apache/kafka:4.1.0"
+
+/** The official image of a Kafka version. */
+export const imageOf = (version: KafkaVersion): string => `apache/kafka:${version}`
 
 /** `log.dirs` → `KAFKA_LOG_DIRS`, as the apache/kafka image expects. */
 const envName = (property: string): string =>
@@ -32,6 +36,8 @@ const dockerError = (detail: string) => (cause: unknown) =>
  */
 export const start = (options: {
   readonly image: string
+  /** The image's logging backend: which settings its Kafka version knows (log4j2: Kafka 4). */
+  readonly backend: LoggingBackend
   readonly startTimeout: Duration.Duration
 }): Effect.Effect<ReadonlyArray<string>, KafkaBrokerError, Scope.Scope> =>
   Effect.gen(function*() {
@@ -45,7 +51,7 @@ export const start = (options: {
     })
     const host = client.info.containerRuntime.host
     const [port = 0] = yield* freePorts("127.0.0.1", 1)
-    const settings = NodeConfig.testSettings(1, "log4j2")
+    const settings = NodeConfig.testSettings(1, options.backend)
     const environment: Record<string, string> = {
       KAFKA_NODE_ID: "1",
       KAFKA_PROCESS_ROLES: "broker,controller",

@@ -20,6 +20,8 @@ export interface HostEnvironment {
   readonly kafkaBrokers: Option.Option<ReadonlyArray<string>>
   /** `SKEIN_KAFKA_PROVIDER`: force one way of getting a broker. */
   readonly provider: Provider
+  /** `SKEIN_KAFKA_VERSION`: the Kafka version a started broker runs, as written (`3.9.x`, `4.4.0`, ...). */
+  readonly kafkaVersion: Option.Option<string>
   /** `PATH`, split. */
   readonly path: ReadonlyArray<string>
   readonly javaHome: Option.Option<string>
@@ -42,6 +44,7 @@ export const hostEnvironment: Config.Config<HostEnvironment> = Config.all({
     Config.withDefault("auto" as const),
     Config.withDescription("How to get a test broker: auto, external, docker or local")
   ),
+  kafkaVersion: optionalString("SKEIN_KAFKA_VERSION", "The Kafka version of a test broker Skein starts: 4.4 (default) or 3.9"),
   path: Config.string("PATH").pipe(Config.withDefault(""), Config.withDescription("Where to find java, mvn and docker")),
   javaHome: optionalString("JAVA_HOME", "A JDK or JRE to run the local broker with"),
   skeinCacheDir: optionalString("SKEIN_CACHE_DIR", "Where Kafka jars and CLI broker state are kept"),
@@ -58,6 +61,7 @@ export const hostEnvironment: Config.Config<HostEnvironment> = Config.all({
     return {
       kafkaBrokers: Option.map(raw.kafkaBrokers, parseBrokerList),
       provider: raw.provider,
+      kafkaVersion: raw.kafkaVersion,
       path: raw.path.split(Path.delimiter).filter((entry) => entry !== ""),
       javaHome: raw.javaHome,
       cacheDir: Path.resolve(cacheDir),
