@@ -251,3 +251,10 @@ export const startInstance = <Inputs extends ReadonlyArray<Topic.Any>, S, E>(
   })
 
 export const sleep = (ms: number) => Effect.sleep(`${ms} millis`)
+
+/** The members of a consumer group, as the group coordinator sees them now. */
+export const groupMembers = (groupId: string) =>
+  withAdmin(async (admin) => {
+    const { groups: [group] } = await admin.describeGroups([groupId])
+    return (group?.members ?? []).map((m) => m.memberId)
+  })

@@ -1,0 +1,199 @@
+/**
+ * Graceful shutdown under the signals a terminal, `npm run`, `tsx` and an init
+ * system really send: a SIGTERM to the whole process group (each parent in
+ * the group relays it again to its child) and a double Ctrl-C (SIGINT to the
+ * process group, twice), each while records flow and while the runner is
+ * still starting, under Node (the tsx CLI, and `npm run` of a tsx script),
+ * Bun and Deno. Every case: exit code 0, the member left the group at once
+ * (the session timeout is 30 s, so a member that did not leave would still be
+ * listed), every output has its input offset committed (exactly-once: in the
+ * transaction; at-least-once: the acknowledged offsets at shutdown), and a
+ * restart finishes the input with nothing lost and nothing duplicated.
+ *
+ * The cases cover the matrix in a Latin square (each runtime sees both
+ * signal patterns, both phases and, for two of them, at-least-once) and run
+ * concurrently, each with its own topics and group.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { Topic, Transformer } from "../../src/index.ts"
+import {
+  brokers,
+  caughtUp,
+  createTopics,
+  eventually,
+  groupMembers,
+  groupOffsets,
+  offsets,
+  produce,
+  readCommitted,
+  sleep,
+  startInstance,
+  unique
+} from "../helpers/kafka.ts"
+
+const root = path.join(import.meta.dirname, "..", "..")
+const app = path.join(import.meta.dirname, "apps", "signal-copy.ts")
+const bin = (name: string) => path.join(root, "node_modules", ".bin", name)
+
+type Launcher = "tsx" | "npm run" | "bun" | "deno"
+type Signals = "group SIGTERM" | "double SIGINT"
+type Phase = "load" | "startup"
+type Guarantee = "exactly-once" | "at-least-once"
+
+/** The command line a user would type, as a process group of its own. */
+const commandFor = (launcher: Launcher): { readonly command: string; readonly args: ReadonlyArray<string> } => {
+  switch (launcher) {
+    case "tsx":
+      return { command: bin("tsx"), args: [app] }
+    case "npm run": {
+      // Inside the repository, so that `--import tsx` resolves from the script's directory.
+      fs.mkdirSync(path.join(root, ".skein"), { recursive: true })
+      const dir = fs.mkdtempSync(path.join(root, ".skein", "npm-"))
+      fs.writeFileSync(
+        path.join(dir, "package.json"),
+        // As the README says: `exec`, so that npm's shell does not stay between npm and the app.
+        JSON.stringify({ name: "signal-app", private: true, scripts: { app: `exec node --import tsx ${app}` } })
+      )
+      return { command: "npm", args: ["run", "--silent", "--prefix", dir, "app"] }
+    }
+    case "bun":
+      return { command: bin("bun"), args: [app] }
+    case "deno":
+      return { command: bin("deno"), args: ["run", "-A", app] }
+  }
+}
+
+interface Running {
+  readonly output: () => string
+  readonly exited: Effect.Effect<{ readonly code: number | null; readonly signal: string | null }>
+  readonly signal: (signal: NodeJS.Signals) => void
+}
+
+const start = (launcher: Launcher, env: Record<string, string>) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const { command, args } = commandFor(launcher)
+      const child = spawn(command, [...args], {
+        cwd: root,
+        env: { ...process.env, ...env },
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true
+      })
+      let output = ""
+      child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+      child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString("utf8")))
+      const exit = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+        child.on("exit", (code, signal) => resolve({ code, signal }))
+      )
+      let done = false
+      void exit.then(() => (done = true))
+      const signalGroup = (signal: NodeJS.Signals) => {
+        try {
+          if (child.pid !== undefined) process.kill(-child.pid, signal)
+        } catch {
+          // the group is gone already
+        }
+      }
+      const running: Running = {
+        output: () => output,
+        exited: Effect.promise(() => exit),
+        signal: signalGroup
+      }
+      return { running, kill: () => done ? undefined : signalGroup("SIGKILL") }
+    }),
+    ({ kill }) => Effect.sync(kill)
+  ).pipe(Effect.map(({ running }) => running))
+
+const copier = (input: string, output: string) => {
+  const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
+  const Out = Topic.make({ name: output, key: Schema.String, value: Schema.String })
+  return Transformer.stateless({
+    name: "copy",
+    inputs: [In],
+    transform: (record) => Effect.succeed({ emit: [Topic.record(Out, record.key, record.value)] })
+  })
+}
+
+const cases: ReadonlyArray<readonly [Launcher, Phase, Signals, Guarantee]> = [
+  ["tsx", "load", "group SIGTERM", "exactly-once"],
+  ["tsx", "startup", "double SIGINT", "exactly-once"],
+  ["npm run", "load", "double SIGINT", "at-least-once"],
+  ["npm run", "startup", "group SIGTERM", "exactly-once"],
+  ["bun", "load", "double SIGINT", "exactly-once"],
+  ["bun", "startup", "group SIGTERM", "at-least-once"],
+  ["deno", "load", "group SIGTERM", "at-least-once"],
+  ["deno", "startup", "double SIGINT", "exactly-once"]
+]
+
+const total = 400
+
+describe.concurrent("repeated signals", () => {
+  for (const [launcher, phase, signals, guarantee] of cases) {
+    it.scopedLive(`${launcher}, ${signals} during ${phase} (${guarantee}): exit 0, left the group, finished work committed`, () =>
+      Effect.gen(function*() {
+        const input = unique("sig-in")
+        const output = unique("sig-out")
+        const applicationId = unique("sig-app")
+        yield* createTopics([{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
+        yield* produce(input, Array.from({ length: total }, (_, i) => ({ key: `k${i % 40}`, value: `v${i}` })))
+        const running = yield* start(launcher, {
+          INPUT: input,
+          OUTPUT: output,
+          APPLICATION_ID: applicationId,
+          BROKERS: brokers().join(","),
+          PROCESSING_GUARANTEE: guarantee,
+          SLEEP_MS: "25",
+          STATE_DIR: fs.mkdtempSync(path.join(os.tmpdir(), "skein-sig-"))
+        })
+        const log = () => `\n--- ${launcher} output ---\n${running.output()}`
+        if (phase === "startup") {
+          yield* eventually(Effect.sync(() => running.output().includes("starting")), { what: "the app to start" + log() })
+        } else {
+          yield* eventually(
+            Effect.map(offsets(output), (ends) => ends.some((e) => e.lastStable > 0)),
+            { what: "outputs to flow" }
+          )
+        }
+        const signalled = Date.now()
+        if (signals === "group SIGTERM") {
+          running.signal("SIGTERM")
+        } else {
+          // A quick double Ctrl-C; during startup the stop is quick too, so the second follows at once.
+          running.signal("SIGINT")
+          yield* sleep(phase === "load" ? 300 : 20)
+          running.signal("SIGINT")
+        }
+        const exit = yield* running.exited.pipe(Effect.timeout("60 seconds"))
+        const stoppedIn = Date.now() - signalled
+        const members = yield* groupMembers(applicationId)
+        assert.deepStrictEqual(exit, { code: 0, signal: null }, `a clean exit 0${log()}`)
+        assert.deepStrictEqual(members, [], `the member left the group (checked ${Date.now() - signalled} ms after the signal)`)
+        assert.isBelow(stoppedIn, 25_000, "stopped within shutdownGrace and a margin")
+        if (signals === "double SIGINT" && phase === "load") {
+          assert.include(running.output(), "SIGINT received again", `the second SIGINT reached the stopping app${log()}`)
+        }
+        assert.notInclude(running.output(), "TimeoutNegativeWarning", `no timer set from an unset deadline${log()}`)
+
+        const afterStop = yield* readCommitted(output)
+        const committed = yield* groupOffsets(applicationId, input)
+        const committedTotal = [...committed.values()].reduce((n, o) => n + Math.max(0, o), 0)
+        assert.strictEqual(afterStop.length, committedTotal, "every output has its input offset committed")
+        if (phase === "load") {
+          assert.isAbove(afterStop.length, 0, "work finished before the signal is committed")
+          assert.isBelow(afterStop.length, total, "the signal landed while records were flowing")
+        }
+
+        const restarted = yield* startInstance(copier(input, output), { applicationId, stateDir: fs.mkdtempSync(path.join(os.tmpdir(), "skein-sig-")), processingGuarantee: guarantee })
+        yield* caughtUp(applicationId, input, 60_000)
+        yield* restarted.stop
+        const values = (yield* readCommitted(output)).map((r) => r.value ?? "")
+        assert.strictEqual(new Set(values).size, total, "nothing lost")
+        assert.strictEqual(values.length, total, "nothing duplicated after the restart")
+      }), 150_000)
+  }
+})
