@@ -1,8 +1,11 @@
 /**
  * A README-style app run as its own process by the signals test: a stateless
- * copier whose handler takes SLEEP_MS per record, with a long session timeout
- * (30 s) so that a member that did not leave the group stays visible. It
- * prints "starting" as its program begins, before the runner connects.
+ * copier whose handler takes SLEEP_MS per record, and SLOW_MS for a record
+ * whose value starts with "slow" (printing "slow handler started" as it
+ * begins), with a long session timeout (30 s) so that a member that did not
+ * leave the group stays visible. It prints "starting" as its program begins,
+ * before the runner connects, and "exit <code>" as the process exits (not
+ * when it is killed).
  */
 import { Duration, Effect, Schema } from "effect"
 import { Runner, SkeinConfig, Topic, Transformer } from "../../../src/index.ts"
@@ -25,10 +28,15 @@ const copy = Transformer.stateless({
   name: "copy",
   inputs: [In],
   transform: (record) =>
-    Effect.as(Effect.sleep(Duration.millis(Number(env("SLEEP_MS")))), {
-      emit: [Topic.record(Out, record.key, record.value)]
+    Effect.gen(function*() {
+      const slow = record.value.startsWith("slow")
+      if (slow) console.log("slow handler started")
+      yield* Effect.sleep(Duration.millis(Number(env(slow ? "SLOW_MS" : "SLEEP_MS"))))
+      return { emit: [Topic.record(Out, record.key, record.value)] }
     })
 })
+
+process.on("exit", (code) => console.log(`exit ${code}`))
 
 Effect.sync(() => console.log("starting")).pipe(
   Effect.zipRight(Runner.run(copy)),
