@@ -44,9 +44,13 @@ export const runMain: RunMain = makeRunMain(({ fiber, teardown }) => {
   /** When the last counted signal arrived (epoch ms); undefined before the first. */
   let lastRequestAt: number | undefined = undefined
 
-  /** Logs with the main fiber's loggers and log level (the pretty logger, an app's own logger). */
-  const log = (effect: Effect.Effect<void>) =>
-    Effect.runSync(Effect.zipRight(Effect.setFiberRefs(fiber.getFiberRefs()), effect))
+  /**
+   * Logs with the main fiber's loggers, log level and annotations (the pretty logger, an app's
+   * own logger); a failing logger is ignored rather than thrown out of a signal handler.
+   */
+  const log = (effect: Effect.Effect<void>) => {
+    Effect.runSync(Effect.exit(Effect.zipRight(Effect.setFiberRefs(fiber.getFiberRefs()), effect)))
+  }
 
   const onSignal = (signal: StopSignal) => {
     const now = Date.now()

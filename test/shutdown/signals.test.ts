@@ -48,8 +48,10 @@ type Signals = "group SIGTERM" | "double SIGINT"
 type Phase = "load" | "startup"
 type Guarantee = "exactly-once" | "at-least-once"
 
-/** The command line a user would type, as a process group of its own. */
-const commandFor = (launcher: Launcher): { readonly command: string; readonly args: ReadonlyArray<string> } => {
+/** The command line a user would type (and a directory to remove afterwards, if any). */
+const commandFor = (
+  launcher: Launcher
+): { readonly command: string; readonly args: ReadonlyArray<string>; readonly dir?: string } => {
   switch (launcher) {
     case "node":
       return { command: process.execPath, args: ["--import", "tsx", app] }
@@ -64,7 +66,7 @@ const commandFor = (launcher: Launcher): { readonly command: string; readonly ar
         // As the README says: `exec`, so that npm's shell does not stay between npm and the app.
         JSON.stringify({ name: "signal-app", private: true, scripts: { app: `exec node --import tsx ${app}` } })
       )
-      return { command: "npm", args: ["run", "--silent", "--prefix", dir, "app"] }
+      return { command: "npm", args: ["run", "--silent", "--prefix", dir, "app"], dir }
     }
     case "bun":
       return { command: bin("bun"), args: [app] }
@@ -82,7 +84,7 @@ interface Running {
 const start = (launcher: Launcher, env: Record<string, string>) =>
   Effect.acquireRelease(
     Effect.sync(() => {
-      const { command, args } = commandFor(launcher)
+      const { args, command, dir } = commandFor(launcher)
       const child = spawn(command, [...args], {
         cwd: root,
         env: { ...process.env, ...env },
@@ -109,9 +111,13 @@ const start = (launcher: Launcher, env: Record<string, string>) =>
         exited: Effect.promise(() => exit),
         signal: signalGroup
       }
-      return { running, kill: () => done ? undefined : signalGroup("SIGKILL") }
+      const release = () => {
+        if (!done) signalGroup("SIGKILL")
+        if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true })
+      }
+      return { running, release }
     }),
-    ({ kill }) => Effect.sync(kill)
+    ({ release }) => Effect.sync(release)
   ).pipe(Effect.map(({ running }) => running))
 
 const copier = (input: string, output: string) => {
