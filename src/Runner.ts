@@ -68,11 +68,11 @@ export const runWithStats = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
  *
  * The first SIGINT or SIGTERM interrupts the program: a run stops fetching,
  * gives running handlers `shutdownGrace`, commits the finished work and
- * leaves the group, also while it is still starting. Further signals during
- * that stop are logged and ignored; signals less than a second apart count
- * as one (a process-group signal relayed by `npm run` or the `tsx` CLI, one
- * Ctrl-C reaching several processes). A third signal forces an exit with
- * code 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), without
+ * leaves the group, also while it is still starting. Signals less than a
+ * second apart count as one (a process-group signal relayed by `npm run` or
+ * the `tsx` CLI, one Ctrl-C reaching several processes) and are logged. The
+ * second signal is logged and ignored; the third forces an exit with code
+ * 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), without
  * waiting for the stop to finish. `NodeRuntime.runMain` instead lets a
  * second signal kill the process mid-shutdown: use this one for apps.
  *
