@@ -13,7 +13,7 @@
  * extractor's `retry` schedule is the rule that retries them; without it the
  * run would fail with the 503.
  *
- *   npx tsx examples/http-extractor.ts
+ *   node --import tsx examples/http-extractor.ts
  */
 import { FetchHttpClient, HttpClient, HttpClientRequest, HttpClientResponse } from "@effect/platform"
 import { Duration, Effect, Fiber, Layer, Option, Schedule, Schema } from "effect"
@@ -155,11 +155,5 @@ program.pipe(
   Effect.scoped,
   Effect.provide(Layer.orDie(KafkaBroker.layer())),
   Effect.timeout("5 minutes"),
-  Effect.runPromise
-).then(
-  () => process.exit(0),
-  (error) => {
-    console.error(String(error))
-    process.exit(1)
-  }
+  Runner.runMain // Ctrl-C: the runs stop gracefully; exit code 0, or 1 on a failure
 )

@@ -99,11 +99,5 @@ const program = Effect.gen(function*() {
 program.pipe(
   Effect.provide(Layer.orDie(KafkaBroker.layer())),
   Effect.timeout("5 minutes"),
-  Effect.runPromise
-).then(
-  () => process.exit(0),
-  (error) => {
-    console.error(String(error))
-    process.exit(1)
-  }
+  Runner.runMain // Ctrl-C: the runs stop gracefully; exit code 0, or 1 on a failure
 )

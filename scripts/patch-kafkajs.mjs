@@ -10,7 +10,11 @@
 //   of a partition whose leader moved were dropped while the send succeeded). See
 //   test/chaos/FINDINGS.md and test/chaos/repro/kafkajs-send-retry.ts;
 // - kafkajs/src/producer/groupMessagesPerPartition.js, which copied a partition's array for
-//   every message (quadratic: a 5,000-record send spent more time there than encoding).
+//   every message (quadratic: a 5,000-record send spent more time there than encoding);
+// - kafkajs/src/network/requestQueue/index.js, which armed a timer after every response from
+//   an unset throttle deadline (-1): a timeout of minus the epoch (TimeoutNegativeWarning on
+//   Bun and Deno) that re-armed itself, a 1 ms timer loop per idle connection. See
+//   test/kafkajs-timers.test.ts.
 // Bun and Deno use the same node_modules, so patching the file covers all three runtimes.
 //
 // Plain Node, no dependency. Strict: patches are whole-file hunks (git diff -U100000), and the

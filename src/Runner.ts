@@ -3,9 +3,11 @@
  *
  * @since 0.1.0
  */
+import type { RunMain } from "@effect/platform/Runtime"
 import { Effect } from "effect"
 import { SkeinConfig } from "./SkeinConfig.ts"
 import type { RunnerError } from "./SkeinError.ts"
+import * as internalRunMain from "./internal/runMain.ts"
 import * as internal from "./internal/runner.ts"
 import type * as Topic from "./Topic.ts"
 import type { Transformer } from "./Transformer.ts"
@@ -29,7 +31,7 @@ export const makeStats: () => Stats = internal.makeStats
 
 /**
  * Runs a transformer (exactly once by default) until interrupted or until a
- * fatal error. Interrupting it (SIGTERM/SIGINT through `runMain`) stops
+ * fatal error. Interrupting it (SIGTERM/SIGINT through `Runner.runMain`) stops
  * fetching, gives running handlers `shutdownGrace`, interrupts the rest,
  * commits the finished work, tears the tasks down and leaves the consumer
  * group. Each execution of the returned effect is a new run.
@@ -57,3 +59,35 @@ export const runWithStats = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   stats: Stats
 ): Effect.Effect<never, RunnerError | E, R | SkeinConfig> =>
   Effect.flatMap(SkeinConfig, (config) => Effect.scoped(internal.run(transformer, config, stats)))
+
+/**
+ * Runs a program as the process's main entry point, under Node, Bun or Deno:
+ * `@effect/platform`'s `runMain` (errors logged, pretty logger, exit code 0
+ * on success or on a stop by signal, 1 on a failure) with signal handling
+ * that a repeated signal does not cut short.
+ *
+ * The first SIGINT or SIGTERM interrupts the program: a run stops fetching,
+ * gives running handlers `shutdownGrace`, commits the finished work and
+ * leaves the group, also while it is still starting. Signals less than a
+ * second apart count as one (a process-group signal relayed by `npm run` or
+ * the `tsx` CLI, one Ctrl-C reaching several processes) and are logged. The
+ * second signal is logged and ignored; the third forces an exit with code
+ * 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), without
+ * waiting for the stop to finish. `NodeRuntime.runMain` instead lets a
+ * second signal kill the process mid-shutdown: use this one for apps.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner, SkeinConfig } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.provide(SkeinConfig.layerConfig()),
+ *   Runner.runMain
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const runMain: RunMain = internalRunMain.runMain

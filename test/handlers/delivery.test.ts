@@ -44,7 +44,7 @@ const setup = Effect.gen(function*() {
   return { input, output, transformer }
 })
 
-/** Runs the copier as its own process (NodeRuntime.runMain); resolves with its exit code and output. */
+/** Runs the copier as its own process (Runner.runMain); resolves with its exit code and output. */
 const runApp = (env: Record<string, string>) =>
   Effect.async<{ readonly code: number | null; readonly output: string }>((resume) => {
     const child = spawn(process.execPath, ["--import", "tsx", app], {
@@ -79,7 +79,7 @@ describe("delivery failures", () => {
       assert.strictEqual((yield* groupOffsets(applicationId, input)).get(0) ?? -1, -1, "the group offset did not advance")
     }))
 
-  it.live("as a process (NodeRuntime.runMain), the run ending with DeliveryFailed exits non-zero", () =>
+  it.live("as a process (Runner.runMain), the run ending with DeliveryFailed exits non-zero", () =>
     Effect.gen(function*() {
       const { input, output } = yield* setup
       const applicationId = unique("delivery-app")

@@ -8,7 +8,7 @@ import { brokers, caughtUp, createTopics, offsets, produce, readCommitted, sleep
 
 const app = path.join(import.meta.dirname, "..", "transformer", "apps", "stalling-copy.ts")
 
-/** Runs the copier as its own process (NodeRuntime.runMain); resolves with its exit code. */
+/** Runs the copier as its own process (Runner.runMain); resolves with its exit code. */
 const runApp = (env: Record<string, string>, signalAfter?: number) =>
   Effect.async<number | null>((resume) => {
     const child = spawn(process.execPath, ["--import", "tsx", app], {

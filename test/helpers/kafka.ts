@@ -268,3 +268,13 @@ export const startInstance = <Inputs extends ReadonlyArray<Topic.Any>, S, E>(
   })
 
 export const sleep = (ms: number) => Effect.sleep(`${ms} millis`)
+
+/** A consumer group's state (e.g. "Stable", "PreparingRebalance", "Empty") and members, as its coordinator sees them now. */
+export const describeGroup = (groupId: string) =>
+  withAdmin(async (admin) => {
+    const { groups: [group] } = await admin.describeGroups([groupId])
+    return { state: group?.state ?? "Dead", members: (group?.members ?? []).map((m) => m.memberId) }
+  })
+
+/** The members of a consumer group, as the group coordinator sees them now. */
+export const groupMembers = (groupId: string) => Effect.map(describeGroup(groupId), (group) => group.members)

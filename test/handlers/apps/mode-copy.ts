@@ -3,7 +3,6 @@
  * that the test can SIGKILL it. PROCESSING_GUARANTEE picks the mode and
  * COMMIT_INTERVAL_MS how often at-least-once commits offsets.
  */
-import { NodeRuntime } from "@effect/platform-node"
 import { Duration, Effect, Schema } from "effect"
 import { Runner, SkeinConfig, Topic, Transformer } from "../../../src/index.ts"
 
@@ -41,5 +40,5 @@ Runner.run(copy).pipe(
     revocationGrace: Duration.seconds(2)
   })),
   Effect.tapErrorCause((cause) => Effect.logError("run failed", cause)),
-  NodeRuntime.runMain
+  Runner.runMain
 )

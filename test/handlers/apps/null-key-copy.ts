@@ -3,7 +3,6 @@
  * for the value "nokey" has a null key: a compacted output topic rejects it
  * (INVALID_RECORD), so every transaction of that batch fails.
  */
-import { NodeRuntime } from "@effect/platform-node"
 import { Duration, Effect, Schema } from "effect"
 import { Runner, SkeinConfig, Topic, Transformer } from "../../../src/index.ts"
 
@@ -30,5 +29,5 @@ Runner.run(copy).pipe(
     deliveryBackoff: Duration.millis(Number(env("DELIVERY_BACKOFF_MS")))
   })),
   Effect.tapErrorCause((cause) => Effect.logError("run failed", cause)),
-  NodeRuntime.runMain
+  Runner.runMain
 )

@@ -3,7 +3,6 @@
  * whose value is "stall" it blocks its whole process (no heartbeats) for
  * STALL_MS, once: the first process to reach it creates STALL_FILE.
  */
-import { NodeRuntime } from "@effect/platform-node"
 import { Duration, Effect, Schema } from "effect"
 import * as fs from "node:fs"
 import { Runner, SkeinConfig, Topic, Transformer } from "../../../src/index.ts"
@@ -47,5 +46,5 @@ Runner.run(copy).pipe(
     heartbeatInterval: Duration.millis(500)
   })),
   Effect.tapErrorCause((cause) => Effect.logError("run failed", cause)),
-  NodeRuntime.runMain
+  Runner.runMain
 )
