@@ -10,7 +10,7 @@ import type { Admin } from "kafkajs"
 import { KafkaError, TopicNotFound } from "../../SkeinError.ts"
 import * as Assignor from "./assignor.ts"
 import type { Kafka } from "./client.ts"
-import { toKafkaError } from "./errors.ts"
+import { isUnknownTopic, toKafkaError } from "./errors.ts"
 
 export interface KafkaAdmin {
   /** Partition count per topic; fails with `TopicNotFound` for a missing topic. */
@@ -65,8 +65,6 @@ const attempt = <A>(operation: string, f: () => Promise<A>): Effect.Effect<A, Ka
     })
   )
 
-const isUnknownTopic = (error: unknown): boolean =>
-  error instanceof Error && /does not host this topic-partition|UNKNOWN_TOPIC_OR_PARTITION|not exist/i.test(error.message)
 
 const makeFrom = (admin: Admin): KafkaAdmin => {
   const partitionCount = (topic: string) =>

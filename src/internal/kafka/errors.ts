@@ -57,3 +57,12 @@ export const toKafkaError = (operation: string) => (error: unknown): KafkaError 
     : "Unknown"
   return new KafkaError({ reason, operation, cause: error })
 }
+
+/**
+ * True when the broker answered that a topic does not exist
+ * (UNKNOWN_TOPIC_OR_PARTITION), by the error's type, never by words in a
+ * message: "does not exist" in another answer (a group, a transactional id)
+ * is not a missing topic.
+ */
+export const isUnknownTopic = (error: unknown): boolean =>
+  chain(error).some((e) => e.type === "UNKNOWN_TOPIC_OR_PARTITION")

@@ -177,7 +177,8 @@ const sendCalls = (
   return calls
 }
 
-const runTransaction = async (
+/** One transaction on a kafkajs producer: sends, offsets, commit; on failure an abort whose own failure is kept. */
+export const runTransaction = async (
   producer: Producer,
   records: ReadonlyArray<EncodedRecord>,
   offsets: TransactionOffsets,

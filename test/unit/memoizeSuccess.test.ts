@@ -1,0 +1,49 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Either } from "effect"
+import { memoizeSuccess } from "../../src/internal/memoizeSuccess.ts"
+
+/** An acquisition that fails the first time (a broker not reachable yet) and succeeds after. */
+const flaky = () => {
+  let calls = 0
+  const acquire = Effect.suspend(() => {
+    calls++
+    return calls === 1 ? Effect.fail("ECONNREFUSED" as const) : Effect.succeed(`reader-${calls}`)
+  })
+  return { acquire, calls: () => calls }
+}
+
+type Memoize = <A, E>(acquire: Effect.Effect<A, E>) => Effect.Effect<Effect.Effect<A, E>>
+
+// Issue 11, defect 6: the changelog reader was acquired with `Effect.cached`,
+// which caches a failure too: after one failed first connect every later task
+// start failed the same way. `Effect.cached` fails this suite; memoizeSuccess passes it.
+const suite = (name: string, memoize: Memoize) =>
+  describe(name, () => {
+    it.effect("a failed acquisition is retried by the next caller; a success is cached", () =>
+      Effect.gen(function*() {
+        const { acquire, calls } = flaky()
+        const reader = yield* memoize(acquire)
+        const first = yield* Effect.either(reader)
+        const second = yield* Effect.either(reader)
+        const third = yield* Effect.either(reader)
+        assert.deepStrictEqual(
+          { first, second, third, acquisitions: calls() },
+          {
+            first: Either.left("ECONNREFUSED"),
+            second: Either.right("reader-2"),
+            third: Either.right("reader-2"),
+            acquisitions: 2
+          }
+        )
+      }))
+
+    it.live("concurrent callers share one acquisition", () =>
+      Effect.gen(function*() {
+        let calls = 0
+        const reader = yield* memoize(Effect.sync(() => ++calls).pipe(Effect.delay("10 millis")))
+        const values = yield* Effect.all([reader, reader, reader], { concurrency: "unbounded" })
+        assert.deepStrictEqual({ values, calls }, { values: [1, 1, 1], calls: 1 })
+      }))
+  })
+
+suite("memoizeSuccess", memoizeSuccess)
