@@ -310,3 +310,94 @@ export type RunnerError =
   | OutputTooLarge
   | DeliveryFailed
   | HealthServerError
+
+/**
+ * What a user can do about an error:
+ *
+ * - `"setup"`: the configuration, the topics or the environment cannot work
+ *   (a missing topic, mismatched partitions, a bad setting, a port in use, an
+ *   offset deleted before it was processed). Fix it, then restart: restarting
+ *   alone fails the same way.
+ * - `"transient"`: the broker or the local disk failed (a connection, a
+ *   timeout, deliveries failing in a row). Restarting later may succeed; the
+ *   runner already retried what it could.
+ * - `"record"`: one record cannot be processed (a poison record without a
+ *   dead letter topic, an output that does not encode or is too large).
+ *   Restarting fails on the same record: route it with a dead letter topic or
+ *   an error rule, or fix the producer.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Category = "setup" | "transient" | "record"
+
+/**
+ * The category of a runtime error.
+ *
+ * @example
+ * ```ts
+ * Runner.run(WordCount).pipe(
+ *   Effect.tapError((error) =>
+ *     SkeinError.isSkeinError(error) && SkeinError.category(error) === "transient"
+ *       ? Effect.logWarning("broker trouble; the supervisor will restart us")
+ *       : Effect.void
+ *   )
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const category = (error: RunnerError): Category => {
+  switch (error._tag) {
+    case "KafkaError":
+    case "DeliveryFailed":
+    case "StateStoreError":
+      return "transient"
+    case "DecodeError":
+    case "EncodeError":
+    case "OutputTooLarge":
+      return "record"
+    case "PartitionCountMismatch":
+    case "ChangelogPartitionMismatch":
+    case "TopicNotFound":
+    case "OffsetOutOfRange":
+    case "ConfigurationError":
+    case "HealthServerError":
+      return "setup"
+  }
+}
+
+/**
+ * True for errors a later restart may get past without any change
+ * (`category(error) === "transient"`).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const isTransient = (error: RunnerError): boolean => category(error) === "transient"
+
+const runnerErrorTags: ReadonlySet<string> = new Set([
+  "KafkaError",
+  "DeliveryFailed",
+  "StateStoreError",
+  "DecodeError",
+  "EncodeError",
+  "OutputTooLarge",
+  "PartitionCountMismatch",
+  "ChangelogPartitionMismatch",
+  "TopicNotFound",
+  "OffsetOutOfRange",
+  "ConfigurationError",
+  "HealthServerError"
+])
+
+/**
+ * True when `u` is one of the runtime's own errors (not the transform's).
+ *
+ * @since 0.1.0
+ * @category guards
+ */
+export const isSkeinError = (u: unknown): u is RunnerError =>
+  typeof u === "object" && u !== null && "_tag" in u && typeof u._tag === "string" && runnerErrorTags.has(u._tag) &&
+  u instanceof Error
