@@ -102,8 +102,9 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
 export type Rule<E> = PredicateRule<E> | TaggedRuleFor<E> | TaggedRule<"OutputTooLarge", OutputTooLarge>
 
 /**
- * Declares a stateful transformer. The transform receives a private deep copy
- * of the current state of the record's state key (default: the record key)
+ * Declares a stateful transformer. The transform receives a private copy of
+ * the current state of the record's state key (default: the record key),
+ * decoded through the state Schema (class instances and `Option`s intact),
  * and returns records to emit and an optional state change.
  *
  * @example
