@@ -17,7 +17,7 @@
 import type * as Topic from "../Topic.ts"
 import { maxLength, truncate } from "./errorText.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
-import { recordBytes } from "./kafka/producer.ts"
+import { recordBytes } from "./recordSize.ts"
 
 /** The header with the error's text (at most `maxLength` characters). */
 export const errorHeader = "skein.error"

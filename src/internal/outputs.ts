@@ -11,7 +11,7 @@ import type { EncodeError, KafkaError } from "../SkeinError.ts"
 import { OutputTooLarge } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
-import { recordBytes, recordSizeBound } from "./kafka/producer.ts"
+import { recordBytes, recordSizeBound } from "./recordSize.ts"
 
 /** The size limit of a record per output topic: known synchronously once looked up. */
 export interface MessageLimits {

@@ -14,8 +14,9 @@ import { Duration, Effect } from "effect"
 import type { Scope } from "effect"
 import type { IHeaders, Message, Producer, Transaction } from "kafkajs"
 import { KafkaError, TaskMigrated } from "../../SkeinError.ts"
-import type { EncodedRecord, HeaderValue } from "../../Topic.ts"
+import type { EncodedRecord } from "../../Topic.ts"
 import type { Kafka } from "./client.ts"
+import { recordBytes, recordSizeBound } from "../recordSize.ts"
 import { isFenced, toKafkaError } from "./errors.ts"
 
 
@@ -101,40 +102,6 @@ const issue = <P extends RestorePermit>(permit: P): P => {
 /** True when `permit` was issued by this module for task `partition`. */
 export const isPermit = (permit: RestorePermit, partition: number): boolean =>
   issued.has(permit) && permit.partition === partition
-
-/** Bytes of text or bytes: a UTF-16 length times 3 bounds its UTF-8 bytes (`exact`: counted). */
-const bytesOf = (data: string | Buffer | null, exact: boolean): number =>
-  data === null ? 0 : typeof data === "string" ? (exact ? Buffer.byteLength(data) : 3 * data.length) : data.length
-
-const headerBytes = (headers: Readonly<Record<string, HeaderValue>>, exact: boolean): number => {
-  let bytes = 0
-  for (const name in headers) {
-    const value = headers[name]!
-    const nameBytes = exact ? Buffer.byteLength(name) : 3 * name.length
-    if (typeof value === "string" || Buffer.isBuffer(value)) {
-      bytes += 10 + nameBytes + bytesOf(value, exact)
-    } else {
-      for (const item of value) bytes += 10 + nameBytes + bytesOf(item, exact)
-    }
-  }
-  return bytes
-}
-
-/**
- * An upper bound of the bytes a record takes in a record batch, without
- * encoding its text (a UTF-16 length times 3 bounds its UTF-8 bytes).
- */
-export const recordSizeBound = (record: EncodedRecord): number =>
-  90 + bytesOf(record.key, false) + bytesOf(record.value, false) +
-  (record.headers === undefined ? 0 : headerBytes(record.headers, false))
-
-/**
- * The bytes a record takes in a record batch of its own, with the batch's
- * overhead (an upper bound, tighter than `recordSizeBound`: text is counted).
- */
-export const recordBytes = (record: EncodedRecord): number =>
-  90 + bytesOf(record.key, true) + bytesOf(record.value, true) +
-  (record.headers === undefined ? 0 : headerBytes(record.headers, true))
 
 /**
  * The records' messages per topic, in send calls of at most `maxBytes` each,
