@@ -31,14 +31,14 @@ import * as GroupOwnership from "./GroupOwnership.ts"
 import { memoizeSuccess } from "./memoizeSuccess.ts"
 import * as Outputs from "./outputs.ts"
 import * as PollBuffer from "./PollBuffer.ts"
-import { makeStats, observeBatchLatency } from "./RunnerStats.ts"
+import { makeStats } from "./RunnerStats.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 import * as StateKeyCheck from "./StateKeyCheck.ts"
 import * as Task from "./Task.ts"
 import * as TaskManager from "./TaskManager.ts"
 import { validateConfig, validateTopics } from "./validation.ts"
 
-export { batchLatencyBounds, makeStats, observeBatchLatency } from "./RunnerStats.ts"
+export { batchLatencyBounds, makeStats } from "./RunnerStats.ts"
 export type { RunnerPhase, RunnerStats } from "./RunnerStats.ts"
 
 /** What the loop waits for: consumer events, or a wakeup of the task manager. */
@@ -51,13 +51,13 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 ): Effect.Effect<never, RunnerError | E, R | Scope.Scope> =>
   Effect.gen(function*() {
     yield* validateConfig(config, stats, transformer.rules, transformer.name)
-    stats.phase = "starting"
+    yield* stats.begin(config.applicationId, transformer.name)
     if (config.healthPort !== undefined) {
       const server = yield* HealthServer.serve(stats, {
         port: config.healthPort,
         labels: { applicationId: config.applicationId, transformer: transformer.name }
       })
-      stats.healthPort = server.port
+      stats.setHealthPort(server.port)
     }
     const kafka = yield* makeKafka(config)
     const admin = yield* Admin.make(kafka)
@@ -113,7 +113,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         maxMessageBytes: config.maxMessageBytes,
         limitOf: messageLimits.known,
         onRestoreProgress: (partition, restored, total) => {
-          stats.restoring.set(partition, { restored, total })
+          stats.setRestoreProgress(partition, restored, total)
         }
       }
     })
@@ -126,7 +126,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const exactlyOnce = config.processingGuarantee === "exactly-once"
 
     const updateLag = (topic: string, partition: number, highWatermark: number, position: number) => {
-      stats.lag.set(`${topic}/${partition}`, { topic, partition, lag: Math.max(0, highWatermark - position) })
+      stats.setLag(topic, partition, Math.max(0, highWatermark - position))
     }
 
     const handle = (event: LoopEvent): Effect.Effect<void, RunnerError> => {
@@ -187,8 +187,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const started = yield* Clock.currentTimeMillis
       const slices = buffer.take(config.maxPollRecords)
       const total = slices.reduce((n, s) => n + s.end - s.cursor.index, 0)
-      stats.maxBatchRecords = Math.max(stats.maxBatchRecords, total)
-      stats.batches++
+      stats.recordBatch(total)
       const byTask = new Map<number, Array<PollBuffer.PollSlice>>()
       for (const slice of slices) {
         const list = byTask.get(slice.cursor.batch.partition) ?? []
@@ -224,15 +223,11 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             groupId: config.applicationId,
             changelog,
             onRetries: (retries) => {
-              stats.retries += retries
+              stats.recordRetries(retries)
             },
             onCommitted: ({ offsets, result }) =>
               Effect.map(Clock.currentTimeMillis, (now) => {
-                stats.commits++
-                stats.lastCommitAt = now
-                stats.recordsProcessed += result.processed
-                stats.skipped += result.skipped
-                stats.deadLettered += result.deadLettered
+                stats.recordCommit(result, now)
                 if (!exactlyOnce) manager.acknowledged(offsets)
                 taskSlices.forEach(({ cursor }, i) => {
                   cursor.index += result.cuts[i]!.kept
@@ -243,11 +238,11 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         )
       })
       buffer.completeProcessed()
-      observeBatchLatency(stats, (yield* Clock.currentTimeMillis) - started)
+      stats.observeBatchLatency((yield* Clock.currentTimeMillis) - started)
     })
 
     const loop = Effect.gen(function*() {
-      stats.phase = "running"
+      yield* stats.setPhase("running")
       while (!(yield* Deferred.isDone(shutdown))) {
         for (const event of yield* nextEvents) yield* handle(event)
         if (yield* Deferred.isDone(shutdown)) break
@@ -263,26 +258,27 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       Effect.zipRight(Effect.interrupt),
       Effect.onInterrupt(() =>
         Effect.gen(function*() {
-          stats.phase = "stopping"
+          yield* stats.setPhase("stopping")
           yield* Deferred.succeed(shutdown, undefined)
           const stopped = yield* Fiber.await(fiber).pipe(
             Effect.timeout(Duration.sum(config.shutdownGrace, Duration.seconds(60))),
             Effect.option
           )
-          // A failure while stopping is the run's failure: logged here, and returned by the scope's close.
-          if (Option.isSome(stopped) && Exit.isFailure(stopped.value) && !Cause.isInterruptedOnly(stopped.value.cause)) {
-            stats.phase = "failed"
+          if (Option.isNone(stopped)) {
+            yield* Effect.logError(
+              `the runner did not stop within shutdownGrace + 60 s (${Duration.format(config.shutdownGrace)} + 60 s); ` +
+                "its tasks are torn down now"
+            )
+          } else if (Exit.isFailure(stopped.value) && !Cause.isInterruptedOnly(stopped.value.cause)) {
+            // A failure while stopping is the run's failure, not a clean stop: an interrupted
+            // run can only end with it as a defect, so runMain logs it and exits non-zero.
+            yield* stats.setPhase("failed")
             yield* Effect.logError("the run failed while stopping", stopped.value.cause)
+            return yield* Effect.die(Cause.squash(stopped.value.cause))
           }
         })
       ),
-      Effect.tapErrorCause((cause) =>
-        Effect.sync(() => {
-          if (!Cause.isInterruptedOnly(cause)) stats.phase = "failed"
-        })
-      ),
-      Effect.ensuring(Effect.sync(() => {
-        if (stats.phase !== "failed") stats.phase = "stopped"
-      }))
+      Effect.tapErrorCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.void : stats.setPhase("failed")),
+      Effect.ensuring(stats.finish)
     )
   }).pipe(Effect.annotateLogs({ applicationId: config.applicationId, transformer: transformer.name }))
