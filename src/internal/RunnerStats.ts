@@ -301,6 +301,19 @@ export class RunnerStats implements Stats {
   recordTaskStopped(): void {
     this.#add(Metrics.tasksStopped)
   }
+  /** Counts `commit` as a transaction in flight while it runs (teardowns must never overlap one). */
+  inTransaction<A, E, R>(commit: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+    return Effect.acquireUseRelease(
+      Effect.sync(() => {
+        this.#inFlightTransactions++
+      }),
+      () => commit,
+      () =>
+        Effect.sync(() => {
+          this.#inFlightTransactions--
+        })
+    )
+  }
   /** Every task is being torn down (a rebalance, a migration or the end of the run). */
   recordTeardown(): void {
     if (this.#inFlightTransactions > 0) this.#teardownsWithTransactionInFlight++

@@ -202,7 +202,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       )
       yield* manager.runPoll([...byTask.keys()], (task) => {
         const taskSlices = byTask.get(task.partition) ?? []
-        return Task.process(
+        return Task.processSlices(
           task,
           transformer,
           taskSlices.map(({ cursor, end }) => ({
@@ -225,6 +225,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             onRetries: (retries) => {
               stats.recordRetries(retries)
             },
+            inTransaction: (commit) => stats.inTransaction(commit),
             onCommitted: ({ offsets, result }) =>
               Effect.map(Clock.currentTimeMillis, (now) => {
                 stats.recordCommit(result, now)
