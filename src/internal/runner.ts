@@ -1,6 +1,7 @@
 /**
- * The runner: sets a run up, then loops: take the consumer's events (and the
- * task manager's wakeups), start the next due task, process a poll.
+ * The runner's poll loop: take the consumer's events (and the task manager's
+ * wakeups), start the next due task, process a poll. What a run needs is
+ * acquired by `RunnerSetup`.
  *
  * The data path reads one way: runner (this poll loop) -> task manager
  * (tasks, starts, rewinds, teardown under the batch lock) -> task (its
@@ -13,30 +14,19 @@
  *
  * @internal
  */
-import { Cause, Chunk, Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
-import { randomUUID } from "node:crypto"
-import * as fs from "node:fs/promises"
-import * as path from "node:path"
+import { Cause, Chunk, Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Queue } from "effect"
+import type { Scope } from "effect"
 import type { SkeinConfig } from "../SkeinConfig.ts"
 import type { RunnerError } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { Transformer } from "../Transformer.ts"
-import { changelogTopic } from "../Transformer.ts"
-import * as HealthServer from "./healthServer.ts"
-import * as Admin from "./kafka/admin.ts"
-import * as ChangelogReader from "./kafka/changelogReader.ts"
-import { makeKafka } from "./kafka/client.ts"
-import * as Consumer from "./kafka/consumer.ts"
-import * as GroupOwnership from "./GroupOwnership.ts"
-import { memoizeSuccess } from "./memoizeSuccess.ts"
-import * as Outputs from "./outputs.ts"
+import type * as Consumer from "./kafka/consumer.ts"
 import * as PollBuffer from "./PollBuffer.ts"
+import * as RunnerSetup from "./RunnerSetup.ts"
 import { makeStats } from "./RunnerStats.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
-import * as StateKeyCheck from "./StateKeyCheck.ts"
 import * as Task from "./Task.ts"
-import * as TaskManager from "./TaskManager.ts"
-import { validateConfig, validateTopics } from "./validation.ts"
+import type * as TaskManager from "./TaskManager.ts"
 
 export { batchLatencyBounds, makeStats } from "./RunnerStats.ts"
 export type { RunnerPhase, RunnerStats } from "./RunnerStats.ts"
@@ -50,78 +40,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   stats: RunnerStats = makeStats()
 ): Effect.Effect<never, RunnerError | E, R | Scope.Scope> =>
   Effect.gen(function*() {
-    yield* validateConfig(config, stats, transformer.rules, transformer.name)
-    yield* stats.begin(config.applicationId, transformer.name)
-    if (config.healthPort !== undefined) {
-      const server = yield* HealthServer.serve(stats, {
-        port: config.healthPort,
-        labels: { applicationId: config.applicationId, transformer: transformer.name }
-      })
-      stats.setHealthPort(server.port)
-    }
-    const kafka = yield* makeKafka(config)
-    const admin = yield* Admin.make(kafka)
-    const inputTopics = transformer.inputs.map((t) => t.name)
-    const changelog = Option.map(transformer.state, () => changelogTopic(config.applicationId, transformer))
-    yield* validateTopics(admin, inputTopics, changelog, {
-      replicationFactor: config.changelogReplicationFactor,
-      deadLetterTopic: config.deadLetterTopic
-    })
-    // One applicationId, one transformer: a group already running another one is refused.
-    yield* GroupOwnership.check(admin, { groupId: config.applicationId, owner: transformer.name })
-
-    const storeDir = path.join(config.stateDir, `${config.applicationId}-${randomUUID()}`)
-    yield* Effect.addFinalizer(() => Effect.promise(() => fs.rm(storeDir, { recursive: true, force: true })))
-    const consumer = yield* Consumer.make(kafka, {
-      groupId: config.applicationId,
-      topics: inputTopics,
-      sessionTimeout: config.sessionTimeout,
-      rebalanceTimeout: config.rebalanceTimeout,
-      heartbeatInterval: config.heartbeatInterval,
-      owner: transformer.name
-    })
-    const runnerScope = yield* Effect.scope
-    // The changelog reader is made at the first restore; a failed first connect is retried by the next one.
-    const restoreFrom = yield* Option.match(changelog, {
-      onNone: () => Effect.succeed(Option.none()),
-      onSome: (topic) =>
-        Effect.map(
-          memoizeSuccess(
-            ChangelogReader.make(kafka, { topic, groupId: `${config.applicationId}-restore-${randomUUID()}` }).pipe(
-              Scope.extend(runnerScope)
-            )
-          ),
-          (reader) => Option.some({ topic, reader })
-        )
-    })
-    const messageLimits = Outputs.makeMessageLimits(config.maxMessageBytes, admin.maxMessageBytes)
-    const buffer = PollBuffer.make()
-    const manager = yield* TaskManager.make({
-      config,
-      stats,
-      buffer,
-      context: {
-        kafka,
-        admin,
-        consumer,
-        applicationId: config.applicationId,
-        inputTopics,
-        changelog: restoreFrom,
-        storeDir,
-        transactionTimeout: config.transactionTimeout,
-        processingGuarantee: config.processingGuarantee,
-        maxMessageBytes: config.maxMessageBytes,
-        limitOf: messageLimits.known,
-        onRestoreProgress: (partition, restored, total) => {
-          stats.setRestoreProgress(partition, restored, total)
-        }
-      }
-    })
-    const permits = config.maxConcurrency === "unbounded"
-      ? Option.none()
-      : Option.some(yield* Effect.makeSemaphore(config.maxConcurrency))
-    const deadLetterTopic = Option.fromNullable(config.deadLetterTopic)
-    const stateKeys = StateKeyCheck.enabled(config.checkStateKeys, transformer) ? StateKeyCheck.make() : undefined
+    const { buffer, changelog, consumer, deadLetterTopic, manager, messageLimits, permits, stateKeys } =
+      yield* RunnerSetup.acquire(transformer, config, stats)
     const shutdown = yield* Deferred.make<void>()
     const exactlyOnce = config.processingGuarantee === "exactly-once"
 
@@ -205,14 +125,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         return Task.processSlices(
           task,
           transformer,
-          taskSlices.map(({ cursor, end }) => ({
-            topic: cursor.batch.topic,
-            partition: cursor.batch.partition,
-            records: cursor.batch.records.slice(cursor.index, end),
-            endOffset: end >= cursor.batch.records.length
-              ? cursor.batch.nextOffset
-              : (cursor.batch.records[end]?.offset ?? cursor.batch.nextOffset)
-          })),
+          taskSlices.map(PollBuffer.records),
           {
             deadLetterTopic,
             stop,
