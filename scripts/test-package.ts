@@ -28,9 +28,10 @@ import * as KafkaBroker from "../src/testing/KafkaBroker.ts"
 
 const projectRoot = fileURLToPath(new URL("..", import.meta.url))
 const bin = (name: string) => path.join(projectRoot, "node_modules", ".bin", name)
-const version = JSON.parse(await fs.readFile(path.join(projectRoot, "package.json"), "utf8")).version as string
-const effectVersion = JSON.parse(await fs.readFile(path.join(projectRoot, "package.json"), "utf8")).dependencies
-  .effect as string
+const manifest = JSON.parse(await fs.readFile(path.join(projectRoot, "package.json"), "utf8"))
+const version: string = manifest.version
+const effectVersion: string = manifest.dependencies.effect
+const nodeTypesVersion: string = manifest.devDependencies["@types/node"]
 
 // ---------------------------------------------------------------------------------------------
 // Processes
@@ -154,7 +155,7 @@ export const Count = Transformer.make({
   inputs: [Input],
   state: Schema.Number,
   transform: (record, count) => {
-    const key: string = record.key
+    const key: string = record.key ?? "none"
     const next = Option.getOrElse(count, () => 0) + 1
     return Effect.succeed({ emit: [Topic.record(Counts, key, next)], state: Transformer.set(next) })
   }
@@ -176,7 +177,7 @@ const typedTsconfig = {
     exactOptionalPropertyTypes: true,
     noEmit: true,
     skipLibCheck: false,
-    types: []
+    types: ["node"]
   },
   include: ["typed.ts"]
 }
@@ -278,6 +279,7 @@ interface Case {
   readonly expect: "patched" | "unpatched"
   /** When unpatched: the text the error must contain, and the commands that apply it. */
   readonly fix?: { readonly named: string; readonly commands: ReadonlyArray<ReadonlyArray<string>> }
+  /** Type-check a TypeScript consumer (with @types/node, which Skein's API needs for Buffer). */
   readonly typecheck?: boolean
 }
 
@@ -335,6 +337,7 @@ const makeProject = async (root: string, registry: string, c: Case): Promise<str
     private: true,
     type: "module",
     dependencies: { skein: version, effect: effectVersion },
+    ...(c.typecheck === true ? { devDependencies: { "@types/node": nodeTypesVersion } } : {}),
     ...c.manifest
   }
   await fs.writeFile(path.join(dir, "package.json"), JSON.stringify(manifest, null, 2))
