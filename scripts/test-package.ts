@@ -321,10 +321,11 @@ const cases: ReadonlyArray<Case> = [
   },
   {
     name: "deno",
-    install: [[bin("deno"), "install"]],
+    // The version was published a moment ago: Deno's minimum dependency age (24 h) would hide it.
+    install: [[bin("deno"), "install", "--minimum-dependency-age=0"]],
     run: [bin("deno"), "run", "-A", "app.mjs"],
     expect: "unpatched",
-    fix: { named: "--allow-scripts=npm:skein", commands: [[bin("deno"), "install", "--allow-scripts=npm:skein"]] }
+    fix: { named: "--allow-scripts=npm:skein", commands: [[bin("deno"), "install", "--minimum-dependency-age=0", "--allow-scripts=npm:skein"]] }
   }
 ]
 
