@@ -292,6 +292,14 @@ const cases: ReadonlyArray<Case> = [
     typecheck: true
   },
   {
+    // A team's CI that skips install scripts: the run stops, the error names the command.
+    name: "npm-ignore-scripts",
+    install: [["npm", "install", "--ignore-scripts"]],
+    run: ["node", "app.mjs"],
+    expect: "unpatched",
+    fix: { named: "npm rebuild skein", commands: [["npm", "rebuild", "skein"]] }
+  },
+  {
     name: "pnpm9",
     install: [["npx", "-y", "pnpm@9", "install"]],
     run: ["node", "app.mjs"],
@@ -303,14 +311,32 @@ const cases: ReadonlyArray<Case> = [
     run: ["node", "app.mjs"],
     expect: "unpatched",
     fix: {
-      named: "onlyBuiltDependencies",
-      // What `pnpm approve-builds` writes; an existing install needs the re-link pnpm does on a
-      // fresh install, so the fix here is the setting plus a clean install.
+      named: "allowBuilds: { skein: true }",
       commands: [
-        ["sh", "-c", "printf 'onlyBuiltDependencies:\\n  - skein\\n' > pnpm-workspace.yaml && rm -rf node_modules"],
+        ["sh", "-c", "printf 'allowBuilds:\\n  skein: true\\n' > pnpm-workspace.yaml"],
         ["npx", "-y", "pnpm@10", "install"]
       ]
     }
+  },
+  {
+    // The current pnpm: an install with undecided build scripts fails (ERR_PNPM_IGNORED_BUILDS),
+    // so a project decides each one; Skein's needs to run, the others have prebuilt binaries.
+    name: "pnpm12",
+    files: {
+      "pnpm-workspace.yaml": [
+        "allowBuilds:",
+        "  skein: true",
+        "  classic-level: false",
+        "  \"@parcel/watcher\": false",
+        "  msgpackr-extract: false",
+        "minimumReleaseAgeExclude:",
+        "  - skein",
+        ""
+      ].join("\n")
+    },
+    install: [["npx", "-y", "pnpm@12", "install"]],
+    run: ["node", "app.mjs"],
+    expect: "patched"
   },
   {
     name: "bun",
