@@ -228,11 +228,26 @@ export const check = (root: string): Effect.Effect<void, ConfigurationError> =>
     }
   })
 
-/** The root of the Skein package this module belongs to. */
-const packageRoot = fileURLToPath(new URL("../../../", import.meta.url))
+/**
+ * The root of the Skein package this module belongs to (`src/` and `dist/`
+ * are both two levels below it), or the URL it was loaded from when that is
+ * not a file (e.g. JSR's https modules): no node_modules tree to check then.
+ */
+const packageRoot = new URL("../../../", import.meta.url)
+
+const checkPackageRoot = (root: URL): Effect.Effect<void, ConfigurationError> =>
+  root.protocol === "file:"
+    ? check(fileURLToPath(root))
+    : new ConfigurationError({
+      problem: `Skein is loaded from ${root.href}, not from an installed package, so the kafkajs it uses ` +
+        "cannot be checked for Skein's patch",
+      fix: "Install Skein from npm (npm install skein, or deno add npm:skein) and import it from there"
+    })
 
 /**
  * Fails with `ConfigurationError` unless the kafkajs Skein loads carries
  * Skein's patch. Checked once per process; the result is kept.
  */
-export const verifyPatched: Effect.Effect<void, ConfigurationError> = Effect.runSync(Effect.cached(check(packageRoot)))
+export const verifyPatched: Effect.Effect<void, ConfigurationError> = Effect.runSync(
+  Effect.cached(checkPackageRoot(packageRoot))
+)
