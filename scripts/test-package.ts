@@ -141,6 +141,25 @@ Effect.gen(function*() {
 }).pipe(Effect.provide(Layer.orDie(KafkaBroker.layer())), Runner.runMain)
 `
 
+/** `skein/testing` starting a broker of its own (no KAFKA_BROKERS): up, reachable, stopped. */
+const brokerApp = `
+import { Effect } from "effect"
+import kafkajs from "kafkajs"
+import { KafkaBroker } from "skein/testing"
+
+Effect.gen(function*() {
+  const { brokers, kind } = yield* KafkaBroker.make()
+  const admin = new kafkajs.Kafka({ brokers: [...brokers], logLevel: kafkajs.logLevel.NOTHING }).admin()
+  yield* Effect.promise(() => admin.connect())
+  const { brokers: nodes } = yield* Effect.promise(() => admin.describeCluster())
+  yield* Effect.promise(() => admin.disconnect())
+  console.log("broker " + kind + " " + brokers.join(",") + " nodes " + nodes.length)
+}).pipe(Effect.scoped, Effect.runPromise).then(() => process.exit(0), (error) => {
+  console.error(String(error))
+  process.exit(1)
+})
+`
+
 /** A TypeScript consumer, type-checked against the published declarations (not run). */
 const typedApp = `
 import { Effect, Option, Schema } from "effect"
@@ -281,6 +300,8 @@ interface Case {
   readonly fix?: { readonly named: string; readonly commands: ReadonlyArray<ReadonlyArray<string>> }
   /** Type-check a TypeScript consumer (with @types/node, which Skein's API needs for Buffer). */
   readonly typecheck?: boolean
+  /** Start a broker with `skein/testing` itself (local provider; needs kafkajs as a dependency). */
+  readonly ownBroker?: boolean
 }
 
 const cases: ReadonlyArray<Case> = [
@@ -289,7 +310,9 @@ const cases: ReadonlyArray<Case> = [
     install: [["npm", "install"]],
     run: ["node", "app.mjs"],
     expect: "patched",
-    typecheck: true
+    typecheck: true,
+    ownBroker: true,
+    manifest: { dependencies: { skein: version, effect: effectVersion, kafkajs: "2.2.4" } }
   },
   {
     // A team's CI that skips install scripts: the run stops, the error names the command.
@@ -425,6 +448,13 @@ const testCase = async (root: string, registry: string, brokers: ReadonlyArray<s
     await fs.writeFile(path.join(dir, "tsconfig.json"), JSON.stringify(typedTsconfig, null, 2))
     await mustRun(bin("tsc"), ["-p", "tsconfig.json"], { cwd: dir })
     log(`${c.name}: a TypeScript consumer type-checks against the published .d.ts (skipLibCheck: false)`)
+  }
+  if (c.ownBroker === true) {
+    await fs.writeFile(path.join(dir, "broker.mjs"), brokerApp)
+    const env = { SKEIN_KAFKA_PROVIDER: "local" }
+    const out = await mustRun("node", ["broker.mjs"], { cwd: dir, env })
+    if (!/broker local 127\.0\.0\.1:\d+ nodes 1/.test(out)) throw new Error(`${c.name}: skein/testing broker: ${out}`)
+    log(`${c.name}: skein/testing started and stopped a local broker of its own`)
   }
   const first = await runApp(brokers, c.name, dir, c.run)
   if (c.expect === "patched") {
