@@ -207,13 +207,17 @@ const typedTsconfig = {
 const keys = Array.from({ length: 8 }, (_, i) => `key-${i}`)
 const perKey = 25
 
+type AppOutcome =
+  | { readonly outcome: "exactly-once" }
+  | { readonly outcome: "failed"; readonly code: number | null; readonly output: string }
+
 /** Produces the input, runs the consumer's program, and checks what it wrote. */
 const runApp = async (
   brokers: ReadonlyArray<string>,
   label: string,
   cwd: string,
   command: ReadonlyArray<string>
-): Promise<{ readonly outcome: "exactly-once" } | { readonly outcome: "failed"; readonly code: number | null; readonly output: string }> => {
+): Promise<AppOutcome> => {
   const id = `${label}-${Date.now()}`
   const input = `package-in-${id}`
   const output = `package-out-${id}`
@@ -406,7 +410,10 @@ const cases: ReadonlyArray<Case> = [
     install: [[bin("deno"), "install", "--minimum-dependency-age=0"]],
     run: [bin("deno"), "run", "-A", "app.mjs"],
     expect: "unpatched",
-    fix: { named: "--allow-scripts=npm:skein", commands: [[bin("deno"), "install", "--minimum-dependency-age=0", "--allow-scripts=npm:skein"]] }
+    fix: {
+      named: "--allow-scripts=npm:skein",
+      commands: [[bin("deno"), "install", "--minimum-dependency-age=0", "--allow-scripts=npm:skein"]]
+    }
   }
 ]
 
@@ -501,7 +508,8 @@ const startRegistry = async (root: string, tarball: string) => {
       ""
     ].join("\n")
   )
-  const server = start("npx", ["-y", "verdaccio@6", "--config", "./config.yaml", "--listen", `127.0.0.1:${port}`], dir, {}, true)
+  const args = ["-y", "verdaccio@6", "--config", "./config.yaml", "--listen", `127.0.0.1:${port}`]
+  const server = start("npx", args, dir, {}, true)
   const deadline = Date.now() + 120_000
   for (;;) {
     const ok = await fetch(`${registry}-/ping`).then((r) => r.ok, () => false)
@@ -520,8 +528,25 @@ const startRegistry = async (root: string, tarball: string) => {
 
 // ---------------------------------------------------------------------------------------------
 
+/** What a consumer needs, and all the tarball may hold. */
+const consumerFiles =
+  /^package\/(dist|src|patches)\/|^package\/scripts\/patch-kafkajs\.mjs$|^package\/(package\.json|README\.md|LICENSE|CHANGELOG\.md)$/
+const requiredFiles = [
+  "package.json",
+  "LICENSE",
+  "README.md",
+  "dist/index.js",
+  "dist/index.d.ts",
+  "dist/testing/index.js",
+  "dist/testing/index.d.ts",
+  "scripts/patch-kafkajs.mjs",
+  `patches/kafkajs+${manifest.dependencies.kafkajs}.patch`
+]
+
 const main = async () => {
   const selected = process.argv.slice(2)
+  const unknown = selected.filter((name) => !cases.some((c) => c.name === name))
+  if (unknown.length > 0) throw new Error(`no such case: ${unknown.join(", ")} (have: ${cases.map((c) => c.name).join(", ")})`)
   const chosen = selected.length === 0 ? cases : cases.filter((c) => selected.includes(c.name))
   const root = await fs.mkdtemp(path.join(os.tmpdir(), "skein-package-"))
   const scope = Effect.runSync(Scope.make())
@@ -533,8 +558,10 @@ const main = async () => {
     const { size } = await fs.stat(tarball)
     const listing = await mustRun("tar", ["tzf", tarball], { cwd: root })
     const files = listing.trim().split("\n")
-    const outside = files.filter((f) => !/^package\/(dist|src|patches)\/|^package\/scripts\/patch-kafkajs\.mjs$|^package\/(package\.json|README\.md|LICENSE|CHANGELOG\.md)$/.test(f))
+    const outside = files.filter((file) => !consumerFiles.test(file))
     if (outside.length > 0) throw new Error(`the tarball holds files a consumer does not need: ${outside.join(", ")}`)
+    const missing = requiredFiles.filter((file) => !files.includes(`package/${file}`))
+    if (missing.length > 0) throw new Error(`the tarball lacks ${missing.join(", ")}`)
     log(`packed ${path.basename(tarball)}: ${(size / 1024).toFixed(1)} kB, ${files.length} files`)
     registry = await startRegistry(root, tarball)
     log(`local registry at ${registry.registry} serves skein@${version}`)
