@@ -50,7 +50,7 @@
 import { Duration, Effect, Option, Schedule } from "effect"
 import type { Schema } from "effect"
 import { SkeinConfig } from "./SkeinConfig.ts"
-import type { ConfigurationError, EncodeError, KafkaError } from "./SkeinError.ts"
+import type { ConfigurationError, EncodeError, KafkaError, SecurityError } from "./SkeinError.ts"
 import type { BadCursor, InvalidTokens, ReadTimeout } from "./internal/extractor/errors.ts"
 import * as Cursors from "./internal/extractor/cursors.ts"
 import * as internal from "./internal/extractor/runner.ts"
@@ -211,7 +211,7 @@ export const make = <const Token extends string, C, CI, E = never, R = never>(op
  * @since 0.1.0
  * @category errors
  */
-export type ExtractorError = KafkaError | EncodeError | BadCursor | InvalidTokens | ReadTimeout | ConfigurationError
+export type ExtractorError = KafkaError | EncodeError | BadCursor | InvalidTokens | ReadTimeout | ConfigurationError | SecurityError
 
 /**
  * The compacted topic holding an extractor's cursors, one partition per token.

@@ -27,6 +27,7 @@ import * as Admin from "./kafka/admin.ts"
 import * as ChangelogReader from "./kafka/changelogReader.ts"
 import { makeKafka } from "./kafka/client.ts"
 import * as Consumer from "./kafka/consumer.ts"
+import { surface } from "./kafka/errors.ts"
 import * as GroupOwnership from "./GroupOwnership.ts"
 import { memoizeSuccess } from "./memoizeSuccess.ts"
 import * as Outputs from "./outputs.ts"
@@ -285,4 +286,4 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         if (stats.phase !== "failed") stats.phase = "stopped"
       }))
     )
-  }).pipe(Effect.annotateLogs({ applicationId: config.applicationId, transformer: transformer.name }))
+  }).pipe(Effect.mapError(surface), Effect.annotateLogs({ applicationId: config.applicationId, transformer: transformer.name }))

@@ -1,12 +1,19 @@
 /**
- * The kafkajs client: the one module that builds kafkajs instances.
+ * The kafkajs client: the one module that builds kafkajs instances, and the
+ * one place that knows how a run connects (brokers, TLS, SASL). Every
+ * consumer, producer, admin client and changelog reader of a run is made
+ * from the `Kafka` built here, so the connection settings are given once.
  *
  * @internal
  */
-import { Effect } from "effect"
+import { Effect, Redacted, Runtime } from "effect"
 import kafkajs from "kafkajs"
-import type { Kafka, LogEntry } from "kafkajs"
-import type { ConfigurationError } from "../../SkeinError.ts"
+import type { Kafka, KafkaConfig, LogEntry, SASLOptions } from "kafkajs"
+import * as fs from "node:fs/promises"
+import type { SkeinConfig } from "../../SkeinConfig.ts"
+import { ConfigurationError } from "../../SkeinError.ts"
+import type { SecurityError } from "../../SkeinError.ts"
+import { securityError } from "./errors.ts"
 import { verifyPatched } from "./patchCheck.ts"
 
 const { Kafka: KafkaClass, logLevel } = kafkajs
@@ -36,24 +43,167 @@ const logCreator = () => (entry: LogEntry) => {
   console.error(`[kafkajs ${entry.namespace}] ${message} ${JSON.stringify(extra)}`)
 }
 
-/**
- * A kafkajs client for the given brokers. Fails with `ConfigurationError`
- * when the installed kafkajs lacks Skein's patch (see `patchCheck.ts`): no
- * client is ever built on an unpatched kafkajs.
- */
-export const makeKafka = (options: {
-  readonly clientId: string
-  readonly brokers: ReadonlyArray<string>
-}): Effect.Effect<Kafka, ConfigurationError> =>
-  Effect.zipRight(
-    verifyPatched,
-    Effect.sync(() =>
-      new KafkaClass({
-        clientId: options.clientId,
-        brokers: [...options.brokers],
-        logLevel: configuredLevel(),
-        logCreator,
-        retry: { initialRetryTime: 100, retries: 8 }
+/** How a run connects: `SkeinConfig`'s client id, brokers and security settings. */
+export type ConnectionOptions =
+  & Pick<SkeinConfig, "clientId" | "brokers">
+  & Partial<
+    Pick<
+      SkeinConfig,
+      | "securityProtocol"
+      | "saslMechanism"
+      | "saslUsername"
+      | "saslPassword"
+      | "oauthBearerToken"
+      | "sslCaFile"
+      | "sslCertFile"
+      | "sslKeyFile"
+      | "sslRejectUnauthorized"
+    >
+  >
+
+const readPem = (file: string, setting: string): Effect.Effect<string, ConfigurationError> =>
+  Effect.tryPromise({
+    try: () => fs.readFile(file, "utf8"),
+    catch: (error) =>
+      new ConfigurationError({
+        problem: `${setting} is ${file}, which cannot be read (${
+          typeof error === "object" && error !== null && "code" in error ? String(error.code) : "unreadable"
+        })`,
+        fix: `Point ${setting} at a readable PEM file`
       })
+  })
+
+/** The kafkajs `ssl` and `sasl` options of the given settings. */
+const securityOptions = (
+  options: ConnectionOptions
+): Effect.Effect<Pick<KafkaConfig, "ssl" | "sasl">, ConfigurationError> =>
+  Effect.gen(function*() {
+    const protocol = options.securityProtocol ?? "PLAINTEXT"
+    const tls = protocol === "SSL" || protocol === "SASL_SSL"
+    const sasl = protocol === "SASL_PLAINTEXT" || protocol === "SASL_SSL"
+    if (!sasl && options.saslMechanism !== undefined) {
+      return yield* new ConfigurationError({
+        problem: `SKEIN_SASL_MECHANISM is ${options.saslMechanism} but SKEIN_SECURITY_PROTOCOL is ${protocol}`,
+        fix: "Set SKEIN_SECURITY_PROTOCOL to SASL_SSL (or SASL_PLAINTEXT), or unset SKEIN_SASL_MECHANISM"
+      })
+    }
+    if (!tls && (options.sslCaFile ?? options.sslCertFile ?? options.sslKeyFile) !== undefined) {
+      return yield* new ConfigurationError({
+        problem: `SKEIN_SSL_* files are set but SKEIN_SECURITY_PROTOCOL is ${protocol}`,
+        fix: "Set SKEIN_SECURITY_PROTOCOL to SSL or SASL_SSL, or unset the SKEIN_SSL_* settings"
+      })
+    }
+    if ((options.sslCertFile === undefined) !== (options.sslKeyFile === undefined)) {
+      return yield* new ConfigurationError({
+        problem: "Only one of SKEIN_SSL_CERT_FILE and SKEIN_SSL_KEY_FILE is set",
+        fix: "Mutual TLS needs both the client certificate and its key: set both, or neither"
+      })
+    }
+    const rejectUnauthorized = options.sslRejectUnauthorized ?? true
+    if (tls && !rejectUnauthorized) {
+      yield* Effect.logWarning(
+        "SKEIN_SSL_REJECT_UNAUTHORIZED is false: the brokers' certificates are NOT verified, so anyone on the " +
+          "network path can impersonate the cluster and read the credentials and the data. Use it for experiments " +
+          "only; set SKEIN_SSL_CA_FILE to the cluster's CA instead."
+      )
+    }
+    const ssl: NonNullable<KafkaConfig["ssl"]> = tls
+      ? {
+        rejectUnauthorized,
+        ...(options.sslCaFile === undefined ? {} : { ca: [yield* readPem(options.sslCaFile, "SKEIN_SSL_CA_FILE")] }),
+        ...(options.sslCertFile === undefined ? {} : { cert: yield* readPem(options.sslCertFile, "SKEIN_SSL_CERT_FILE") }),
+        ...(options.sslKeyFile === undefined ? {} : { key: yield* readPem(options.sslKeyFile, "SKEIN_SSL_KEY_FILE") })
+      }
+      : false
+    if (!sasl) return { ssl }
+    const mechanism = options.saslMechanism
+    if (mechanism === undefined) {
+      return yield* new ConfigurationError({
+        problem: `SKEIN_SECURITY_PROTOCOL is ${protocol} but no SASL mechanism is set`,
+        fix: "Set SKEIN_SASL_MECHANISM to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER"
+      })
+    }
+    if (mechanism === "OAUTHBEARER") {
+      const token = options.oauthBearerToken
+      if (token === undefined) {
+        return yield* new ConfigurationError({
+          problem: "SKEIN_SASL_MECHANISM is OAUTHBEARER but no token provider is given",
+          fix: "Set SkeinConfig.oauthBearerToken to an Effect yielding a token (e.g. an OIDC client-credentials flow)"
+        })
+      }
+      const runtime = yield* Effect.runtime<never>()
+      const provider: SASLOptions = {
+        mechanism: "oauthbearer",
+        oauthBearerProvider: async () => ({ value: Redacted.value(await Runtime.runPromise(runtime)(token)) })
+      }
+      return { ssl, sasl: provider }
+    }
+    const username = options.saslUsername
+    const password = options.saslPassword
+    if (username === undefined || password === undefined) {
+      return yield* new ConfigurationError({
+        problem: `SKEIN_SASL_MECHANISM is ${mechanism} but ${username === undefined ? "SKEIN_SASL_USERNAME" : "SKEIN_SASL_PASSWORD"} is not set`,
+        fix: "Set both SKEIN_SASL_USERNAME and SKEIN_SASL_PASSWORD"
+      })
+    }
+    const credentials = { username, password: Redacted.value(password) }
+    const plain: SASLOptions = mechanism === "PLAIN"
+      ? { mechanism: "plain", ...credentials }
+      : mechanism === "SCRAM-SHA-256"
+      ? { mechanism: "scram-sha-256", ...credentials }
+      : { mechanism: "scram-sha-512", ...credentials }
+    return { ssl, sasl: plain }
+  })
+
+/**
+ * Connects once, without retries, so that wrong credentials, an untrusted
+ * certificate or a listener of another protocol fail the run within seconds
+ * with a typed error instead of a long retry loop. Any other failure (a
+ * broker not up yet) is left to the run's own connections and their retries.
+ */
+const preflight = (
+  config: KafkaConfig,
+  options: ConnectionOptions
+): Effect.Effect<void, SecurityError> =>
+  Effect.async<void, SecurityError>((resume) => {
+    const admin = new KafkaClass({ ...config, retry: { retries: 0 }, logLevel: logLevel.NOTHING }).admin()
+    admin.connect().then(
+      () => {
+        admin.disconnect().catch(() => undefined)
+        resume(Effect.void)
+      },
+      (error: unknown) => {
+        admin.disconnect().catch(() => undefined)
+        const security = securityError(error, "connect", {}, {
+          mechanism: options.saslMechanism,
+          username: options.saslUsername
+        })
+        resume(security === undefined ? Effect.void : Effect.fail(security))
+      }
     )
-  )
+  })
+
+/**
+ * A kafkajs client for the given brokers and security settings. Fails with
+ * `ConfigurationError` when the installed kafkajs lacks Skein's patch (see
+ * `patchCheck.ts`: no client is ever built on an unpatched kafkajs) or the
+ * security settings are incomplete, and with a `SecurityError` when a first
+ * connection cannot authenticate or verify the brokers.
+ */
+export const makeKafka = (
+  options: ConnectionOptions
+): Effect.Effect<Kafka, ConfigurationError | SecurityError> =>
+  Effect.gen(function*() {
+    yield* verifyPatched
+    const security = yield* securityOptions(options)
+    const config: KafkaConfig = {
+      clientId: options.clientId,
+      brokers: [...options.brokers],
+      logLevel: configuredLevel(),
+      logCreator,
+      retry: { initialRetryTime: 100, retries: 8 },
+      ...security
+    }
+    if ((options.securityProtocol ?? "PLAINTEXT") !== "PLAINTEXT") yield* preflight(config, options)
+    return new KafkaClass(config)
+  })

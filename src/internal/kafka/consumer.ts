@@ -198,6 +198,7 @@ const sleep = (ms: number) => new Promise<undefined>((resolve) => setTimeout(() 
 export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsumer, KafkaError, Scope.Scope> =>
   Effect.gen(function*() {
     const events = yield* Queue.unbounded<ConsumerEvent>()
+    const access = { topics: options.topics, topicOperation: "READ", group: options.groupId, groupOperation: "READ" } as const
     const inFlight = new Set<(outcome: BatchOutcome) => void>()
     let generation = 0
     const heartbeatMs = Duration.toMillis(options.heartbeatInterval)
@@ -245,7 +246,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
     consumer.on(consumer.events.CRASH, (event) => {
       // A retriable crash is followed by kafkajs's own restart (a rejoin): not fatal.
       if (event.payload.restart) return
-      Queue.unsafeOffer(events, { _tag: "Crashed", error: toKafkaError("consumer")(event.payload.error) })
+      Queue.unsafeOffer(events, { _tag: "Crashed", error: toKafkaError("consumer", access)(event.payload.error) })
     })
 
     consumer.on(consumer.events.END_BATCH_PROCESS, (event) => {
@@ -321,7 +322,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
             eachBatch
           })
         },
-        catch: toKafkaError("consumer.run")
+        catch: toKafkaError("consumer.run", access)
       }),
       () =>
         Effect.promise(async () => {

@@ -228,7 +228,7 @@ export const make = (
         await producer.connect()
         return producer
       },
-      catch: toKafkaError("producer.connect")
+      catch: toKafkaError("producer.connect", { transactionalId: options.transactionalId })
     }),
     (producer) => Effect.promise(() => producer.disconnect().catch(() => undefined))
   ).pipe(Effect.map((producer): TransactionalProducer => ({
@@ -240,7 +240,7 @@ export const make = (
         const transaction = await producer.transaction()
         await transaction.abort()
       },
-      catch: toKafkaError("fence")
+      catch: toKafkaError("fence", { transactionalId: options.transactionalId, clusterOperation: "IDEMPOTENT_WRITE" })
     }).pipe(Effect.as(fenced(producer, options, {
       maxMessageBytes: options.maxMessageBytes,
       limitOf: options.limitOf ?? unknownLimits
@@ -261,7 +261,15 @@ const fenced = (
       Effect.tryPromise({
         try: () => runTransaction(producer, records, offsets, limits),
         catch: (error): KafkaError | TaskMigrated =>
-          isFenced(error) ? new TaskMigrated({ partition: options.partition, cause: error }) : toKafkaError("commit")(error)
+          isFenced(error)
+            ? new TaskMigrated({ partition: options.partition, cause: error })
+            : toKafkaError("commit", {
+              topics: [...new Set(records.map((r) => r.topic))],
+              topicOperation: "WRITE",
+              group: offsets.groupId,
+              groupOperation: "READ",
+              transactionalId: options.transactionalId
+            })(error)
       }).pipe(Effect.uninterruptible)
   })
 
@@ -296,7 +304,11 @@ export const atLeastOnce = (
               await producer.sendBatch({ topicMessages, acks: -1 })
             }
           },
-          catch: toKafkaError("send")
+          catch: toKafkaError("send", {
+            topics: [...new Set(records.map((r) => r.topic))],
+            topicOperation: "WRITE",
+            clusterOperation: "IDEMPOTENT_WRITE"
+          })
         }).pipe(Effect.uninterruptible)
     } satisfies AtLeastOnceProducer)
   ))
