@@ -10,7 +10,7 @@ import type { Admin } from "kafkajs"
 import { KafkaError, TopicNotFound } from "../../SkeinError.ts"
 import * as Assignor from "./assignor.ts"
 import type { Kafka } from "./client.ts"
-import { isUnknownTopic, toKafkaError } from "./errors.ts"
+import { isUnknownTopic, securityFailure, toKafkaError } from "./errors.ts"
 import type { Access } from "./errors.ts"
 
 export interface KafkaAdmin {
@@ -133,7 +133,12 @@ const makeFrom = (admin: Admin): KafkaAdmin => {
           const entry = result.resources[0]?.configEntries.find((e) => e.configName === "max.message.bytes")
           return entry === undefined ? undefined : Number(entry.configValue)
         }),
-        Effect.catchIf((e) => isUnknownTopic(e.cause), () => Effect.succeed(undefined))
+        // Unknown, or not allowed (no DescribeConfigs ACL: an application needs only Write on
+        // its outputs): maxMessageBytes applies, and the broker still enforces the topic's limit.
+        Effect.catchIf(
+          (e) => isUnknownTopic(e.cause) || securityFailure(e)?._tag === "AuthorizationFailed",
+          () => Effect.succeed(undefined)
+        )
       ),
     groupMembers: (groupId) =>
       attempt("describeGroups", () => admin.describeGroups([groupId]), { group: groupId, groupOperation: "DESCRIBE" }).pipe(

@@ -11,9 +11,9 @@ import kafkajs from "kafkajs"
 import type { Kafka, KafkaConfig, LogEntry, SASLOptions } from "kafkajs"
 import * as fs from "node:fs/promises"
 import type { SkeinConfig } from "../../SkeinConfig.ts"
-import { ConfigurationError } from "../../SkeinError.ts"
-import type { SecurityError } from "../../SkeinError.ts"
-import { securityError } from "./errors.ts"
+import { AuthorizationFailed, ConfigurationError } from "../../SkeinError.ts"
+import type { KafkaError, SecurityError } from "../../SkeinError.ts"
+import { securityError, toKafkaError } from "./errors.ts"
 import { verifyPatched } from "./patchCheck.ts"
 
 const { Kafka: KafkaClass, logLevel } = kafkajs
@@ -204,6 +204,64 @@ export const makeKafka = (
       retry: { initialRetryTime: 100, retries: 8 },
       ...security
     }
-    if ((options.securityProtocol ?? "PLAINTEXT") !== "PLAINTEXT") yield* preflight(config, options)
-    return new KafkaClass(config)
+    const secured = (options.securityProtocol ?? "PLAINTEXT") !== "PLAINTEXT"
+    if (secured) yield* preflight(config, options)
+    const kafka = new KafkaClass(config)
+    if (secured) securedClients.add(kafka)
+    return kafka
   })
+
+/** Clients with security settings: only their transactional ids are probed (see `probeTransactionalId`). */
+const securedClients = new WeakSet<Kafka>()
+
+/** The parts of a kafkajs 2.2.4 cluster the probe uses (kafkajs's own, not public API). */
+interface ProbeCluster {
+  readonly connect: () => Promise<void>
+  readonly disconnect: () => Promise<void>
+  readonly refreshMetadata: () => Promise<void>
+  readonly findControllerBroker: () => Promise<{
+    readonly findGroupCoordinator: (request: { groupId: string; coordinatorType: number }) => Promise<unknown>
+  }>
+}
+
+const TRANSACTION_COORDINATOR = 1
+
+/** kafkajs's private cluster factory of a client, if this kafkajs has it (2.2.4 does). */
+const clusterFactory = (kafka: Kafka): (() => ProbeCluster) | undefined => {
+  const symbol = Object.getOwnPropertySymbols(kafka).find((s) => s.description === "private:Kafka:createCluster")
+  const create: unknown = symbol === undefined ? undefined : Reflect.get(kafka, symbol)
+  return typeof create === "function"
+    ? () => Reflect.apply(create, kafka, [{ allowAutoTopicCreation: false }]) as ProbeCluster
+    : undefined
+}
+
+/**
+ * Asks for the transaction coordinator of `transactionalId` once, before a
+ * producer fences with it: kafkajs swallows a TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+ * answer to that request ("Failed to find group coordinator") and retries it
+ * for many seconds. A denied id fails here at once with a `KafkaError`
+ * carrying `AuthorizationFailed`; any other outcome is left to the producer.
+ * Only for secured clients (a cluster with ACLs).
+ */
+export const probeTransactionalId = (kafka: Kafka, transactionalId: string): Effect.Effect<void, KafkaError> => {
+  const factory = securedClients.has(kafka) ? clusterFactory(kafka) : undefined
+  if (factory === undefined) return Effect.void
+  return Effect.flatMap(
+    Effect.promise(async (): Promise<KafkaError | undefined> => {
+      const cluster = factory()
+      try {
+        await cluster.connect()
+        await cluster.refreshMetadata()
+        const broker = await cluster.findControllerBroker()
+        await broker.findGroupCoordinator({ groupId: transactionalId, coordinatorType: TRANSACTION_COORDINATOR })
+        return undefined
+      } catch (error) {
+        const failure = toKafkaError("fence", { transactionalId })(error)
+        return failure.cause instanceof AuthorizationFailed ? failure : undefined
+      } finally {
+        await cluster.disconnect().catch(() => undefined)
+      }
+    }),
+    (failure) => (failure === undefined ? Effect.void : Effect.fail(failure))
+  )
+}

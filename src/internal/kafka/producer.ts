@@ -15,6 +15,7 @@ import type { Scope } from "effect"
 import type { IHeaders, Message, Producer, Transaction } from "kafkajs"
 import { KafkaError, TaskMigrated } from "../../SkeinError.ts"
 import type { EncodedRecord } from "../../Topic.ts"
+import { probeTransactionalId } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { recordBytes, recordSizeBound } from "../recordSize.ts"
 import { isFenced, toKafkaError } from "./errors.ts"
@@ -213,7 +214,7 @@ export const make = (
     readonly limitOf?: ((topic: string) => number | undefined) | undefined
   }
 ): Effect.Effect<TransactionalProducer, KafkaError, Scope.Scope> =>
-  Effect.acquireRelease(
+  Effect.zipRight(probeTransactionalId(kafka, options.transactionalId), Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
         const producer = kafka.producer({
@@ -245,7 +246,7 @@ export const make = (
       maxMessageBytes: options.maxMessageBytes,
       limitOf: options.limitOf ?? unknownLimits
     })))
-  })))
+  }))))
 
 const fenced = (
   producer: Producer,
