@@ -102,7 +102,7 @@ export interface SkeinConfig {
    * (re)authenticates, e.g. from an OIDC client-credentials flow. Given in
    * code only (there is no environment variable for it).
    */
-  readonly oauthBearerToken?: Effect.Effect<Redacted.Redacted> | undefined
+  readonly oauthBearerToken?: Effect.Effect<Redacted.Redacted, unknown> | undefined
   /** PEM file of the CA(s) to trust (TLS protocols); unset: the system's trust store. */
   readonly sslCaFile?: string | undefined
   /** PEM file of the client certificate, for mutual TLS. */

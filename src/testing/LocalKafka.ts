@@ -764,3 +764,14 @@ export const cacheDirectory: Effect.Effect<string, KafkaBrokerError> = Effect.ma
   readHostEnvironment,
   (env) => env.cacheDir
 )
+
+/**
+ * An unsecured JWS token (`alg: none`) for `subject`: what a secured local
+ * broker's OAUTHBEARER mechanism accepts (principal `User:<subject>`), e.g.
+ * as `SkeinConfig.oauthBearerToken`. Real clusters validate tokens signed by
+ * an identity provider.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const unsecuredToken: (subject: string, lifetimeSeconds?: number) => string = Security.unsecuredToken

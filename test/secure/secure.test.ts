@@ -7,7 +7,7 @@
 import { assert, layer } from "@effect/vitest"
 import { Cause, Effect, Option, Redacted, Schema } from "effect"
 import { SkeinError, Topic, Transformer } from "../../src/index.ts"
-import { KafkaBroker } from "../../src/testing/index.ts"
+import { KafkaBroker, LocalKafka } from "../../src/testing/index.ts"
 import {
   applicationAcls,
   createAcls,
@@ -131,6 +131,39 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       )
       const read = yield* readCommitted(security, output, 100)
       assert.deepStrictEqual(read.map((r) => r.value).sort(), records(100).map((r) => r.value).sort())
+    }))
+
+  it.scoped("exactly-once copy over SASL_SSL OAUTHBEARER: the token comes from an Effect, per connection", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-out")
+      const applicationId = unique("sec-oauth")
+      yield* createTopics(security, [{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
+      const principal = `User:${security.user.username}`
+      yield* createAcls(security, [
+        ...applicationAcls({ principal, applicationId, inputs: [input], outputs: [output] }),
+        { principal, resource: "topic", name: output, operation: "READ" },
+        { principal, resource: "group", name: "reader-", prefixed: true, operation: "READ" }
+      ])
+      yield* produce(security, input, records(50))
+      let issued = 0
+      const token = Effect.sync(() => {
+        issued++
+        return Redacted.make(LocalKafka.unsecuredToken(security.user.username))
+      })
+      const lines: Array<string> = []
+      const { saslPassword: _password, saslUsername: _username, ...sasl } = KafkaBroker.connection(security, {
+        mechanism: "SCRAM-SHA-512"
+      })
+      yield* startInstance(
+        copyOf(input, output),
+        { applicationId, ...sasl, saslMechanism: "OAUTHBEARER", oauthBearerToken: token, stateDir: `.skein/test-${applicationId}` },
+        lines
+      )
+      const read = yield* readCommitted(security, output, 50)
+      assert.deepStrictEqual(read.map((r) => r.value).sort(), records(50).map((r) => r.value).sort())
+      assert.ok(issued > 0)
     }))
 
   it.scoped("a wrong password fails with AuthenticationFailed within 10 s, naming the settings, not the password", () =>

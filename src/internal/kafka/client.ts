@@ -134,7 +134,15 @@ const securityOptions = (
       const runtime = yield* Effect.runtime<never>()
       const provider: SASLOptions = {
         mechanism: "oauthbearer",
-        oauthBearerProvider: async () => ({ value: Redacted.value(await Runtime.runPromise(runtime)(token)) })
+        oauthBearerProvider: async () => {
+          const exit = await Runtime.runPromiseExit(runtime)(token)
+          if (exit._tag === "Success") return { value: Redacted.value(exit.value) }
+          // Not the failure's text: it may hold what the token request sent. Not retried by kafkajs.
+          throw Object.assign(new Error("SASL OAUTHBEARER: the oauthBearerToken effect failed to produce a token"), {
+            name: "KafkaJSSASLAuthenticationError",
+            retriable: false
+          })
+        }
       }
       return { ssl, sasl: provider }
     }

@@ -2,8 +2,9 @@
  * The security material of a secured local broker: a CA, a broker
  * certificate and a client certificate (for mutual TLS) made with `openssl`
  * per run, random passwords for SASL users, and the `server.properties`
- * settings of its SASL_SSL and SSL listeners (SCRAM-SHA-512, SCRAM-SHA-256
- * and PLAIN; `StandardAuthorizer` with the admin as super user).
+ * settings of its SASL_SSL and SSL listeners (SCRAM-SHA-512, SCRAM-SHA-256,
+ * PLAIN and OAUTHBEARER with unsecured tokens; `StandardAuthorizer` with the
+ * admin as super user).
  *
  * @internal
  */
@@ -118,7 +119,11 @@ const jaasPlain = (users: ReadonlyArray<User>): string =>
 
 /** The `server.properties` settings of the secured listeners (besides `listeners` & co). */
 export const serverSettings = (material: Material): Record<string, string> => ({
-  "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+  "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN,OAUTHBEARER",
+  // Unsecured JWS tokens (alg "none", validated by Kafka's default unsecured handler): the
+  // principal is the token's "sub". For tests of the OAUTHBEARER client path only.
+  "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config":
+    "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"admin\";",
   "listener.name.sasl_ssl.plain.sasl.jaas.config": jaasPlain([material.admin, material.user]),
   "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
   "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": "org.apache.kafka.common.security.scram.ScramLoginModule required;",
@@ -133,6 +138,17 @@ export const serverSettings = (material: Material): Record<string, string> => ({
   "super.users": `User:${material.admin.username};User:ANONYMOUS`,
   "allow.everyone.if.no.acl.found": "false"
 })
+
+/**
+ * An unsecured JWS token (`alg: none`) for `subject`, valid for an hour: what
+ * the secured broker's OAUTHBEARER accepts. Real clusters validate signed
+ * tokens from an identity provider instead.
+ */
+export const unsecuredToken = (subject: string, lifetimeSeconds = 3600): string => {
+  const now = Math.floor(Date.now() / 1000)
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url")
+  return `${part({ alg: "none" })}.${part({ sub: subject, iat: now, exp: now + lifetimeSeconds })}.`
+}
 
 /** The storage tool's `--add-scram` arguments: both users, both SCRAM mechanisms. */
 export const scramArguments = (material: Material): ReadonlyArray<string> =>
