@@ -189,6 +189,28 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       )
     }))
 
+  it.scoped("a failing OAUTHBEARER token effect fails with AuthenticationFailed within 10 s, without its text", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      yield* createTopics(security, [{ name: input, partitions: 1 }])
+      const secret = "client-secret-" + unique("x")
+      const lines: Array<string> = []
+      const { saslPassword: _password, saslUsername: _username, ...sasl } = KafkaBroker.connection(security, {
+        mechanism: "SCRAM-SHA-512"
+      })
+      const { error, ms } = yield* runToFailure(copyOf(input, unique("sec-out")), {
+        applicationId: unique("sec-oauth-fail"),
+        ...sasl,
+        saslMechanism: "OAUTHBEARER",
+        oauthBearerToken: Effect.fail(new Error(`token endpoint refused client_secret=${secret}`))
+      }, lines)
+      assert.strictEqual(error._tag, "AuthenticationFailed")
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      assert.include(error.message, "OAUTHBEARER")
+      assertNoSecret([...lines, error.message, Cause.pretty(Cause.fail(error))], [secret])
+    }))
+
   it.scoped("an untrusted CA fails with TlsError within 10 s, naming SKEIN_SSL_CA_FILE", () =>
     Effect.gen(function*() {
       const { security } = yield* KafkaBroker.SecureKafkaBroker

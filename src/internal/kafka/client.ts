@@ -135,7 +135,8 @@ const securityOptions = (
       const provider: SASLOptions = {
         mechanism: "oauthbearer",
         oauthBearerProvider: async () => {
-          const exit = await Runtime.runPromiseExit(runtime)(token)
+          // As an Exit, so that a failure is no "unhandled error" the runtime would log.
+          const exit = await Runtime.runPromise(runtime)(Effect.exit(token))
           if (exit._tag === "Success") return { value: Redacted.value(exit.value) }
           // Not the failure's text: it may hold what the token request sent. Not retried by kafkajs.
           throw Object.assign(new Error("SASL OAUTHBEARER: the oauthBearerToken effect failed to produce a token"), {
