@@ -291,4 +291,58 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       assert.include(error.message, `${applicationId}-0`)
       assertNoSecret([...lines, error.message], [security.user.password])
     }))
+
+  it.scoped("no Read ACL on the group fails with AuthorizationFailed (group) within 10 s", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-out")
+      const applicationId = unique("sec-nogroup")
+      yield* createTopics(security, [{ name: input, partitions: 1 }, { name: output, partitions: 1 }])
+      const principal = `User:${security.user.username}`
+      yield* createAcls(
+        security,
+        applicationAcls({ principal, applicationId, inputs: [input], outputs: [output] }).filter((acl) =>
+          acl.resource !== "group"
+        )
+      )
+      const lines: Array<string> = []
+      const { error, ms } = yield* runToFailure(copyOf(input, output), {
+        applicationId,
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }),
+        stateDir: `.skein/test-${applicationId}`
+      }, lines)
+      assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      if (error._tag === "AuthorizationFailed") {
+        assert.strictEqual(error.resource, "group")
+        assert.deepStrictEqual(error.names, [applicationId])
+      }
+    }))
+
+  it.scoped("no ACL on the input topic fails with AuthorizationFailed (topic) within 10 s", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-out")
+      const applicationId = unique("sec-noread")
+      yield* createTopics(security, [{ name: input, partitions: 1 }, { name: output, partitions: 1 }])
+      const principal = `User:${security.user.username}`
+      yield* createAcls(
+        security,
+        applicationAcls({ principal, applicationId, inputs: [], outputs: [output] })
+      )
+      const lines: Array<string> = []
+      const { error, ms } = yield* runToFailure(copyOf(input, output), {
+        applicationId,
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }),
+        stateDir: `.skein/test-${applicationId}`
+      }, lines)
+      assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      if (error._tag === "AuthorizationFailed") {
+        assert.strictEqual(error.resource, "topic")
+        assert.deepStrictEqual(error.names, [input])
+      }
+    }))
 })

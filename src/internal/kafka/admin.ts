@@ -9,6 +9,7 @@ import kafkajs from "kafkajs"
 import type { Admin } from "kafkajs"
 import { KafkaError, TopicNotFound } from "../../SkeinError.ts"
 import * as Assignor from "./assignor.ts"
+import { explainGroupFailure } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { isUnknownTopic, securityFailure, toKafkaError } from "./errors.ts"
 import type { Access } from "./errors.ts"
@@ -67,7 +68,7 @@ const attempt = <A>(operation: string, f: () => Promise<A>, access?: Access): Ef
   )
 
 
-const makeFrom = (admin: Admin): KafkaAdmin => {
+const makeFrom = (kafka: Kafka, admin: Admin): KafkaAdmin => {
   const partitionCount = (topic: string) =>
     // No extra retries: an unknown topic is an answer here, not a transient state.
     Effect.tryPromise({
@@ -102,8 +103,9 @@ const makeFrom = (admin: Admin): KafkaAdmin => {
         topics,
         topicOperation: "DESCRIBE",
         group: groupId,
-        groupOperation: "DESCRIBE"
+        groupOperation: "READ"
       }).pipe(
+        Effect.catchAll(explainGroupFailure(kafka, groupId)),
         Effect.map((result) => {
           const offsets = new Map<string, number>()
           for (const entry of result) {
@@ -141,7 +143,8 @@ const makeFrom = (admin: Admin): KafkaAdmin => {
         )
       ),
     groupMembers: (groupId) =>
-      attempt("describeGroups", () => admin.describeGroups([groupId]), { group: groupId, groupOperation: "DESCRIBE" }).pipe(
+      attempt("describeGroups", () => admin.describeGroups([groupId]), { group: groupId, groupOperation: "READ" }).pipe(
+        Effect.catchAll(explainGroupFailure(kafka, groupId)),
         Effect.map(({ groups }) =>
           groups.filter((group) => group.groupId === groupId).flatMap((group) =>
             group.members.map((member): Assignor.Member => ({
@@ -159,4 +162,4 @@ export const make = (kafka: Kafka): Effect.Effect<KafkaAdmin, KafkaError, Scope.
   Effect.acquireRelease(
     Effect.sync(() => kafka.admin()).pipe(Effect.tap((admin) => attempt("admin.connect", () => admin.connect()))),
     (admin) => Effect.promise(() => admin.disconnect().catch(() => undefined))
-  ).pipe(Effect.map(makeFrom))
+  ).pipe(Effect.map((admin) => makeFrom(kafka, admin)))

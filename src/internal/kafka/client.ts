@@ -13,7 +13,8 @@ import * as fs from "node:fs/promises"
 import type { SkeinConfig } from "../../SkeinConfig.ts"
 import { AuthorizationFailed, ConfigurationError } from "../../SkeinError.ts"
 import type { KafkaError, SecurityError } from "../../SkeinError.ts"
-import { securityError, toKafkaError } from "./errors.ts"
+import { chain, securityError, toKafkaError } from "./errors.ts"
+import type { Access } from "./errors.ts"
 import { verifyPatched } from "./patchCheck.ts"
 
 const { Kafka: KafkaClass, logLevel } = kafkajs
@@ -233,7 +234,7 @@ interface ProbeCluster {
   }>
 }
 
-const TRANSACTION_COORDINATOR = 1
+const COORDINATOR_TYPES = { group: 0, transaction: 1 } as const
 
 /** kafkajs's private cluster factory of a client, if this kafkajs has it (2.2.4 does). */
 const clusterFactory = (kafka: Kafka): (() => ProbeCluster) | undefined => {
@@ -245,32 +246,56 @@ const clusterFactory = (kafka: Kafka): (() => ProbeCluster) | undefined => {
 }
 
 /**
- * Asks for the transaction coordinator of `transactionalId` once, before a
- * producer fences with it: kafkajs swallows a TRANSACTIONAL_ID_AUTHORIZATION_FAILED
- * answer to that request ("Failed to find group coordinator") and retries it
- * for many seconds. A denied id fails here at once with a `KafkaError`
- * carrying `AuthorizationFailed`; any other outcome is left to the producer.
- * Only for secured clients (a cluster with ACLs).
+ * Asks one broker for the coordinator of a group or a transactional id and
+ * returns the `KafkaError` (carrying `AuthorizationFailed`) if that was denied.
+ * kafkajs swallows a GROUP_/TRANSACTIONAL_ID_AUTHORIZATION_FAILED answer to
+ * FindCoordinator ("Failed to find group coordinator") and retries it for
+ * many seconds; this request gets the broker's real answer. Any other outcome
+ * is `undefined`. Only for secured clients (a cluster with ACLs).
  */
-export const probeTransactionalId = (kafka: Kafka, transactionalId: string): Effect.Effect<void, KafkaError> => {
+const deniedCoordinator = (
+  kafka: Kafka,
+  coordinator: { readonly type: "group" | "transaction"; readonly key: string },
+  operation: string
+): Effect.Effect<KafkaError | undefined> => {
   const factory = securedClients.has(kafka) ? clusterFactory(kafka) : undefined
-  if (factory === undefined) return Effect.void
-  return Effect.flatMap(
-    Effect.promise(async (): Promise<KafkaError | undefined> => {
-      const cluster = factory()
-      try {
-        await cluster.connect()
-        await cluster.refreshMetadata()
-        const broker = await cluster.findControllerBroker()
-        await broker.findGroupCoordinator({ groupId: transactionalId, coordinatorType: TRANSACTION_COORDINATOR })
-        return undefined
-      } catch (error) {
-        const failure = toKafkaError("fence", { transactionalId })(error)
-        return failure.cause instanceof AuthorizationFailed ? failure : undefined
-      } finally {
-        await cluster.disconnect().catch(() => undefined)
-      }
-    }),
+  if (factory === undefined) return Effect.succeed(undefined)
+  const access: Access = coordinator.type === "group"
+    ? { group: coordinator.key, groupOperation: "READ" }
+    : { transactionalId: coordinator.key }
+  return Effect.promise(async (): Promise<KafkaError | undefined> => {
+    const cluster = factory()
+    try {
+      await cluster.connect()
+      await cluster.refreshMetadata()
+      const broker = await cluster.findControllerBroker()
+      await broker.findGroupCoordinator({ groupId: coordinator.key, coordinatorType: COORDINATOR_TYPES[coordinator.type] })
+      return undefined
+    } catch (error) {
+      const failure = toKafkaError(operation, access)(error)
+      return failure.cause instanceof AuthorizationFailed ? failure : undefined
+    } finally {
+      await cluster.disconnect().catch(() => undefined)
+    }
+  })
+}
+
+/**
+ * Checks, before a producer fences with `transactionalId`, that the id is
+ * allowed: a denied one fails at once instead of after kafkajs's retries.
+ */
+export const probeTransactionalId = (kafka: Kafka, transactionalId: string): Effect.Effect<void, KafkaError> =>
+  Effect.flatMap(
+    deniedCoordinator(kafka, { type: "transaction", key: transactionalId }, "fence"),
     (failure) => (failure === undefined ? Effect.void : Effect.fail(failure))
   )
-}
+
+/**
+ * Explains a failure to find a group's coordinator: the `AuthorizationFailed`
+ * behind it if the group was denied, else the failure as it was.
+ */
+export const explainGroupFailure = (kafka: Kafka, groupId: string) => (error: KafkaError): Effect.Effect<never, KafkaError> =>
+  chain(error.cause).some((e) => e.name === "KafkaJSGroupCoordinatorNotFound")
+    ? Effect.flatMap(deniedCoordinator(kafka, { type: "group", key: groupId }, error.operation), (denied) =>
+      Effect.fail(denied ?? error))
+    : Effect.fail(error)
