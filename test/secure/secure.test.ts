@@ -345,4 +345,32 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
         assert.deepStrictEqual(error.names, [input])
       }
     }))
+
+  it.scoped("Describe but no Read on the input topic fails with AuthorizationFailed (topic READ) within 10 s", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-out")
+      const applicationId = unique("sec-describe")
+      yield* createTopics(security, [{ name: input, partitions: 1 }, { name: output, partitions: 1 }])
+      const principal = `User:${security.user.username}`
+      yield* createAcls(security, [
+        ...applicationAcls({ principal, applicationId, inputs: [], outputs: [output] }),
+        { principal, resource: "topic", name: input, operation: "DESCRIBE" }
+      ])
+      const lines: Array<string> = []
+      const { error, ms } = yield* runToFailure(copyOf(input, output), {
+        applicationId,
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }),
+        stateDir: `.skein/test-${applicationId}`
+      }, lines)
+      assert.strictEqual(error._tag, "AuthorizationFailed", `${error._tag}: ${String(error)}`)
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      if (error._tag === "AuthorizationFailed") {
+        assert.strictEqual(error.resource, "topic")
+        assert.strictEqual(error.operation, "READ")
+        assert.include(error.names, input)
+      }
+    }))
 })
+
