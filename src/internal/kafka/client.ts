@@ -221,7 +221,7 @@ export const makeKafka = (
     return kafka
   })
 
-/** Clients with security settings: only their transactional ids are probed (see `probeTransactionalId`). */
+/** Clients with security settings: only their coordinators are asked for directly (see `deniedCoordinator`). */
 const securedClients = new WeakSet<Kafka>()
 
 /** The parts of a kafkajs 2.2.4 cluster the probe uses (kafkajs's own, not public API). */
@@ -277,7 +277,10 @@ const deniedCoordinator = (
     } finally {
       await cluster.disconnect().catch(() => undefined)
     }
-  })
+  }).pipe(
+    // A broker that does not answer is no denial: the caller's own request will wait and retry.
+    Effect.timeoutTo({ duration: "5 seconds", onSuccess: (failure) => failure, onTimeout: () => undefined })
+  )
 }
 
 /**
