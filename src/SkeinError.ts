@@ -326,7 +326,7 @@ export class AuthenticationFailed extends Data.TaggedError("AuthenticationFailed
  * @category errors
  */
 export class TlsError extends Data.TaggedError("TlsError")<{
-  readonly reason: "UntrustedCertificate" | "HostnameMismatch" | "CertificateExpired" | "Handshake"
+  readonly reason: "UntrustedCertificate" | "HostnameMismatch" | "CertificateExpired" | "ClientCertificateRejected" | "Handshake"
   readonly host: string | undefined
   /** Node's TLS error code, e.g. `UNABLE_TO_VERIFY_LEAF_SIGNATURE`. */
   readonly code: string | undefined
@@ -346,6 +346,9 @@ export class TlsError extends Data.TaggedError("TlsError")<{
           `subject alternative name.`
       case "CertificateExpired":
         return `TLS to ${host} failed${code}: a certificate is expired or not yet valid. Renew it.`
+      case "ClientCertificateRejected":
+        return `TLS to ${host} failed${code}: the broker requires a client certificate it trusts (mutual TLS). ` +
+          `Set SKEIN_SSL_CERT_FILE and SKEIN_SSL_KEY_FILE to a certificate signed by a CA the broker trusts.`
       case "Handshake":
         return `TLS to ${host} failed${code}: ${this.detail}. Check SKEIN_SECURITY_PROTOCOL (does the listener ` +
           `speak TLS?), SKEIN_SSL_CA_FILE, SKEIN_SSL_CERT_FILE and SKEIN_SSL_KEY_FILE.`

@@ -372,5 +372,22 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
         assert.include(error.names, input)
       }
     }))
+
+  it.scoped("SSL without the client certificate mutual TLS requires fails with TlsError within 10 s", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      yield* createTopics(security, [{ name: input, partitions: 1 }])
+      const lines: Array<string> = []
+      const { sslCertFile: _cert, sslKeyFile: _key, ...noCertificate } = KafkaBroker.connection(security, { mechanism: "mTLS" })
+      const { error, ms } = yield* runToFailure(copyOf(input, unique("sec-out")), {
+        applicationId: unique("sec-nocert"),
+        ...noCertificate
+      }, lines)
+      assert.strictEqual(error._tag, "TlsError", `${error._tag}: ${String(error)}`)
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      if (error._tag === "TlsError") assert.strictEqual(error.reason, "ClientCertificateRejected")
+      assert.include(error.message, "SKEIN_SSL_CERT_FILE")
+    }))
 })
 

@@ -78,6 +78,13 @@ const UNTRUSTED_CODES = new Set([
 ])
 const HOSTNAME_CODES = new Set(["ERR_TLS_CERT_ALTNAME_INVALID", "HOSTNAME_MISMATCH"])
 const EXPIRED_CODES = new Set(["CERT_HAS_EXPIRED", "CERT_NOT_YET_VALID"])
+/** The broker's TLS alerts when it wants a (trusted) client certificate. */
+const CLIENT_CERTIFICATE_CODES = new Set([
+  "ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE",
+  "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED",
+  "ERR_SSL_SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+  "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA"
+])
 const isHandshakeCode = (code: string): boolean =>
   code === "EPROTO" || code.startsWith("ERR_SSL_") || code.startsWith("ERR_TLS_")
 
@@ -143,10 +150,12 @@ export const securityError = (
           ? "HostnameMismatch"
           : EXPIRED_CODES.has(code)
           ? "CertificateExpired"
+          : CLIENT_CERTIFICATE_CODES.has(code)
+          ? "ClientCertificateRejected"
           : "Handshake",
         host: broker === "" ? undefined : broker.replace(/:\d+$/, ""),
         code,
-        detail: text(e.message),
+        detail: text(e.message).replace(/\s+/g, " "),
         cause: error
       })
     }
