@@ -50,9 +50,9 @@
 import { Duration, Effect, Option, Schedule } from "effect"
 import type { Schema } from "effect"
 import { SkeinConfig } from "./SkeinConfig.ts"
-import type { ConfigurationError, EncodeError, KafkaError, SecurityError } from "./SkeinError.ts"
-import type { BadCursor, InvalidTokens, ReadTimeout } from "./internal/extractor/errors.ts"
+import type { ReadTimeout } from "./internal/extractor/errors.ts"
 import * as Cursors from "./internal/extractor/cursors.ts"
+import type * as Model from "./internal/extractor/model.ts"
 import * as internal from "./internal/extractor/runner.ts"
 import * as Topic from "./Topic.ts"
 
@@ -86,11 +86,7 @@ export {
  * @since 0.1.0
  * @category models
  */
-export interface Page<C> {
-  readonly _tag: "Page" | "Drained"
-  readonly emit: ReadonlyArray<Topic.OutputRecord>
-  readonly next: C
-}
+export interface Page<C> extends Model.Page<C> {}
 
 /**
  * A page after which more may follow at once. A page that emits nothing and
@@ -137,22 +133,9 @@ export interface RateLimit {
  * @since 0.1.0
  * @category models
  */
-export interface Extractor<in out Token extends string, in out C, in out E, out R> {
-  readonly name: string
-  readonly tokens: ReadonlyArray<Token>
-  /** The cursor codec: the Schema's encoded form, as JSON text. */
-  readonly cursor: Topic.Codec<C>
-  /** The cursor of a token that has never committed one. */
-  readonly initial: C
-  readonly read: (token: Token, cursor: C) => Effect.Effect<Page<C>, E, R>
-  /** When to read again after a drained page; the token stops reading when it ends. */
-  readonly poll: Schedule.Schedule<unknown, unknown>
-  readonly rateLimit: Option.Option<{ readonly pages: number; readonly per: Duration.Duration }>
-  /** How long a read may take before it fails with `ReadTimeout`. */
-  readonly timeout: Option.Option<Duration.Duration>
-  /** Retries of a failed read; without it a failed read ends the run. */
-  readonly retry: Option.Option<Schedule.Schedule<unknown, E | ReadTimeout>>
-}
+export interface Extractor<in out Token extends string, in out C, in out E, out R>
+  extends Model.Extractor<Token, C, E, R>
+{}
 
 /**
  * The default `poll` schedule: read a drained token again every 5 seconds.
@@ -211,7 +194,7 @@ export const make = <const Token extends string, C, CI, E = never, R = never>(op
  * @since 0.1.0
  * @category errors
  */
-export type ExtractorError = KafkaError | EncodeError | BadCursor | InvalidTokens | ReadTimeout | ConfigurationError | SecurityError
+export type ExtractorError = Model.ExtractorError
 
 /**
  * The compacted topic holding an extractor's cursors, one partition per token.

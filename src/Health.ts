@@ -1,6 +1,7 @@
 /**
  * The health of a runner, read from its `Runner.Stats`: a snapshot for
- * code, liveness and readiness checks, and Prometheus metrics.
+ * code, liveness and readiness checks, a stream of phase changes, and
+ * Prometheus metrics (rendered from the run's Effect metrics).
  *
  * Liveness and readiness ignore stopped partitions on purpose. With failure
  * isolation `"partition"` a partition whose record keeps failing is stopped
@@ -11,8 +12,9 @@
  * @since 0.1.0
  */
 import { Effect, Option, Schema } from "effect"
+import type { Stream } from "effect"
 import { batchLatencyBounds } from "./internal/RunnerStats.ts"
-import type * as Runner from "./Runner.ts"
+import type { BatchLatency, Stats } from "./internal/RunnerStats.ts"
 
 const Partition = Schema.Number
 
@@ -85,7 +87,7 @@ export interface Labels {
 
 const ascending = (a: number, b: number) => a - b
 
-const read = (stats: Runner.Stats): HealthSnapshot => {
+const read = (stats: Stats): HealthSnapshot => {
   const lag = [...stats.lag.values()]
     .map(({ lag, partition, topic }) => ({ topic, partition, lag }))
     .sort((a, b) => a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition)
@@ -125,7 +127,17 @@ const read = (stats: Runner.Stats): HealthSnapshot => {
  * @since 0.1.0
  * @category constructors
  */
-export const snapshot = (stats: Runner.Stats): Effect.Effect<HealthSnapshot> => Effect.sync(() => read(stats))
+export const snapshot = (stats: Stats): Effect.Effect<HealthSnapshot> => Effect.sync(() => read(stats))
+
+/**
+ * The phase of a runner now, then each change of it (`starting`, `running`,
+ * `stopping`, then `stopped` or `failed`), for code that reacts to health
+ * rather than polling `snapshot`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const changes = (stats: Stats): Stream.Stream<Phase> => stats.phaseChanges
 
 /**
  * Liveness: `true` unless the run has failed. Stopped partitions do not fail
@@ -178,11 +190,11 @@ const family = (
   return lines.join("\n")
 }
 
-const latencyBuckets = (stats: Runner.Stats): ReadonlyArray<Sample> => {
+const latencyBuckets = (latency: BatchLatency): ReadonlyArray<Sample> => {
   const bounds = [...batchLatencyBounds.map((ms) => String(ms / 1000)), "+Inf"]
   let cumulative = 0
   return bounds.map((le, index) => {
-    cumulative += stats.batchLatency.buckets[index] ?? 0
+    cumulative += latency.buckets[index] ?? 0
     return { suffix: "_bucket", labels: { le }, value: cumulative }
   })
 }
@@ -194,11 +206,12 @@ const latencyBuckets = (stats: Runner.Stats): ReadonlyArray<Sample> => {
  * @since 0.1.0
  * @category metrics
  */
-export const prometheus = (stats: Runner.Stats, labels: Labels = {}): string => {
+export const prometheus = (stats: Stats, labels: Labels = {}): string => {
   const constLabels: Record<string, string> = {}
   if (labels.applicationId !== undefined) constLabels.application_id = labels.applicationId
   if (labels.transformer !== undefined) constLabels.transformer = labels.transformer
   const s = read(stats)
+  const latency = stats.batchLatency
   const metric = (
     name: string,
     type: "counter" | "gauge" | "histogram",
@@ -277,9 +290,9 @@ export const prometheus = (stats: Runner.Stats, labels: Labels = {}): string => 
       Option.match(s.lastCommitAt, { onNone: () => [], onSome: (at) => [{ value: at.getTime() / 1000 }] })
     ),
     metric("skein_batch_latency_seconds", "histogram", "Batch latency from fetch to commit.", [
-      ...latencyBuckets(stats),
-      { suffix: "_sum", value: stats.batchLatency.sumMs / 1000 },
-      { suffix: "_count", value: stats.batchLatency.count }
+      ...latencyBuckets(latency),
+      { suffix: "_sum", value: latency.sumMs / 1000 },
+      { suffix: "_count", value: latency.count }
     ])
   ].join("\n") + "\n"
 }

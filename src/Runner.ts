@@ -4,30 +4,35 @@
  * @since 0.1.0
  */
 import type { RunMain } from "@effect/platform/Runtime"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { SkeinConfig } from "./SkeinConfig.ts"
+import { ConfigurationError } from "./SkeinError.ts"
 import type { RunnerError } from "./SkeinError.ts"
 import * as internalRunMain from "./internal/runMain.ts"
 import * as internal from "./internal/runner.ts"
+import * as internalStats from "./internal/RunnerStats.ts"
 import type * as Topic from "./Topic.ts"
 import type { Transformer } from "./Transformer.ts"
 
 /**
- * Counters of a running transformer: batches, commits, task starts and
- * stops, restored records, migrations.
+ * The observable state of a running transformer, read-only: its phase (and
+ * `phaseChanges`), counters (batches, commits, aborts, task starts and
+ * stops, restored records, migrations, ...), partitions and lag. The
+ * counters and the batch latency histogram are Effect metrics tagged with
+ * the run; `Health` reads all of it.
  *
  * @since 0.1.0
  * @category models
  */
-export type Stats = internal.RunnerStats
+export type Stats = internalStats.Stats
 
 /**
- * Fresh counters to pass to `runWithStats`.
+ * Fresh stats to pass to `runWithStats`, one per run.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const makeStats: () => Stats = internal.makeStats
+export const makeStats = (): Stats => internalStats.makeStats()
 
 /**
  * Runs a transformer (exactly once by default) until interrupted or until a
@@ -46,7 +51,7 @@ export const makeStats: () => Stats = internal.makeStats
  */
 export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>
-): Effect.Effect<never, RunnerError | E, R | SkeinConfig> => runWithStats(transformer, internal.makeStats())
+): Effect.Effect<never, RunnerError | E, R | SkeinConfig> => runWithStats(transformer, makeStats())
 
 /**
  * Like `run`, updating `stats` as it goes.
@@ -58,7 +63,17 @@ export const runWithStats = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
   stats: Stats
 ): Effect.Effect<never, RunnerError | E, R | SkeinConfig> =>
-  Effect.flatMap(SkeinConfig, (config) => Effect.scoped(internal.run(transformer, config, stats)))
+  Option.match(internalStats.fromStats(stats), {
+    onNone: () =>
+      Effect.fail(
+        new ConfigurationError({
+          problem: "This Runner.Stats object was not made by Runner.makeStats()",
+          fix: "Pass a fresh Runner.makeStats() to each run"
+        })
+      ),
+    onSome: (runnerStats) =>
+      Effect.flatMap(SkeinConfig, (config) => Effect.scoped(internal.run(transformer, config, runnerStats)))
+  })
 
 /**
  * Runs a program as the process's main entry point, under Node, Bun or Deno:

@@ -11,6 +11,7 @@
  * @internal
  */
 import type { PartitionOffset } from "../TopicPartition.ts"
+import type { Slice } from "./batch.ts"
 import type { BatchOutcome, PartitionBatch } from "./kafka/consumer.ts"
 
 /** A partition batch being consumed across polls. */
@@ -23,6 +24,18 @@ export interface Cursor {
 export interface PollSlice {
   readonly cursor: Cursor
   readonly end: number
+}
+
+/** A poll slice's records and the offset to commit once they are all processed. */
+export const records = (slice: PollSlice): Slice => {
+  const { cursor, end } = slice
+  const batch = cursor.batch
+  return {
+    topic: batch.topic,
+    partition: batch.partition,
+    records: batch.records.slice(cursor.index, end),
+    endOffset: end >= batch.records.length ? batch.nextOffset : (batch.records[end]?.offset ?? batch.nextOffset)
+  }
 }
 
 /** Why a batch was accepted or not. */

@@ -1,85 +1,345 @@
 /**
- * The observable state of a runner: its phase, counters and per-partition
- * views, mutated by the runner and read by health checks, metrics and tests.
+ * The observable state of a runner: its phase (a `SubscriptionRef`, so
+ * health can be watched), its counters and latency histogram (the Effect
+ * metrics of `RunnerMetrics`, tagged with the run's labels) and its
+ * per-partition views. The runtime updates it through the named methods of
+ * `RunnerStats`; everyone else reads it through the read-only `Stats`
+ * (`Runner.Stats`).
  *
  * @internal
  */
+import { Effect, Option, Stream, SubscriptionRef } from "effect"
+import type { MetricLabel } from "effect"
+import * as Metrics from "./RunnerMetrics.ts"
 
-/** Upper bounds (ms) of the batch latency histogram's buckets. */
-export const batchLatencyBounds: ReadonlyArray<number> = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
+export { batchLatencyBounds } from "./RunnerMetrics.ts"
 
 /** The lifecycle of a runner, for health checks. */
 export type RunnerPhase = "starting" | "running" | "stopping" | "stopped" | "failed"
 
-/** Observable state and counters of a running runner (for tests, health and metrics). */
-export interface RunnerStats {
-  phase: RunnerPhase
-  batches: number
-  commits: number
+/** Records behind the high watermark of one input topic partition. */
+export interface PartitionLag {
+  readonly topic: string
+  readonly partition: number
+  readonly lag: number
+}
+
+/** Restore progress of one task: changelog records read and total. */
+export interface RestoreProgress {
+  readonly restored: number
+  readonly total: number
+}
+
+/** Batch latency counts per `batchLatencyBounds` bucket (not cumulative), plus +Inf last. */
+export interface BatchLatency {
+  readonly count: number
+  readonly sumMs: number
+  readonly buckets: ReadonlyArray<number>
+}
+
+/** Observable state and counters of a running runner (for tests, health and metrics); read-only. */
+export interface Stats {
+  readonly phase: RunnerPhase
+  /** The phase now, then each change of it. */
+  readonly phaseChanges: Stream.Stream<RunnerPhase>
+  readonly batches: number
+  readonly commits: number
   /** Transactions aborted or deliveries failed (each rewinds its partition). */
-  aborts: number
+  readonly aborts: number
   /** Input records committed past (processed, dead-lettered or skipped). */
-  recordsProcessed: number
-  migrations: number
-  rebalances: number
-  tasksStarted: number
-  tasksStopped: number
-  restoredRecords: number
-  maxBatchRecords: number
-  skipped: number
-  deadLettered: number
-  retries: number
-  inFlightTransactions: number
-  teardownsWithTransactionInFlight: number
+  readonly recordsProcessed: number
+  readonly migrations: number
+  readonly rebalances: number
+  readonly tasksStarted: number
+  readonly tasksStopped: number
+  readonly restoredRecords: number
+  readonly skipped: number
+  readonly deadLettered: number
+  readonly retries: number
   /** Epoch milliseconds of the last successful commit. */
-  lastCommitAt: number | undefined
+  readonly lastCommitAt: number | undefined
   /** The port of the health endpoint, once it listens (`healthPort` set). */
-  healthPort: number | undefined
+  readonly healthPort: number | undefined
   /** Partitions whose tasks are running. */
-  readonly assigned: Set<number>
+  readonly assigned: ReadonlySet<number>
   /** Partitions assigned but waiting for their task to start. */
-  readonly pending: Set<number>
+  readonly pending: ReadonlySet<number>
   /** Partitions stopped by a failure (failure isolation "partition"), with the error. */
-  readonly stopped: Map<number, string>
+  readonly stopped: ReadonlyMap<number, string>
   /** Records behind the high watermark, per input `topic/partition`, as of the last fetch. */
-  readonly lag: Map<string, { readonly topic: string; readonly partition: number; readonly lag: number }>
+  readonly lag: ReadonlyMap<string, PartitionLag>
   /** Restore progress of tasks being restored: changelog records read and total. */
-  readonly restoring: Map<number, { restored: number; readonly total: number }>
+  readonly restoring: ReadonlyMap<number, RestoreProgress>
   /** Batch latency (fetch to commit) histogram: counts per `batchLatencyBounds` bucket, plus +Inf last. */
-  readonly batchLatency: { count: number; sumMs: number; readonly buckets: Array<number> }
+  readonly batchLatency: BatchLatency
+  /** @internal For tests: the largest batch taken from the poll buffer. */
+  readonly maxBatchRecords: number
+  /** @internal For tests: transactions open right now (not maintained by the runtime at present). */
+  readonly inFlightTransactions: number
+  /** @internal For tests: teardowns that began while a transaction was open (should stay 0). */
+  readonly teardownsWithTransactionInFlight: number
 }
 
-export const makeStats = (): RunnerStats => ({
-  phase: "starting",
-  batches: 0,
-  commits: 0,
-  aborts: 0,
-  recordsProcessed: 0,
-  migrations: 0,
-  rebalances: 0,
-  tasksStarted: 0,
-  tasksStopped: 0,
-  restoredRecords: 0,
-  maxBatchRecords: 0,
-  skipped: 0,
-  deadLettered: 0,
-  retries: 0,
-  inFlightTransactions: 0,
-  teardownsWithTransactionInFlight: 0,
-  lastCommitAt: undefined,
-  healthPort: undefined,
-  assigned: new Set(),
-  pending: new Set(),
-  stopped: new Map(),
-  lag: new Map(),
-  restoring: new Map(),
-  batchLatency: { count: 0, sumMs: 0, buckets: batchLatencyBounds.map(() => 0).concat([0]) }
-})
-
-/** Adds one batch's latency to the histogram. */
-export const observeBatchLatency = (stats: RunnerStats, ms: number): void => {
-  stats.batchLatency.count++
-  stats.batchLatency.sumMs += ms
-  const index = batchLatencyBounds.findIndex((bound) => ms <= bound)
-  stats.batchLatency.buckets[index === -1 ? batchLatencyBounds.length : index]!++
+/** What one commit committed past. */
+export interface Committed {
+  readonly processed: number
+  readonly skipped: number
+  readonly deadLettered: number
 }
+
+/** The runtime's view of a run's stats: the read-only `Stats` plus the updates. */
+export class RunnerStats implements Stats {
+  #labels: ReadonlyArray<MetricLabel.MetricLabel> = Metrics.runLabels()
+  readonly #phase: SubscriptionRef.SubscriptionRef<RunnerPhase> = Effect.runSync(SubscriptionRef.make<RunnerPhase>("starting"))
+  readonly #assigned = new Set<number>()
+  readonly #pending = new Set<number>()
+  readonly #stopped = new Map<number, string>()
+  readonly #lag = new Map<string, PartitionLag>()
+  readonly #restoring = new Map<number, RestoreProgress>()
+  #lastCommitAt: number | undefined = undefined
+  #healthPort: number | undefined = undefined
+  #maxBatchRecords = 0
+  #inFlightTransactions = 0
+  #teardownsWithTransactionInFlight = 0
+
+  /** The metric labels of this run: its run id, then its application id and transformer. */
+  get labels(): ReadonlyArray<MetricLabel.MetricLabel> {
+    return this.#labels
+  }
+
+  // Reads
+
+  get phase(): RunnerPhase {
+    return Effect.runSync(SubscriptionRef.get(this.#phase))
+  }
+  get phaseChanges(): Stream.Stream<RunnerPhase> {
+    return this.#phase.changes
+  }
+  get batches(): number {
+    return this.#count(Metrics.batches)
+  }
+  get commits(): number {
+    return this.#count(Metrics.commits)
+  }
+  get aborts(): number {
+    return this.#count(Metrics.aborts)
+  }
+  get recordsProcessed(): number {
+    return this.#count(Metrics.recordsProcessed)
+  }
+  get migrations(): number {
+    return this.#count(Metrics.migrations)
+  }
+  get rebalances(): number {
+    return this.#count(Metrics.rebalances)
+  }
+  get tasksStarted(): number {
+    return this.#count(Metrics.tasksStarted)
+  }
+  get tasksStopped(): number {
+    return this.#count(Metrics.tasksStopped)
+  }
+  get restoredRecords(): number {
+    return this.#count(Metrics.restoredRecords)
+  }
+  get skipped(): number {
+    return this.#count(Metrics.skipped)
+  }
+  get deadLettered(): number {
+    return this.#count(Metrics.deadLettered)
+  }
+  get retries(): number {
+    return this.#count(Metrics.retries)
+  }
+  get lastCommitAt(): number | undefined {
+    return this.#lastCommitAt
+  }
+  get healthPort(): number | undefined {
+    return this.#healthPort
+  }
+  get assigned(): ReadonlySet<number> {
+    return this.#assigned
+  }
+  get pending(): ReadonlySet<number> {
+    return this.#pending
+  }
+  get stopped(): ReadonlyMap<number, string> {
+    return this.#stopped
+  }
+  get lag(): ReadonlyMap<string, PartitionLag> {
+    return this.#lag
+  }
+  get restoring(): ReadonlyMap<number, RestoreProgress> {
+    return this.#restoring
+  }
+  get batchLatency(): BatchLatency {
+    const state = Metrics.batchLatency.unsafeValue(this.#labels)
+    let previous = 0
+    const buckets = state.buckets.map(([, cumulative]) => {
+      const count = cumulative - previous
+      previous = cumulative
+      return count
+    })
+    return { count: state.count, sumMs: state.sum, buckets }
+  }
+  get maxBatchRecords(): number {
+    return this.#maxBatchRecords
+  }
+  get inFlightTransactions(): number {
+    return this.#inFlightTransactions
+  }
+  get teardownsWithTransactionInFlight(): number {
+    return this.#teardownsWithTransactionInFlight
+  }
+
+  #count(counter: Metrics.Counter): number {
+    return counter.unsafeValue(this.#labels).count
+  }
+  #add(counter: Metrics.Counter, n: number = 1): void {
+    if (n !== 0) counter.unsafeUpdate(n, this.#labels)
+  }
+  #partitionsChanged(): void {
+    Metrics.assignedPartitions.unsafeUpdate(this.#assigned.size, this.#labels)
+    Metrics.pendingPartitions.unsafeUpdate(this.#pending.size, this.#labels)
+    Metrics.stoppedPartitions.unsafeUpdate(this.#stopped.size, this.#labels)
+  }
+
+  // Phase
+
+  /** A run begins: phase `starting`, metrics tagged with its application id and transformer (before any update). */
+  begin(applicationId: string, transformer: string): Effect.Effect<void> {
+    return Effect.zipRight(
+      Effect.sync(() => {
+        this.#labels = Metrics.withRunnerLabels(this.#labels, applicationId, transformer)
+        this.#partitionsChanged()
+      }),
+      this.setPhase("starting")
+    )
+  }
+  setPhase(phase: RunnerPhase): Effect.Effect<void> {
+    return SubscriptionRef.set(this.#phase, phase)
+  }
+  /** The run ended: phase `stopped` unless it failed. */
+  get finish(): Effect.Effect<void> {
+    return SubscriptionRef.update(this.#phase, (phase) => phase === "failed" ? phase : "stopped")
+  }
+  setHealthPort(port: number): void {
+    this.#healthPort = port
+  }
+
+  // Counters and the histogram
+
+  /** A batch of `records` was taken from the poll buffer. */
+  recordBatch(records: number): void {
+    this.#maxBatchRecords = Math.max(this.#maxBatchRecords, records)
+    this.#add(Metrics.batches)
+  }
+  /** A transaction (or an offset commit) succeeded at `now` (epoch ms). */
+  recordCommit(committed: Committed, now: number): void {
+    this.#add(Metrics.commits)
+    this.#lastCommitAt = now
+    this.#add(Metrics.recordsProcessed, committed.processed)
+    this.#add(Metrics.skipped, committed.skipped)
+    this.#add(Metrics.deadLettered, committed.deadLettered)
+  }
+  /** Offsets acknowledged in at-least-once mode were committed at `now` (epoch ms). */
+  recordOffsetCommit(now: number): void {
+    this.#lastCommitAt = now
+  }
+  recordRetries(retries: number): void {
+    this.#add(Metrics.retries, retries)
+  }
+  recordAbort(): void {
+    this.#add(Metrics.aborts)
+  }
+  recordMigration(): void {
+    this.#add(Metrics.migrations)
+  }
+  recordRebalance(): void {
+    this.#add(Metrics.rebalances)
+  }
+  /** Adds one batch's latency (fetch to commit) to the histogram. */
+  observeBatchLatency(ms: number): void {
+    Metrics.batchLatency.unsafeUpdate(ms, this.#labels)
+  }
+
+  // Tasks and partitions
+
+  /** Partitions of a new assignment wait for their tasks. */
+  addPending(partition: number): void {
+    this.#pending.add(partition)
+    this.#partitionsChanged()
+  }
+  /** Every task was torn down: nothing waits any more. */
+  clearPending(): void {
+    this.#pending.clear()
+    this.#partitionsChanged()
+  }
+  setRestoreProgress(partition: number, restored: number, total: number): void {
+    this.#restoring.set(partition, { restored, total })
+  }
+  /** A task's start ended (started or failed): it no longer waits nor restores. */
+  taskStartEnded(partition: number): void {
+    this.#restoring.delete(partition)
+    this.#pending.delete(partition)
+    this.#partitionsChanged()
+  }
+  /** A task started after restoring `restored` changelog records. */
+  recordTaskStarted(partition: number, restored: number): void {
+    this.#add(Metrics.tasksStarted)
+    this.#add(Metrics.restoredRecords, restored)
+    this.#assigned.add(partition)
+    this.#partitionsChanged()
+  }
+  /** A task is being torn down: it no longer runs nor restores. */
+  removeTask(partition: number): void {
+    this.#assigned.delete(partition)
+    this.#restoring.delete(partition)
+    this.#partitionsChanged()
+  }
+  /** A task's scope closed. */
+  recordTaskStopped(): void {
+    this.#add(Metrics.tasksStopped)
+  }
+  /** Counts `commit` as a transaction in flight while it runs (teardowns must never overlap one). */
+  inTransaction<A, E, R>(commit: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+    return Effect.acquireUseRelease(
+      Effect.sync(() => {
+        this.#inFlightTransactions++
+      }),
+      () => commit,
+      () =>
+        Effect.sync(() => {
+          this.#inFlightTransactions--
+        })
+    )
+  }
+  /** Every task is being torn down (a rebalance, a migration or the end of the run). */
+  recordTeardown(): void {
+    if (this.#inFlightTransactions > 0) this.#teardownsWithTransactionInFlight++
+  }
+  /** A partition stopped by a failure (failure isolation "partition"). */
+  markStopped(partition: number, error: string): void {
+    this.#stopped.set(partition, error)
+    this.#pending.delete(partition)
+    this.#partitionsChanged()
+  }
+  /** A new assignment: stopped partitions stay stopped only while they stay assigned. */
+  keepStopped(assigned: ReadonlyArray<number>): void {
+    for (const partition of [...this.#stopped.keys()]) {
+      if (!assigned.includes(partition)) this.#stopped.delete(partition)
+    }
+    this.#partitionsChanged()
+  }
+  /** Records behind the high watermark of an input topic partition, as of a fetch or a commit. */
+  setLag(topic: string, partition: number, lag: number): void {
+    this.#lag.set(`${topic}/${partition}`, { topic, partition, lag })
+  }
+}
+
+/** Fresh stats for one run. */
+export const makeStats = (): RunnerStats => new RunnerStats()
+
+/** The runtime's view of `stats`, if `makeStats` made it. */
+export const fromStats = (stats: Stats): Option.Option<RunnerStats> =>
+  stats instanceof RunnerStats ? Option.some(stats) : Option.none()

@@ -8,7 +8,7 @@
  * resume fetching (one step with its pause finalizer). Closing the scope
  * releases them in reverse order: pause, close the store, release the producer.
  *
- * Each poll, `process` runs the task's records and commits what finished in
+ * Each poll, `processSlices` runs the task's records and commits what finished in
  * one uninterruptible step: the transaction (outputs, changelog writes,
  * offsets), then the store, the state cache and the caller's cursors.
  *
@@ -196,7 +196,7 @@ const runtimeFailure = <E>(cause: Cause.Cause<Batch.RecordError<E>>): Option.Opt
  * uninterruptible step: the transaction (or acknowledged sends), the store
  * write, the state cache, then `onCommitted` (the caller's cursors and counters).
  */
-export const process = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
+export const processSlices = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   task: Task,
   transformer: Transformer<Inputs, S, E, R>,
   slices: ReadonlyArray<Batch.Slice>,
@@ -204,6 +204,8 @@ export const process = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     readonly groupId: string
     readonly changelog: Option.Option<string>
     readonly onRetries: (retries: number) => void
+    /** Wraps the commit (for the runner's count of transactions in flight). */
+    readonly inTransaction: <A, E2, R2>(commit: Effect.Effect<A, E2, R2>) => Effect.Effect<A, E2, R2>
     readonly onCommitted: (committed: Committed) => Effect.Effect<void>
   }
 ): Effect.Effect<Outcome<E>, never, R> =>
@@ -222,7 +224,7 @@ export const process = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         ? task.delivery.producer.commit(records, { groupId: options.groupId, offsets })
         : task.delivery.producer.deliver(records)
       const committed = yield* Effect.either(Effect.uninterruptible(
-        send.pipe(
+        options.inTransaction(send).pipe(
           Effect.zipRight(Option.match(task.store, { onNone: () => Effect.void, onSome: (store) => store.write(result.writes) })),
           Effect.tap(() => {
             for (const [key, state] of result.states) task.cache.set(key, state)

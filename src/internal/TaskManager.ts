@@ -115,20 +115,19 @@ export const make = (options: {
         const scope = scopes.get(partition)
         scopes.delete(partition)
         running.delete(partition)
-        stats.assigned.delete(partition)
-        stats.restoring.delete(partition)
+        stats.removeTask(partition)
         for (const [key, offset] of uncommitted) if (offset.partition === partition) uncommitted.delete(key)
         if (outcome !== "Kept") buffer.dropPartition(partition, outcome)
         if (scope !== undefined) {
           yield* Scope.close(scope, Exit.void)
-          stats.tasksStopped++
+          stats.recordTaskStopped()
         }
       })
 
     /** Tears every task down; the buffered batches complete with `outcome` ("Rejoin": kafkajs rejoins the group). */
     const teardownAll = (held: BatchLockHeld, outcome: BatchOutcome = "Dropped") =>
       Effect.gen(function*() {
-        if (stats.inFlightTransactions > 0) stats.teardownsWithTransactionInFlight++
+        stats.recordTeardown()
         if (!exactlyOnce && uncommitted.size > 0) {
           // Acknowledged work is committed before its partitions are given up; if that
           // fails, the records are delivered again (at-least-once).
@@ -139,7 +138,7 @@ export const make = (options: {
         for (const partition of [...scopes.keys()]) yield* stopTask(partition, held, "Kept")
         due.length = 0
         yield* FiberMap.clear(backoffs)
-        stats.pending.clear()
+        stats.clearPending()
         buffer.dropAll(outcome)
       })
     yield* Effect.addFinalizer(() => lock.withLock((held) => teardownAll(held)))
@@ -152,7 +151,7 @@ export const make = (options: {
         if (attempts >= config.maxDeliveryFailures) return Option.some(attempts)
         const delay = backoff(attempts)
         yield* Effect.logWarning(`${what} (${attempts} in a row), retrying in ${Duration.format(delay)}: ${error.message}`)
-        stats.pending.add(partition)
+        stats.addPending(partition)
         yield* FiberMap.run(
           backoffs,
           partition,
@@ -167,7 +166,7 @@ export const make = (options: {
     /** A failed delivery rewinds the partition: its task restarts from the last commit after a backoff. */
     const rewind = (partition: number, error: KafkaError, held: BatchLockHeld) =>
       Effect.gen(function*() {
-        stats.aborts++
+        stats.recordAbort()
         yield* stopTask(partition, held)
         if (isFatal(error)) return yield* Effect.fail(error) // credentials, TLS, ACLs: no retry gets past them
         const exhausted = yield* retryLater(partition, `delivery of task ${partition} failed, rewinding to the last commit`, error)
@@ -180,8 +179,7 @@ export const make = (options: {
     const markStopped = (partition: number, message: string) =>
       Effect.gen(function*() {
         yield* Effect.logError(`partition ${partition} stopped: ${message}`)
-        stats.stopped.set(partition, message)
-        stats.pending.delete(partition)
+        stats.markStopped(partition, message)
       })
 
     /** A partition's failure: stops only it (`failureIsolation: "partition"`) or ends the run. */
@@ -205,14 +203,11 @@ export const make = (options: {
           ))).pipe(
             Effect.tap((exit) =>
               Effect.sync(() => {
-                stats.restoring.delete(partition)
-                stats.pending.delete(partition)
+                stats.taskStartEnded(partition)
                 if (Exit.isSuccess(exit)) {
                   running.set(partition, exit.value)
                   buffer.expect(exit.value.startOffsets)
-                  stats.tasksStarted++
-                  stats.restoredRecords += exit.value.restored
-                  stats.assigned.add(partition)
+                  stats.recordTaskStarted(partition, exit.value.restored)
                 }
               })
             ),
@@ -263,7 +258,7 @@ export const make = (options: {
         if (migrated.length > 0) {
           // A task migrated: no task survives; rejoin to learn the current assignment.
           for (const outcome of migrated) yield* Effect.logWarning(outcome.error.message)
-          stats.migrations++
+          stats.recordMigration()
           yield* teardownAll(held, "Rejoin")
         }
         if (fatal.length > 0) return yield* Effect.failCause(fatal.reduce(Cause.parallel))
@@ -279,16 +274,14 @@ export const make = (options: {
           Effect.gen(function*() {
             yield* teardownAll(held)
             // Every assignment after the first is a rebalance, an eviction's rejoin included.
-            if (generation !== -1) stats.rebalances++
+            if (generation !== -1) stats.recordRebalance()
             generation = next
             // A stopped partition stays stopped until a restart, or until it moves away.
-            for (const partition of [...stats.stopped.keys()]) {
-              if (!partitions.includes(partition)) stats.stopped.delete(partition)
-            }
+            stats.keepStopped(partitions)
             for (const partition of partitions) {
               if (stats.stopped.has(partition)) continue
               due.push(partition)
-              stats.pending.add(partition)
+              stats.addPending(partition)
             }
           })
         ),
@@ -316,7 +309,7 @@ export const make = (options: {
           if (committed._tag === "Left") {
             for (const partition of [...running.keys()]) yield* rewind(partition, committed.left, held)
           } else {
-            stats.lastCommitAt = yield* Clock.currentTimeMillis
+            stats.recordOffsetCommit(yield* Clock.currentTimeMillis)
           }
         })
       ),
@@ -335,7 +328,7 @@ export const make = (options: {
               yield* Effect.logWarning(`task ${partition}: a batch of ${topic} did not start at ${expected}; restarting it`)
               yield* stopTask(partition, held)
               due.push(partition)
-              stats.pending.add(partition)
+              stats.addPending(partition)
             })
           )
         })

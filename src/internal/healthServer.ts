@@ -11,8 +11,8 @@ import { Effect } from "effect"
 import type { Scope } from "effect"
 import * as Http from "node:http"
 import * as Health from "../Health.ts"
-import type * as Runner from "../Runner.ts"
 import { HealthServerError } from "../SkeinError.ts"
+import type { Stats } from "./RunnerStats.ts"
 
 export interface Options {
   /** 0 listens on any free port; `serve` returns the bound one. */
@@ -25,7 +25,7 @@ export interface Options {
 /** The content type of the Prometheus text exposition format. */
 export const metricsContentType = "text/plain; version=0.0.4; charset=utf-8"
 
-const routes = (stats: Runner.Stats, labels: Health.Labels | undefined) =>
+const routes = (stats: Stats, labels: Health.Labels | undefined) =>
   HttpRouter.empty.pipe(
     HttpRouter.get(
       "/health/live",
@@ -73,7 +73,7 @@ const listenError = (cause: unknown, options: Options): HealthServerError => {
  * Fails at once if it cannot listen (e.g. the port is in use).
  */
 export const serve = (
-  stats: Runner.Stats,
+  stats: Stats,
   options: Options
 ): Effect.Effect<{ readonly port: number }, HealthServerError, Scope.Scope> =>
   Effect.gen(function*() {

@@ -1,6 +1,7 @@
 /**
- * The runner: sets a run up, then loops: take the consumer's events (and the
- * task manager's wakeups), start the next due task, process a poll.
+ * The runner's poll loop: take the consumer's events (and the task manager's
+ * wakeups), start the next due task, process a poll. What a run needs is
+ * acquired by `RunnerSetup`.
  *
  * The data path reads one way: runner (this poll loop) -> task manager
  * (tasks, starts, rewinds, teardown under the batch lock) -> task (its
@@ -13,33 +14,22 @@
  *
  * @internal
  */
-import { Cause, Chunk, Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, Scope } from "effect"
-import { randomUUID } from "node:crypto"
-import * as fs from "node:fs/promises"
-import * as path from "node:path"
+import { Cause, Chunk, Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Queue } from "effect"
+import type { Scope } from "effect"
 import type { SkeinConfig } from "../SkeinConfig.ts"
 import type { RunnerError } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { Transformer } from "../Transformer.ts"
-import { changelogTopic } from "../Transformer.ts"
-import * as HealthServer from "./healthServer.ts"
-import * as Admin from "./kafka/admin.ts"
-import * as ChangelogReader from "./kafka/changelogReader.ts"
-import { makeKafka } from "./kafka/client.ts"
-import * as Consumer from "./kafka/consumer.ts"
+import type * as Consumer from "./kafka/consumer.ts"
 import { surface } from "./kafka/errors.ts"
-import * as GroupOwnership from "./GroupOwnership.ts"
-import { memoizeSuccess } from "./memoizeSuccess.ts"
-import * as Outputs from "./outputs.ts"
 import * as PollBuffer from "./PollBuffer.ts"
-import { makeStats, observeBatchLatency } from "./RunnerStats.ts"
+import * as RunnerSetup from "./RunnerSetup.ts"
+import { makeStats } from "./RunnerStats.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
-import * as StateKeyCheck from "./StateKeyCheck.ts"
 import * as Task from "./Task.ts"
-import * as TaskManager from "./TaskManager.ts"
-import { validateConfig, validateTopics } from "./validation.ts"
+import type * as TaskManager from "./TaskManager.ts"
 
-export { batchLatencyBounds, makeStats, observeBatchLatency } from "./RunnerStats.ts"
+export { batchLatencyBounds, makeStats } from "./RunnerStats.ts"
 export type { RunnerPhase, RunnerStats } from "./RunnerStats.ts"
 
 /** What the loop waits for: consumer events, or a wakeup of the task manager. */
@@ -51,83 +41,13 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   stats: RunnerStats = makeStats()
 ): Effect.Effect<never, RunnerError | E, R | Scope.Scope> =>
   Effect.gen(function*() {
-    yield* validateConfig(config, stats, transformer.rules, transformer.name)
-    stats.phase = "starting"
-    if (config.healthPort !== undefined) {
-      const server = yield* HealthServer.serve(stats, {
-        port: config.healthPort,
-        labels: { applicationId: config.applicationId, transformer: transformer.name }
-      })
-      stats.healthPort = server.port
-    }
-    const kafka = yield* makeKafka(config)
-    const admin = yield* Admin.make(kafka)
-    const inputTopics = transformer.inputs.map((t) => t.name)
-    const changelog = Option.map(transformer.state, () => changelogTopic(config.applicationId, transformer))
-    yield* validateTopics(admin, inputTopics, changelog, {
-      replicationFactor: config.changelogReplicationFactor,
-      deadLetterTopic: config.deadLetterTopic
-    })
-    // One applicationId, one transformer: a group already running another one is refused.
-    yield* GroupOwnership.check(admin, { groupId: config.applicationId, owner: transformer.name })
-
-    const storeDir = path.join(config.stateDir, `${config.applicationId}-${randomUUID()}`)
-    yield* Effect.addFinalizer(() => Effect.promise(() => fs.rm(storeDir, { recursive: true, force: true })))
-    const consumer = yield* Consumer.make(kafka, {
-      groupId: config.applicationId,
-      topics: inputTopics,
-      sessionTimeout: config.sessionTimeout,
-      rebalanceTimeout: config.rebalanceTimeout,
-      heartbeatInterval: config.heartbeatInterval,
-      owner: transformer.name
-    })
-    const runnerScope = yield* Effect.scope
-    // The changelog reader is made at the first restore; a failed first connect is retried by the next one.
-    const restoreFrom = yield* Option.match(changelog, {
-      onNone: () => Effect.succeed(Option.none()),
-      onSome: (topic) =>
-        Effect.map(
-          memoizeSuccess(
-            ChangelogReader.make(kafka, { topic, groupId: `${config.applicationId}-restore-${randomUUID()}` }).pipe(
-              Scope.extend(runnerScope)
-            )
-          ),
-          (reader) => Option.some({ topic, reader })
-        )
-    })
-    const messageLimits = Outputs.makeMessageLimits(config.maxMessageBytes, admin.maxMessageBytes)
-    const buffer = PollBuffer.make()
-    const manager = yield* TaskManager.make({
-      config,
-      stats,
-      buffer,
-      context: {
-        kafka,
-        admin,
-        consumer,
-        applicationId: config.applicationId,
-        inputTopics,
-        changelog: restoreFrom,
-        storeDir,
-        transactionTimeout: config.transactionTimeout,
-        processingGuarantee: config.processingGuarantee,
-        maxMessageBytes: config.maxMessageBytes,
-        limitOf: messageLimits.known,
-        onRestoreProgress: (partition, restored, total) => {
-          stats.restoring.set(partition, { restored, total })
-        }
-      }
-    })
-    const permits = config.maxConcurrency === "unbounded"
-      ? Option.none()
-      : Option.some(yield* Effect.makeSemaphore(config.maxConcurrency))
-    const deadLetterTopic = Option.fromNullable(config.deadLetterTopic)
-    const stateKeys = StateKeyCheck.enabled(config.checkStateKeys, transformer) ? StateKeyCheck.make() : undefined
+    const { buffer, changelog, consumer, deadLetterTopic, manager, messageLimits, permits, stateKeys } =
+      yield* RunnerSetup.acquire(transformer, config, stats)
     const shutdown = yield* Deferred.make<void>()
     const exactlyOnce = config.processingGuarantee === "exactly-once"
 
     const updateLag = (topic: string, partition: number, highWatermark: number, position: number) => {
-      stats.lag.set(`${topic}/${partition}`, { topic, partition, lag: Math.max(0, highWatermark - position) })
+      stats.setLag(topic, partition, Math.max(0, highWatermark - position))
     }
 
     const handle = (event: LoopEvent): Effect.Effect<void, RunnerError> => {
@@ -188,8 +108,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const started = yield* Clock.currentTimeMillis
       const slices = buffer.take(config.maxPollRecords)
       const total = slices.reduce((n, s) => n + s.end - s.cursor.index, 0)
-      stats.maxBatchRecords = Math.max(stats.maxBatchRecords, total)
-      stats.batches++
+      stats.recordBatch(total)
       const byTask = new Map<number, Array<PollBuffer.PollSlice>>()
       for (const slice of slices) {
         const list = byTask.get(slice.cursor.batch.partition) ?? []
@@ -204,17 +123,10 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       )
       yield* manager.runPoll([...byTask.keys()], (task) => {
         const taskSlices = byTask.get(task.partition) ?? []
-        return Task.process(
+        return Task.processSlices(
           task,
           transformer,
-          taskSlices.map(({ cursor, end }) => ({
-            topic: cursor.batch.topic,
-            partition: cursor.batch.partition,
-            records: cursor.batch.records.slice(cursor.index, end),
-            endOffset: end >= cursor.batch.records.length
-              ? cursor.batch.nextOffset
-              : (cursor.batch.records[end]?.offset ?? cursor.batch.nextOffset)
-          })),
+          taskSlices.map(PollBuffer.records),
           {
             deadLetterTopic,
             stop,
@@ -225,15 +137,12 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             groupId: config.applicationId,
             changelog,
             onRetries: (retries) => {
-              stats.retries += retries
+              stats.recordRetries(retries)
             },
+            inTransaction: (commit) => stats.inTransaction(commit),
             onCommitted: ({ offsets, result }) =>
               Effect.map(Clock.currentTimeMillis, (now) => {
-                stats.commits++
-                stats.lastCommitAt = now
-                stats.recordsProcessed += result.processed
-                stats.skipped += result.skipped
-                stats.deadLettered += result.deadLettered
+                stats.recordCommit(result, now)
                 if (!exactlyOnce) manager.acknowledged(offsets)
                 taskSlices.forEach(({ cursor }, i) => {
                   cursor.index += result.cuts[i]!.kept
@@ -244,11 +153,11 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         )
       })
       buffer.completeProcessed()
-      observeBatchLatency(stats, (yield* Clock.currentTimeMillis) - started)
+      stats.observeBatchLatency((yield* Clock.currentTimeMillis) - started)
     })
 
     const loop = Effect.gen(function*() {
-      stats.phase = "running"
+      yield* stats.setPhase("running")
       while (!(yield* Deferred.isDone(shutdown))) {
         for (const event of yield* nextEvents) yield* handle(event)
         if (yield* Deferred.isDone(shutdown)) break
@@ -264,26 +173,27 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       Effect.zipRight(Effect.interrupt),
       Effect.onInterrupt(() =>
         Effect.gen(function*() {
-          stats.phase = "stopping"
+          yield* stats.setPhase("stopping")
           yield* Deferred.succeed(shutdown, undefined)
           const stopped = yield* Fiber.await(fiber).pipe(
             Effect.timeout(Duration.sum(config.shutdownGrace, Duration.seconds(60))),
             Effect.option
           )
-          // A failure while stopping is the run's failure: logged here, and returned by the scope's close.
-          if (Option.isSome(stopped) && Exit.isFailure(stopped.value) && !Cause.isInterruptedOnly(stopped.value.cause)) {
-            stats.phase = "failed"
+          if (Option.isNone(stopped)) {
+            yield* Effect.logError(
+              `the runner did not stop within shutdownGrace + 60 s (${Duration.format(config.shutdownGrace)} + 60 s); ` +
+                "its tasks are torn down now"
+            )
+          } else if (Exit.isFailure(stopped.value) && !Cause.isInterruptedOnly(stopped.value.cause)) {
+            // A failure while stopping is the run's failure, not a clean stop: an interrupted
+            // run can only end with it as a defect, so runMain logs it and exits non-zero.
+            yield* stats.setPhase("failed")
             yield* Effect.logError("the run failed while stopping", stopped.value.cause)
+            return yield* Effect.die(Cause.squash(stopped.value.cause))
           }
         })
       ),
-      Effect.tapErrorCause((cause) =>
-        Effect.sync(() => {
-          if (!Cause.isInterruptedOnly(cause)) stats.phase = "failed"
-        })
-      ),
-      Effect.ensuring(Effect.sync(() => {
-        if (stats.phase !== "failed") stats.phase = "stopped"
-      }))
+      Effect.tapErrorCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.void : stats.setPhase("failed")),
+      Effect.ensuring(stats.finish)
     )
   }).pipe(Effect.mapError(surface), Effect.annotateLogs({ applicationId: config.applicationId, transformer: transformer.name }))

@@ -1,30 +1,32 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option, Schema } from "effect"
+import { Chunk, Deferred, Effect, Fiber, Option, Schema, Stream } from "effect"
 import { Health, Runner } from "../../src/index.ts"
-import { observeBatchLatency } from "../../src/internal/RunnerStats.ts"
+import { makeStats } from "../../src/internal/RunnerStats.ts"
+import type { RunnerStats } from "../../src/internal/RunnerStats.ts"
 
 /** A runner's stats mid-run: two running tasks, one pending, one restoring, one stopped. */
-const midRun = (): Runner.Stats => {
-  const stats = Runner.makeStats()
-  stats.phase = "running"
-  stats.assigned.add(2).add(0)
-  stats.pending.add(3)
-  stats.restoring.set(3, { restored: 25, total: 100 })
-  stats.stopped.set(1, "Invalid: bad-1")
-  stats.lag.set("orders/1", { topic: "orders", partition: 1, lag: 7 })
-  stats.lag.set("orders/0", { topic: "orders", partition: 0, lag: 3 })
-  stats.lag.set("audit/0", { topic: "audit", partition: 0, lag: 0 })
-  stats.recordsProcessed = 120
-  stats.batches = 6
-  stats.commits = 5
-  stats.aborts = 1
-  stats.retries = 2
-  stats.deadLettered = 3
-  stats.skipped = 4
-  stats.restoredRecords = 25
-  stats.rebalances = 1
-  stats.tasksStarted = 3
-  stats.lastCommitAt = 1_700_000_000_500
+const midRun = (): RunnerStats => {
+  const stats = makeStats()
+  Effect.runSync(stats.setPhase("running"))
+  // Three tasks started (25 changelog records restored); the one of partition 1 was stopped by a failure.
+  stats.recordTaskStarted(2, 25)
+  stats.recordTaskStarted(0, 0)
+  stats.recordTaskStarted(1, 0)
+  stats.removeTask(1)
+  stats.recordTaskStopped()
+  stats.markStopped(1, "Invalid: bad-1")
+  stats.addPending(3)
+  stats.setRestoreProgress(3, 25, 100)
+  stats.setLag("orders", 1, 7)
+  stats.setLag("orders", 0, 3)
+  stats.setLag("audit", 0, 0)
+  for (let i = 0; i < 6; i++) stats.recordBatch(20)
+  stats.recordRetries(2)
+  stats.recordAbort()
+  stats.recordRebalance()
+  // Five commits, the last one at 1_700_000_000_500: 120 records past, 4 skipped and 3 dead-lettered.
+  for (let i = 0; i < 4; i++) stats.recordCommit({ processed: 0, skipped: 0, deadLettered: 0 }, 1_700_000_000_000)
+  stats.recordCommit({ processed: 120, skipped: 4, deadLettered: 3 }, 1_700_000_000_500)
   return stats
 }
 
@@ -70,8 +72,8 @@ describe("Health.snapshot", () => {
     Effect.gen(function*() {
       const stats = midRun()
       const snapshot = yield* Health.snapshot(stats)
-      stats.assigned.add(9)
-      stats.commits++
+      stats.recordTaskStarted(9, 0)
+      stats.recordCommit({ processed: 1, skipped: 0, deadLettered: 0 }, 1_700_000_001_000)
       assert.deepStrictEqual(snapshot.assigned, [0, 2])
       assert.strictEqual(snapshot.counters.commits, 5)
     }))
@@ -99,20 +101,20 @@ describe("Health.isLive / isReady", () => {
     Effect.gen(function*() {
       const stats = midRun()
       assert.isFalse(Health.isReady(yield* Health.snapshot(stats)), "pending and restoring")
-      stats.pending.clear()
+      stats.clearPending()
       assert.isFalse(Health.isReady(yield* Health.snapshot(stats)), "restoring")
-      stats.restoring.clear()
+      stats.taskStartEnded(3)
       assert.isTrue(Health.isReady(yield* Health.snapshot(stats)), "a stopped partition does not fail readiness")
       assert.isTrue(Health.isLive(yield* Health.snapshot(stats)), "nor liveness")
-      stats.phase = "stopping"
+      yield* stats.setPhase("stopping")
       assert.isFalse(Health.isReady(yield* Health.snapshot(stats)))
       assert.isTrue(Health.isLive(yield* Health.snapshot(stats)))
     }))
 
   it.effect("a failed run is neither live nor ready", () =>
     Effect.gen(function*() {
-      const stats = Runner.makeStats()
-      stats.phase = "failed"
+      const stats = makeStats()
+      yield* stats.setPhase("failed")
       const snapshot = yield* Health.snapshot(stats)
       assert.isFalse(Health.isLive(snapshot))
       assert.isFalse(Health.isReady(snapshot))
@@ -122,7 +124,7 @@ describe("Health.isLive / isReady", () => {
 describe("Health.prometheus", () => {
   it("every sample line parses and every family has HELP and TYPE before its samples", () => {
     const stats = midRun()
-    observeBatchLatency(stats, 12)
+    stats.observeBatchLatency(12)
     const text = Health.prometheus(stats, { applicationId: "orders-app", transformer: "enrich" })
     assert.isTrue(text.endsWith("\n"))
     const described = new Set<string>()
@@ -168,8 +170,8 @@ describe("Health.prometheus", () => {
   })
 
   it("a failed run reports skein_up 0; no commit yet: no last commit sample", () => {
-    const stats = Runner.makeStats()
-    stats.phase = "failed"
+    const stats = makeStats()
+    Effect.runSync(stats.setPhase("failed"))
     const text = Health.prometheus(stats)
     assert.strictEqual(samples(text).get("skein_up"), "0")
     assert.include(text, "# TYPE skein_last_commit_timestamp_seconds gauge\n")
@@ -177,8 +179,8 @@ describe("Health.prometheus", () => {
   })
 
   it("the batch latency histogram has cumulative buckets in seconds, +Inf, _sum and _count", () => {
-    const stats = Runner.makeStats()
-    for (const ms of [3, 5, 7, 40, 40, 900, 20_000]) observeBatchLatency(stats, ms)
+    const stats = makeStats()
+    for (const ms of [3, 5, 7, 40, 40, 900, 20_000]) stats.observeBatchLatency(ms)
     const values = samples(Health.prometheus(stats))
     const bucket = (le: string) => values.get(`skein_batch_latency_seconds_bucket{le="${le}"}`)
     assert.strictEqual(bucket("0.005"), "2", "3 ms and 5 ms (le is inclusive)")
@@ -203,4 +205,52 @@ describe("Health.prometheus", () => {
     assert.include(text, `skein_up{application_id="a\\\\b\\"c\\nd"} 1`)
     for (const line of text.trimEnd().split("\n")) if (!line.startsWith("#")) assert.match(line, sampleLine)
   })
+})
+
+describe("Runner.Stats metrics", () => {
+  it("two runs in one process keep their own counters and histograms", () => {
+    const a = makeStats()
+    const b = makeStats()
+    a.recordCommit({ processed: 3, skipped: 0, deadLettered: 0 }, 1)
+    a.observeBatchLatency(7)
+    b.recordAbort()
+    assert.strictEqual(a.commits, 1)
+    assert.strictEqual(a.recordsProcessed, 3)
+    assert.strictEqual(a.aborts, 0)
+    assert.strictEqual(b.commits, 0)
+    assert.strictEqual(b.aborts, 1)
+    assert.strictEqual(a.batchLatency.count, 1)
+    assert.strictEqual(b.batchLatency.count, 0)
+    assert.strictEqual(samples(Health.prometheus(b)).get("skein_batch_latency_seconds_count"), "0")
+  })
+
+  it("a run tags its metrics with its application id and transformer; the exposition has no run id label", () => {
+    const stats = makeStats()
+    Effect.runSync(stats.begin("orders-app", "enrich"))
+    stats.recordAbort()
+    assert.deepStrictEqual(stats.labels.map((label) => label.key), ["skein_run_id", "application_id", "transformer"])
+    const text = Health.prometheus(stats)
+    assert.strictEqual(samples(text).get("skein_aborts_total"), "1")
+    assert.notInclude(text, "skein_run_id")
+  })
+})
+
+describe("Health.changes", () => {
+  it.effect("emits the current phase, then each change", () =>
+    Effect.gen(function*() {
+      const stats = makeStats()
+      const subscribed = yield* Deferred.make<void>()
+      const fiber = yield* Health.changes(stats).pipe(
+        Stream.tap(() => Deferred.succeed(subscribed, undefined)),
+        Stream.takeUntil((phase) => phase === "stopped"),
+        Stream.runCollect,
+        Effect.fork
+      )
+      yield* Deferred.await(subscribed)
+      yield* stats.setPhase("running")
+      yield* stats.setPhase("stopping")
+      yield* stats.finish
+      const phases = yield* Fiber.join(fiber)
+      assert.deepStrictEqual(Chunk.toReadonlyArray(phases), ["starting", "running", "stopping", "stopped"])
+    }), 10_000)
 })

@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
 import { Runner } from "../../src/index.ts"
 import * as HealthServer from "../../src/internal/healthServer.ts"
+import { makeStats } from "../../src/internal/RunnerStats.ts"
 
 const get = (port: number, path: string) =>
   Effect.promise(async () => {
@@ -13,7 +14,7 @@ const get = (port: number, path: string) =>
 describe("health server", () => {
   it.scopedLive("serves liveness, readiness and metrics, following the stats", () =>
     Effect.gen(function*() {
-      const stats = Runner.makeStats()
+      const stats = makeStats()
       const { port } = yield* HealthServer.serve(stats, { port: 0, host: "127.0.0.1", labels: { applicationId: "app" } })
       assert.isAbove(port, 0)
 
@@ -22,14 +23,14 @@ describe("health server", () => {
       assert.strictEqual(JSON.parse(starting.body).phase, "starting")
       assert.strictEqual((yield* get(port, "/health/live")).status, 200)
 
-      stats.phase = "running"
-      stats.assigned.add(0)
-      stats.pending.add(1)
+      yield* stats.setPhase("running")
+      stats.recordTaskStarted(0, 0)
+      stats.addPending(1)
       assert.strictEqual((yield* get(port, "/health/ready")).status, 503, "a pending partition")
-      stats.pending.delete(1)
-      stats.assigned.add(1)
-      stats.stopped.set(2, "Invalid: bad")
-      stats.lastCommitAt = Date.UTC(2024, 0, 1)
+      stats.taskStartEnded(1)
+      stats.recordTaskStarted(1, 0)
+      stats.markStopped(2, "Invalid: bad")
+      stats.recordOffsetCommit(Date.UTC(2024, 0, 1))
       const ready = yield* get(port, "/health/ready")
       assert.strictEqual(ready.status, 200, "ready, a stopped partition notwithstanding")
       assert.match(ready.contentType ?? "", /^application\/json/)
@@ -44,7 +45,7 @@ describe("health server", () => {
       assert.include(metrics.body, `skein_assigned_partitions{application_id="app"} 2\n`)
       assert.include(metrics.body, `skein_partition_stopped{application_id="app",partition="2"} 1\n`)
 
-      stats.phase = "failed"
+      yield* stats.setPhase("failed")
       const live = yield* get(port, "/health/live")
       assert.strictEqual(live.status, 503)
       assert.deepStrictEqual(JSON.parse(live.body), { status: "failed", phase: "failed" })

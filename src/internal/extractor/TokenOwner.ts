@@ -16,7 +16,6 @@
  * @internal
  */
 import { Duration, Effect, Option, Schedule } from "effect"
-import type { Extractor, Page } from "../../Extractor.ts"
 import type { EncodeError, KafkaError } from "../../SkeinError.ts"
 import { TaskMigrated } from "../../SkeinError.ts"
 import type { Kafka } from "../kafka/client.ts"
@@ -24,6 +23,7 @@ import * as Producer from "../kafka/producer.ts"
 import type { FencedProducer } from "../kafka/producer.ts"
 import type { Cursors, TokenPartition } from "./cursors.ts"
 import type { BadCursor } from "./errors.ts"
+import type { Extractor, Page } from "./model.ts"
 import { ReadTimeout } from "./errors.ts"
 import * as RateLimit from "./rateLimit.ts"
 import type { ExtractorStats } from "./stats.ts"

@@ -3,7 +3,7 @@
  *
  * Exactly-once rests on the fixes in `patches/kafkajs+<version>.patch`, which
  * `scripts/patch-kafkajs.mjs` applies from `postinstall`. Installs that skip
- * install scripts (`npm ci --ignore-scripts`, pnpm 10, Bun's untrusted
+ * install scripts (`npm ci --ignore-scripts`, pnpm 10+, Bun's untrusted
  * dependencies, Deno) leave the original kafkajs files in place, and a send
  * spanning several brokers can then duplicate or drop records without any
  * error. Before a Kafka client is built, every file the patch changes is
@@ -125,6 +125,43 @@ const readdirSafe = (dir: string): ReadonlyArray<string> => {
   }
 }
 
+/** The tools that install a node_modules tree, told apart by the tree's layout or the runtime. */
+type Installer = "npm" | "pnpm" | "bun" | "deno"
+
+/**
+ * Which tool most likely installed the kafkajs at `dir`: pnpm and Deno keep
+ * packages under `node_modules/.pnpm/` and `node_modules/.deno/` (or Deno's
+ * own cache); a flat tree run by Bun was most likely installed by Bun.
+ */
+const installer = (dir: string): Installer => {
+  const parts = dir.split(path.sep)
+  if (parts.includes(".pnpm")) return "pnpm"
+  if (parts.includes(".deno") || "Deno" in globalThis) return "deno"
+  if (process.versions.bun !== undefined) return "bun"
+  return "npm"
+}
+
+/**
+ * How each tool runs Skein's install script in an existing tree, and the
+ * setting that makes it run at every install (all checked by
+ * `npm run test:package`).
+ */
+const allowInstallScript: Record<Installer, string> = {
+  npm: "`npm rebuild skein`; npm runs it at install unless --ignore-scripts " +
+    "(record the approval with `npm install-scripts approve skein`: package.json `allowScripts`)",
+  pnpm: "`allowBuilds: { skein: true }` in pnpm-workspace.yaml, then `pnpm install`",
+  bun: "`bun pm trust skein` (package.json `trustedDependencies`)",
+  deno: "`deno install --allow-scripts=npm:skein`"
+}
+
+/** The setting for the tool that made the tree at `dir` first, then the others'. */
+const allowInstallScriptFix = (dir: string): string => {
+  const current = installer(dir)
+  const others = (Object.keys(allowInstallScript) as Array<Installer>).filter((tool) => tool !== current)
+  return `To patch at every install with ${current}: ${allowInstallScript[current]}. Other tools: ` +
+    others.map((tool) => `${tool} ${allowInstallScript[tool]}`).join("; ")
+}
+
 /**
  * Checks the kafkajs that the Skein package at `root` (the directory of its
  * package.json) resolves: fails with `ConfigurationError` unless every file of
@@ -186,18 +223,31 @@ export const check = (root: string): Effect.Effect<void, ConfigurationError> =>
       return yield* new ConfigurationError({
         problem: `kafkajs ${version} at ${dir} is not patched (${original.join(", ")} are the original files: ` +
           "Skein's install script did not run), so exactly-once does not hold",
-        fix: `Run \`node ${script}\` (or bun, or deno run -A) and restart. To patch at install, allow Skein's ` +
-          "install script: npm without --ignore-scripts, pnpm `pnpm.onlyBuiltDependencies`, Bun " +
-          "`trustedDependencies`, Deno `deno install --allow-scripts=npm:skein`"
+        fix: `Run \`node ${script}\` (or bun, or deno run -A) and restart. ${allowInstallScriptFix(dir)}`
       })
     }
   })
 
-/** The root of the Skein package this module belongs to. */
-const packageRoot = fileURLToPath(new URL("../../../", import.meta.url))
+/**
+ * The root of the Skein package this module belongs to (`src/` and `dist/`
+ * are both two levels below it), or the URL it was loaded from when that is
+ * not a file (e.g. JSR's https modules): no node_modules tree to check then.
+ */
+const packageRoot = new URL("../../../", import.meta.url)
+
+const checkPackageRoot = (root: URL): Effect.Effect<void, ConfigurationError> =>
+  root.protocol === "file:"
+    ? check(fileURLToPath(root))
+    : new ConfigurationError({
+      problem: `Skein is loaded from ${root.href}, not from an installed package, so the kafkajs it uses ` +
+        "cannot be checked for Skein's patch",
+      fix: "Install Skein from npm (npm install skein, or deno add npm:skein) and import it from there"
+    })
 
 /**
  * Fails with `ConfigurationError` unless the kafkajs Skein loads carries
  * Skein's patch. Checked once per process; the result is kept.
  */
-export const verifyPatched: Effect.Effect<void, ConfigurationError> = Effect.runSync(Effect.cached(check(packageRoot)))
+export const verifyPatched: Effect.Effect<void, ConfigurationError> = Effect.runSync(
+  Effect.cached(checkPackageRoot(packageRoot))
+)

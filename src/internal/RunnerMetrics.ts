@@ -1,0 +1,101 @@
+/**
+ * The metrics of runners, as module-level Effect metrics. Each run updates
+ * and reads them tagged with its own labels (`runLabels`), so two runs in one
+ * process never mix; `Health.prometheus` renders one run's values.
+ *
+ * The counters and gauges are named as in the Prometheus exposition; the
+ * batch latency histogram is kept in milliseconds (its exposition,
+ * `skein_batch_latency_seconds`, converts to seconds).
+ *
+ * @internal
+ */
+import { Metric, MetricBoundaries, MetricLabel } from "effect"
+
+/** Upper bounds (ms) of the batch latency histogram's buckets (plus +Inf). */
+export const batchLatencyBounds: ReadonlyArray<number> = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
+
+/** The tag that tells runs apart; never exported to Prometheus. */
+export const runIdTag = "skein_run_id"
+
+let runs = 0
+
+/** The labels of a new run: a process-unique run id. */
+export const runLabels = (): ReadonlyArray<MetricLabel.MetricLabel> => [MetricLabel.make(runIdTag, String(++runs))]
+
+/** Adds the run's `application_id` and `transformer` to its labels. */
+export const withRunnerLabels = (
+  labels: ReadonlyArray<MetricLabel.MetricLabel>,
+  applicationId: string,
+  transformer: string
+): ReadonlyArray<MetricLabel.MetricLabel> => [
+  ...labels.filter((label) => label.key !== "application_id" && label.key !== "transformer"),
+  MetricLabel.make("application_id", applicationId),
+  MetricLabel.make("transformer", transformer)
+]
+
+// Counters
+
+export const batches = Metric.counter("skein_batches_total", { description: "Batches processed." })
+
+export const commits = Metric.counter("skein_commits_total", {
+  description: "Committed transactions (or offset commits in at-least-once mode)."
+})
+
+export const aborts = Metric.counter("skein_aborts_total", {
+  description: "Aborted transactions and failed deliveries; each rewinds its partition."
+})
+
+export const recordsProcessed = Metric.counter("skein_records_processed_total", {
+  description: "Input records committed past (processed, dead-lettered or skipped)."
+})
+
+export const migrations = Metric.counter("skein_migrations_total", {
+  description: "Task migrations (a commit fenced by a newer owner); each rejoins the group."
+})
+
+export const rebalances = Metric.counter("skein_rebalances_total", { description: "Consumer group rebalances." })
+
+export const tasksStarted = Metric.counter("skein_tasks_started_total", {
+  description: "Tasks started (fenced, restored and running)."
+})
+
+export const tasksStopped = Metric.counter("skein_tasks_stopped_total", { description: "Tasks torn down." })
+
+export const restoredRecords = Metric.counter("skein_restored_records_total", {
+  description: "Changelog records read while restoring state."
+})
+
+export const skipped = Metric.counter("skein_skipped_total", { description: "Records skipped by an error rule." })
+
+export const deadLettered = Metric.counter("skein_dead_lettered_total", {
+  description: "Records written to the dead letter topic."
+})
+
+export const retries = Metric.counter("skein_retries_total", {
+  description: "Transform attempts retried by an error rule."
+})
+
+// Gauges
+
+export const assignedPartitions = Metric.gauge("skein_assigned_partitions", {
+  description: "Partitions whose tasks are running."
+})
+
+export const pendingPartitions = Metric.gauge("skein_pending_partitions", {
+  description: "Partitions assigned but waiting for their task to start."
+})
+
+export const stoppedPartitions = Metric.gauge("skein_stopped_partitions", {
+  description: "Partitions stopped by a failure; their errors are in the health snapshot."
+})
+
+// Histogram
+
+export const batchLatency = Metric.histogram(
+  "skein_batch_latency_milliseconds",
+  MetricBoundaries.fromIterable(batchLatencyBounds),
+  "Batch latency from fetch to commit, in milliseconds."
+)
+
+/** A counter of `RunnerMetrics`. */
+export type Counter = Metric.Metric.Counter<number>

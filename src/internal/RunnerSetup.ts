@@ -1,0 +1,135 @@
+/**
+ * What a run acquires before its poll loop starts, in order: settings
+ * checked, the health endpoint, the Kafka client (kafkajs patch checked),
+ * the topics validated (the changelog created), the group's ownership
+ * checked, the group joined, the changelog reader (made at the first
+ * restore), and the task manager. Everything is released with the run's scope.
+ *
+ * @internal
+ */
+import { Effect, Option, Scope } from "effect"
+import type { Semaphore } from "effect/Effect"
+import { randomUUID } from "node:crypto"
+import * as fs from "node:fs/promises"
+import * as path from "node:path"
+import type { SkeinConfig } from "../SkeinConfig.ts"
+import type { RunnerError } from "../SkeinError.ts"
+import type * as Topic from "../Topic.ts"
+import type { Transformer } from "../Transformer.ts"
+import { changelogTopic } from "../Transformer.ts"
+import * as GroupOwnership from "./GroupOwnership.ts"
+import * as HealthServer from "./healthServer.ts"
+import * as Admin from "./kafka/admin.ts"
+import * as ChangelogReader from "./kafka/changelogReader.ts"
+import { makeKafka } from "./kafka/client.ts"
+import * as Consumer from "./kafka/consumer.ts"
+import { memoizeSuccess } from "./memoizeSuccess.ts"
+import * as Outputs from "./outputs.ts"
+import * as PollBuffer from "./PollBuffer.ts"
+import type { RunnerStats } from "./RunnerStats.ts"
+import * as StateKeyCheck from "./StateKeyCheck.ts"
+import * as TaskManager from "./TaskManager.ts"
+import { validateConfig, validateTopics } from "./validation.ts"
+
+/** What the poll loop works with. */
+export interface RunnerResources {
+  readonly consumer: Consumer.GroupConsumer
+  readonly manager: TaskManager.TaskManager
+  readonly buffer: PollBuffer.PollBuffer
+  /** The changelog topic, for a stateful transformer. */
+  readonly changelog: Option.Option<string>
+  readonly messageLimits: Outputs.MessageLimits
+  readonly deadLetterTopic: Option.Option<string>
+  /** Permits for transform calls (`maxConcurrency`). */
+  readonly permits: Option.Option<Semaphore>
+  readonly stateKeys: StateKeyCheck.StateKeyCheck | undefined
+}
+
+export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
+  transformer: Transformer<Inputs, S, E, R>,
+  config: SkeinConfig,
+  stats: RunnerStats
+): Effect.Effect<RunnerResources, RunnerError, Scope.Scope> =>
+  Effect.gen(function*() {
+    yield* validateConfig(config, stats, transformer.rules, transformer.name)
+    yield* stats.begin(config.applicationId, transformer.name)
+    if (config.healthPort !== undefined) {
+      const server = yield* HealthServer.serve(stats, {
+        port: config.healthPort,
+        labels: { applicationId: config.applicationId, transformer: transformer.name }
+      })
+      stats.setHealthPort(server.port)
+    }
+    const kafka = yield* makeKafka(config)
+    const admin = yield* Admin.make(kafka)
+    const inputTopics = transformer.inputs.map((t) => t.name)
+    const changelog = Option.map(transformer.state, () => changelogTopic(config.applicationId, transformer))
+    yield* validateTopics(admin, inputTopics, changelog, {
+      replicationFactor: config.changelogReplicationFactor,
+      deadLetterTopic: config.deadLetterTopic
+    })
+    // One applicationId, one transformer: a group already running another one is refused.
+    yield* GroupOwnership.check(admin, { groupId: config.applicationId, owner: transformer.name })
+
+    const storeDir = path.join(config.stateDir, `${config.applicationId}-${randomUUID()}`)
+    yield* Effect.addFinalizer(() => Effect.promise(() => fs.rm(storeDir, { recursive: true, force: true })))
+    const consumer = yield* Consumer.make(kafka, {
+      groupId: config.applicationId,
+      topics: inputTopics,
+      sessionTimeout: config.sessionTimeout,
+      rebalanceTimeout: config.rebalanceTimeout,
+      heartbeatInterval: config.heartbeatInterval,
+      owner: transformer.name
+    })
+    const runnerScope = yield* Effect.scope
+    // The changelog reader is made at the first restore; a failed first connect is retried by the next one.
+    const restoreFrom = yield* Option.match(changelog, {
+      onNone: () => Effect.succeed(Option.none()),
+      onSome: (topic) =>
+        Effect.map(
+          memoizeSuccess(
+            ChangelogReader.make(kafka, { topic, groupId: `${config.applicationId}-restore-${randomUUID()}` }).pipe(
+              Scope.extend(runnerScope)
+            )
+          ),
+          (reader) => Option.some({ topic, reader })
+        )
+    })
+    const messageLimits = Outputs.makeMessageLimits(config.maxMessageBytes, admin.maxMessageBytes)
+    const buffer = PollBuffer.make()
+    const manager = yield* TaskManager.make({
+      config,
+      stats,
+      buffer,
+      context: {
+        kafka,
+        admin,
+        consumer,
+        applicationId: config.applicationId,
+        inputTopics,
+        changelog: restoreFrom,
+        storeDir,
+        transactionTimeout: config.transactionTimeout,
+        processingGuarantee: config.processingGuarantee,
+        maxMessageBytes: config.maxMessageBytes,
+        limitOf: messageLimits.known,
+        onRestoreProgress: (partition, restored, total) => {
+          stats.setRestoreProgress(partition, restored, total)
+        }
+      }
+    })
+    const permits = config.maxConcurrency === "unbounded"
+      ? Option.none()
+      : Option.some(yield* Effect.makeSemaphore(config.maxConcurrency))
+    const stateKeys = StateKeyCheck.enabled(config.checkStateKeys, transformer) ? StateKeyCheck.make() : undefined
+    return {
+      consumer,
+      manager,
+      buffer,
+      changelog,
+      messageLimits,
+      deadLetterTopic: Option.fromNullable(config.deadLetterTopic),
+      permits,
+      stateKeys
+    }
+  })
