@@ -46,7 +46,7 @@ export const createTopics = (security: Security, topics: ReadonlyArray<{ readonl
     }))
 
 type ResourceType = "topic" | "group" | "transactional-id"
-type Operation = "READ" | "WRITE" | "DESCRIBE" | "CREATE" | "DESCRIBE_CONFIGS" | "ALL"
+type Operation = "READ" | "WRITE" | "DESCRIBE" | "CREATE" | "DESCRIBE_CONFIGS"
 
 export interface Acl {
   readonly principal: string
@@ -95,7 +95,14 @@ export const applicationAcls = (options: {
     ...(omit.has("output-write")
       ? []
       : options.outputs.map((name): Acl => ({ principal, resource: "topic", name, operation: "WRITE" }))),
-    { principal, resource: "topic", name: applicationId, prefixed: true, operation: "ALL" },
+    // Changelogs: the README's list, exactly.
+    ...(["CREATE", "READ", "WRITE", "DESCRIBE", "DESCRIBE_CONFIGS"] as const).map((operation): Acl => ({
+      principal,
+      resource: "topic",
+      name: applicationId,
+      prefixed: true,
+      operation
+    })),
     { principal, resource: "group", name: applicationId, prefixed: true, operation: "READ" },
     ...(omit.has("transactional-id")
       ? []
