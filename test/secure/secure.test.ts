@@ -72,7 +72,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       const lines: Array<string> = []
       const instance = yield* startInstance(
         copyOf(input, output),
-        { applicationId, ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }), stateDir: `.skein/test-${applicationId}` },
+        { applicationId, ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }) },
         lines
       )
       const read = yield* readCommitted(security, output, 200)
@@ -99,7 +99,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       const lines: Array<string> = []
       const instance = yield* startInstance(
         countOf(input, output),
-        { applicationId, ...KafkaBroker.connection(security, { mechanism: "PLAIN" }), stateDir: `.skein/test-${applicationId}` },
+        { applicationId, ...KafkaBroker.connection(security, { mechanism: "PLAIN" }) },
         lines
       )
       const read = yield* readCommitted(security, output, 100)
@@ -126,7 +126,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       const lines: Array<string> = []
       yield* startInstance(
         copyOf(input, output),
-        { applicationId, ...KafkaBroker.connection(security, { mechanism: "mTLS" }), stateDir: `.skein/test-${applicationId}` },
+        { applicationId, ...KafkaBroker.connection(security, { mechanism: "mTLS" }) },
         lines
       )
       const read = yield* readCommitted(security, output, 100)
@@ -158,7 +158,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       })
       yield* startInstance(
         copyOf(input, output),
-        { applicationId, ...sasl, saslMechanism: "OAUTHBEARER", oauthBearerToken: token, stateDir: `.skein/test-${applicationId}` },
+        { applicationId, ...sasl, saslMechanism: "OAUTHBEARER", oauthBearerToken: token },
         lines
       )
       const read = yield* readCommitted(security, output, 50)
@@ -250,8 +250,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       const lines: Array<string> = []
       const { error, ms } = yield* runToFailure(copyOf(input, output), {
         applicationId,
-        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }),
-        stateDir: `.skein/test-${applicationId}`
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
       }, lines)
       assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
       assert.ok(ms < 10_000, `took ${ms} ms`)
@@ -279,8 +278,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       const lines: Array<string> = []
       const { error, ms } = yield* runToFailure(copyOf(input, output), {
         applicationId,
-        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }),
-        stateDir: `.skein/test-${applicationId}`
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
       }, lines)
       assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
       assert.ok(ms < 10_000, `took ${ms} ms`)
@@ -309,8 +307,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       const lines: Array<string> = []
       const { error, ms } = yield* runToFailure(copyOf(input, output), {
         applicationId,
-        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }),
-        stateDir: `.skein/test-${applicationId}`
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
       }, lines)
       assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
       assert.ok(ms < 10_000, `took ${ms} ms`)
@@ -335,8 +332,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       const lines: Array<string> = []
       const { error, ms } = yield* runToFailure(copyOf(input, output), {
         applicationId,
-        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }),
-        stateDir: `.skein/test-${applicationId}`
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
       }, lines)
       assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
       assert.ok(ms < 10_000, `took ${ms} ms`)
@@ -361,8 +357,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       const lines: Array<string> = []
       const { error, ms } = yield* runToFailure(copyOf(input, output), {
         applicationId,
-        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }),
-        stateDir: `.skein/test-${applicationId}`
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
       }, lines)
       assert.strictEqual(error._tag, "AuthorizationFailed", `${error._tag}: ${String(error)}`)
       assert.ok(ms < 10_000, `took ${ms} ms`)
