@@ -5,6 +5,11 @@
  * appears in a log line, an error, the health snapshot or the metrics.
  */
 import { assert, layer } from "@effect/vitest"
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as tls from "node:tls"
 import { Cause, Effect, Option, Redacted, Schema } from "effect"
 import { SkeinError, Topic, Transformer } from "../../src/index.ts"
 import { KafkaBroker, LocalKafka } from "../../src/testing/index.ts"
@@ -383,6 +388,47 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       assert.ok(ms < 10_000, `took ${ms} ms`)
       if (error._tag === "TlsError") assert.strictEqual(error.reason, "ClientCertificateRejected")
       assert.include(error.message, "SKEIN_SSL_CERT_FILE")
+    }))
+
+  it.scoped("a certificate for another host fails with TlsError (HostnameMismatch) naming the host, within 10 s", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      // A TLS listener whose certificate, signed by the trusted CA, names another host.
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "skein-mismatch-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+      const caKey = path.join(path.dirname(security.caFile), "ca.key")
+      const openssl = (args: ReadonlyArray<string>) => execFileSync("openssl", args, { cwd: dir, stdio: "ignore" })
+      fs.writeFileSync(path.join(dir, "ext"), "subjectAltName=DNS:kafka.elsewhere.example\n")
+      openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "k.pem", "-out", "c.csr", "-subj", "/CN=kafka.elsewhere.example"])
+      openssl([
+        "x509", "-req", "-in", "c.csr", "-CA", security.caFile, "-CAkey", caKey, "-CAcreateserial",
+        "-CAserial", path.join(dir, "ca.srl"), "-out", "c.pem", "-days", "1", "-extfile", "ext"
+      ])
+      const server = tls.createServer({
+        key: fs.readFileSync(path.join(dir, "k.pem")),
+        cert: fs.readFileSync(path.join(dir, "c.pem"))
+      }, (socket) => socket.destroy())
+      server.on("tlsClientError", () => undefined)
+      const port = yield* Effect.async<number>((resume) => {
+        server.listen(0, "127.0.0.1", () => {
+          const address = server.address()
+          resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0))
+        })
+      })
+      yield* Effect.addFinalizer(() => Effect.sync(() => server.close()))
+      const lines: Array<string> = []
+      const { error, ms } = yield* runToFailure(copyOf(unique("sec-in"), unique("sec-out")), {
+        applicationId: unique("sec-host"),
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }),
+        brokers: [`127.0.0.1:${port}`]
+      }, lines)
+      assert.strictEqual(error._tag, "TlsError", `${error._tag}: ${String(error)}`)
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      if (error._tag === "TlsError") {
+        assert.strictEqual(error.reason, "HostnameMismatch")
+        assert.strictEqual(error.host, "127.0.0.1")
+      }
+      assert.include(error.message, "127.0.0.1")
     }))
 })
 
