@@ -1,8 +1,10 @@
 /**
  * A local Kafka broker for development, left running in the background.
  *
- *   npm run kafka -- start [--nodes 3] [--version 3.9.x] [--tuning throughput]
+ *   npm run kafka -- start [--nodes 3] [--version 3.9.x] [--tuning throughput] [--secure]
  *                                                        prints the bootstrap address last
+ *     --secure: SASL_SSL (SCRAM-SHA-512/256, PLAIN) and mutual-TLS SSL listeners, a CA made
+ *     for the run, StandardAuthorizer with ACLs; prints the users, passwords and CA file
  *   npm run kafka -- stop
  *   npm run kafka -- status
  *   npm run kafka -- kill <node-index> | restart <node-index>
@@ -16,7 +18,7 @@ import { Cause, Effect, Logger, Option, Schema } from "effect"
 import { KafkaBrokerError } from "../src/testing/KafkaBrokerError.ts"
 import * as LocalKafka from "../src/testing/LocalKafka.ts"
 
-const usage = "usage: npm run kafka -- start [--nodes N] [--version 4.4|3.9.x] [--tuning test|throughput]" +
+const usage = "usage: npm run kafka -- start [--nodes N] [--version 4.4|3.9.x] [--tuning test|throughput] [--secure]" +
   " | stop | status | kill <i> | restart <i>"
 
 const State = Schema.Struct({
@@ -70,8 +72,24 @@ const option = (args: ReadonlyArray<string>, name: string): Option.Option<string
   return Option.map(Option.fromNullable(inline), (arg) => arg.slice(name.length + 1))
 }
 
+/** How to connect to a secured cluster, as environment settings (test credentials, random per run). */
+const securityLines = (security: LocalKafka.SecurityInfo): ReadonlyArray<string> => [
+  "secured: SASL_SSL (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN) and SSL with a client certificate (mutual TLS)",
+  `  CA file:        ${security.caFile}`,
+  `  SASL_SSL:       ${security.saslSslBrokers.join(",")}`,
+  `  SSL (mTLS):     ${security.sslBrokers.join(",")}  cert ${security.clientCertFile}  key ${security.clientKeyFile}` +
+  `  (${security.clientPrincipal})`,
+  `  super user:     ${security.admin.username} / ${security.admin.password}`,
+  `  ordinary user:  ${security.user.username} / ${security.user.password}  (only what ACLs grant)`,
+  "  e.g.:",
+  `  export SKEIN_BROKERS=${security.saslSslBrokers.join(",")} SKEIN_SECURITY_PROTOCOL=SASL_SSL ` +
+  `SKEIN_SASL_MECHANISM=SCRAM-SHA-512 SKEIN_SASL_USERNAME=${security.admin.username} ` +
+  `SKEIN_SASL_PASSWORD=${security.admin.password} SKEIN_SSL_CA_FILE=${security.caFile}`
+]
+
 const start = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
+    const secure = args.includes("--secure")
     const nodesArg = Option.getOrElse(option(args, "--nodes"), () => "1")
     const nodes = Number(nodesArg)
     if (!Number.isInteger(nodes) || nodes < 1) return yield* invalid(`--nodes must be a positive integer, got ${nodesArg}`)
@@ -88,8 +106,9 @@ const start = (args: ReadonlyArray<string>) =>
       const cluster = yield* LocalKafka.attach(previous.value.cluster)
       const pids = yield* runningPids(cluster)
       if (pids.some(Option.isSome)) {
-        if (cluster.version === version && cluster.nodes.length === nodes) {
+        if (cluster.version === version && cluster.nodes.length === nodes && (cluster.security !== undefined) === secure) {
           yield* say(`Kafka ${version} (${nodes} node(s)) already runs`)
+          if (cluster.security !== undefined) for (const line of securityLines(cluster.security)) yield* say(line)
           return previous.value.bootstrap
         }
         return yield* invalid(
@@ -101,14 +120,15 @@ const start = (args: ReadonlyArray<string>) =>
       yield* removeState
     }
     const { dataDir } = yield* paths
-    yield* say(`starting Kafka ${version}, ${nodes} node(s), ${tuning} tuning, in ${dataDir}`)
+    yield* say(`starting Kafka ${version}, ${nodes} node(s), ${tuning} tuning${secure ? ", secured" : ""}, in ${dataDir}`)
     const started = Date.now()
-    const cluster = yield* LocalKafka.launch({ nodes, version, dataDir, tuning, detached: true })
+    const cluster = yield* LocalKafka.launch({ nodes, version, dataDir, tuning, detached: true, secure })
     yield* writeState(cluster, new Date().toISOString())
     yield* say(
       `ready in ${Date.now() - started} ms${cluster.jars.fetched ? " (jars fetched with Maven)" : ""}; ` +
         `logs: ${cluster.nodes.map((n) => n.logFile).join(", ")}`
     )
+    if (cluster.security !== undefined) for (const line of securityLines(cluster.security)) yield* say(line)
     return cluster.bootstrap
   })
 
@@ -136,6 +156,7 @@ const status = Effect.gen(function*() {
   return [
     `Kafka ${cluster.version}: ${running}/${cluster.nodes.length} node(s) running since ${state.value.startedAt}`,
     ...lines,
+    ...(cluster.security === undefined ? [] : securityLines(cluster.security)),
     state.value.bootstrap
   ].join("\n")
 })

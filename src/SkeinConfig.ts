@@ -4,7 +4,7 @@
  * @since 0.1.0
  */
 import { Config, Context, Duration, Effect, Layer, Option } from "effect"
-import type { ConfigError } from "effect"
+import type { ConfigError, Redacted } from "effect"
 
 /**
  * @since 0.1.0
@@ -83,7 +83,51 @@ export interface SkeinConfig {
    * Costs a `Map` lookup per record and at most 100,000 remembered keys.
    */
   readonly checkStateKeys?: boolean | undefined
+  /**
+   * How the client talks to the brokers: `"PLAINTEXT"` (default), `"SSL"`
+   * (TLS, optionally mutual with `sslCertFile`/`sslKeyFile`),
+   * `"SASL_PLAINTEXT"` or `"SASL_SSL"` (SASL authentication, over TLS for
+   * the latter). Every consumer, producer, admin client and changelog reader
+   * of a run uses it.
+   */
+  readonly securityProtocol: SecurityProtocol
+  /** The SASL mechanism (`SASL_*` protocols only). */
+  readonly saslMechanism?: SaslMechanism | undefined
+  /** The SASL user (`PLAIN`, `SCRAM-SHA-256`, `SCRAM-SHA-512`); for Confluent Cloud, the API key. */
+  readonly saslUsername?: string | undefined
+  /** The SASL password, redacted: it never appears in logs, errors, health or metrics. */
+  readonly saslPassword?: Redacted.Redacted | undefined
+  /**
+   * `OAUTHBEARER` only: yields a bearer token (a JWT) whenever the client
+   * (re)authenticates, e.g. from an OIDC client-credentials flow. Given in
+   * code only (there is no environment variable for it).
+   */
+  readonly oauthBearerToken?: Effect.Effect<Redacted.Redacted, unknown> | undefined
+  /** PEM file of the CA(s) to trust (TLS protocols); unset: the system's trust store. */
+  readonly sslCaFile?: string | undefined
+  /** PEM file of the client certificate, for mutual TLS. */
+  readonly sslCertFile?: string | undefined
+  /** PEM file of the client certificate's private key, for mutual TLS. */
+  readonly sslKeyFile?: string | undefined
+  /**
+   * Verify the brokers' certificates (default `true`). `false` accepts any
+   * certificate, a man in the middle's included: for experiments only, and
+   * logged as a warning at every start.
+   */
+  readonly sslRejectUnauthorized: boolean
 }
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type SecurityProtocol = "PLAINTEXT" | "SSL" | "SASL_PLAINTEXT" | "SASL_SSL"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type SaslMechanism = "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512" | "OAUTHBEARER"
 
 /**
  * @since 0.1.0
@@ -126,7 +170,9 @@ export const defaults = {
   shutdownGrace: Duration.seconds(10),
   maxMessageBytes: 1024 * 1024,
   maxDeliveryFailures: 8,
-  deliveryBackoff: Duration.millis(200)
+  deliveryBackoff: Duration.millis(200),
+  securityProtocol: "PLAINTEXT" as SecurityProtocol,
+  sslRejectUnauthorized: true
 } as const
 
 /**
@@ -217,6 +263,45 @@ export const config: Config.Config<SkeinConfig> = Config.all({
     Config.option,
     Config.map(Option.getOrUndefined),
     Config.withDescription("Warn when a state key spans input partitions (unset: on for a custom stateKey)")
+  ),
+  securityProtocol: Config.literal("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")("SKEIN_SECURITY_PROTOCOL").pipe(
+    Config.withDefault(defaults.securityProtocol),
+    Config.withDescription("PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+  ),
+  saslMechanism: Config.literal("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")("SKEIN_SASL_MECHANISM").pipe(
+    Config.option,
+    Config.map(Option.getOrUndefined),
+    Config.withDescription("SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
+  ),
+  saslUsername: Config.string("SKEIN_SASL_USERNAME").pipe(
+    Config.option,
+    Config.map(Option.getOrUndefined),
+    Config.withDescription("SASL user (an API key for Confluent Cloud)")
+  ),
+  saslPassword: Config.redacted("SKEIN_SASL_PASSWORD").pipe(
+    Config.option,
+    Config.map(Option.getOrUndefined),
+    Config.withDescription("SASL password (an API secret for Confluent Cloud); never logged")
+  ),
+  oauthBearerToken: Config.succeed(undefined),
+  sslCaFile: Config.string("SKEIN_SSL_CA_FILE").pipe(
+    Config.option,
+    Config.map(Option.getOrUndefined),
+    Config.withDescription("PEM file of the CA(s) to trust (unset: the system's trust store)")
+  ),
+  sslCertFile: Config.string("SKEIN_SSL_CERT_FILE").pipe(
+    Config.option,
+    Config.map(Option.getOrUndefined),
+    Config.withDescription("PEM file of the client certificate (mutual TLS)")
+  ),
+  sslKeyFile: Config.string("SKEIN_SSL_KEY_FILE").pipe(
+    Config.option,
+    Config.map(Option.getOrUndefined),
+    Config.withDescription("PEM file of the client certificate's private key (mutual TLS)")
+  ),
+  sslRejectUnauthorized: Config.boolean("SKEIN_SSL_REJECT_UNAUTHORIZED").pipe(
+    Config.withDefault(defaults.sslRejectUnauthorized),
+    Config.withDescription("Verify the brokers' certificates (false: accept any, logged as a warning)")
   )
 })
 

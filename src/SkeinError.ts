@@ -292,6 +292,116 @@ export class DeliveryFailed extends Data.TaggedError("DeliveryFailed")<{
 }
 
 /**
+ * The brokers refused the client's credentials (a wrong user or password, an
+ * expired token) or its SASL mechanism. Never retried: the run fails at
+ * startup. The message names the settings to check; it never contains the
+ * password or the token.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class AuthenticationFailed extends Data.TaggedError("AuthenticationFailed")<{
+  readonly mechanism: string | undefined
+  readonly username: string | undefined
+  readonly broker: string | undefined
+  readonly detail: string
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const who = this.username === undefined ? "" : ` as ${this.username}`
+    const where = this.broker === undefined ? "" : ` at ${this.broker}`
+    const mechanism = this.mechanism === undefined ? "" : ` ${this.mechanism}`
+    return `SASL${mechanism} authentication${who}${where} failed: ${this.detail}. Check SKEIN_SASL_USERNAME, ` +
+      `SKEIN_SASL_PASSWORD and SKEIN_SASL_MECHANISM (the mechanism must be enabled on the broker's listener, ` +
+      `and SCRAM users exist per mechanism).`
+  }
+}
+
+/**
+ * The TLS handshake with a broker failed: its certificate is not signed by a
+ * trusted CA, does not name the host connected to, or the broker does not
+ * speak TLS. Never retried: the run fails at startup.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class TlsError extends Data.TaggedError("TlsError")<{
+  readonly reason: "UntrustedCertificate" | "HostnameMismatch" | "CertificateExpired" | "ClientCertificateRejected" | "Handshake"
+  readonly host: string | undefined
+  /** Node's TLS error code, e.g. `UNABLE_TO_VERIFY_LEAF_SIGNATURE`. */
+  readonly code: string | undefined
+  readonly detail: string
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const host = this.host ?? "the broker"
+    const code = this.code === undefined ? "" : ` (${this.code})`
+    switch (this.reason) {
+      case "UntrustedCertificate":
+        return `TLS to ${host} failed${code}: its certificate is not signed by a trusted CA. Set SKEIN_SSL_CA_FILE ` +
+          `to a PEM file of the CA that signed the brokers' certificates.`
+      case "HostnameMismatch":
+        return `TLS to ${host} failed${code}: the broker's certificate does not name the host ${host}. Connect ` +
+          `with a host name the certificate lists (SKEIN_BROKERS), or reissue the certificate with it as a ` +
+          `subject alternative name.`
+      case "CertificateExpired":
+        return `TLS to ${host} failed${code}: a certificate is expired or not yet valid. Renew it.`
+      case "ClientCertificateRejected":
+        return `TLS to ${host} failed${code}: the broker requires a client certificate it trusts (mutual TLS). ` +
+          `Set SKEIN_SSL_CERT_FILE and SKEIN_SSL_KEY_FILE to a certificate signed by a CA the broker trusts.`
+      case "Handshake":
+        return `TLS to ${host} failed${code}: ${this.detail}. Check SKEIN_SECURITY_PROTOCOL (does the listener ` +
+          `speak TLS?), SKEIN_SSL_CA_FILE, SKEIN_SSL_CERT_FILE and SKEIN_SSL_KEY_FILE.`
+    }
+  }
+}
+
+const aclOperation = {
+  READ: "Read",
+  WRITE: "Write",
+  DESCRIBE: "Describe",
+  DESCRIBE_CONFIGS: "DescribeConfigs",
+  CREATE: "Create",
+  IDEMPOTENT_WRITE: "IdempotentWrite"
+} as const
+
+/**
+ * The brokers refused an operation on a resource (a missing ACL). Never
+ * retried. The message names the resource and the operation to allow.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class AuthorizationFailed extends Data.TaggedError("AuthorizationFailed")<{
+  readonly resource: "topic" | "group" | "transactional-id" | "cluster"
+  /** The resource's name(s), e.g. the topics a transaction wrote (the broker does not say which one). */
+  readonly names: ReadonlyArray<string>
+  readonly operation: "READ" | "WRITE" | "DESCRIBE" | "DESCRIBE_CONFIGS" | "CREATE" | "IDEMPOTENT_WRITE"
+  /** What Skein was doing, e.g. `commit` or `fence`. */
+  readonly during: string
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const names = this.names.length === 0 ? "" : ` ${this.names.join(", ")}`
+    const flag = { topic: "--topic", group: "--group", "transactional-id": "--transactional-id", cluster: "--cluster" }[
+      this.resource
+    ]
+    const example = this.resource === "cluster" ? `${flag}` : `${flag} ${this.names[0] ?? "<name>"}`
+    return `Not authorized: ${this.operation} on ${this.resource}${names} was denied (during ${this.during}). ` +
+      `Grant it to the application's principal, e.g. kafka-acls --add --allow-principal User:<user> ` +
+      `--operation ${aclOperation[this.operation]} ${example}.`
+  }
+}
+
+/**
+ * The security failures: credentials, TLS, ACLs. All are `"setup"` errors.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type SecurityError = AuthenticationFailed | TlsError | AuthorizationFailed
+
+/**
  * Every fatal error a run can end with (besides the transform's own errors).
  *
  * @since 0.1.0
@@ -310,13 +420,17 @@ export type RunnerError =
   | OutputTooLarge
   | DeliveryFailed
   | HealthServerError
+  | AuthenticationFailed
+  | TlsError
+  | AuthorizationFailed
 
 /**
  * What a user can do about an error:
  *
  * - `"setup"`: the configuration, the topics or the environment cannot work
  *   (a missing topic, mismatched partitions, a bad setting, a port in use, an
- *   offset deleted before it was processed). Fix it, then restart: restarting
+ *   offset deleted before it was processed, wrong credentials, an untrusted
+ *   certificate, a missing ACL). Fix it, then restart: restarting
  *   alone fails the same way.
  * - `"transient"`: the broker or the local disk failed (a connection, a
  *   timeout, deliveries failing in a row). Restarting later may succeed; the
@@ -364,6 +478,9 @@ export const category = (error: RunnerError): Category => {
     case "OffsetOutOfRange":
     case "ConfigurationError":
     case "HealthServerError":
+    case "AuthenticationFailed":
+    case "TlsError":
+    case "AuthorizationFailed":
       return "setup"
   }
 }
@@ -389,7 +506,10 @@ const runnerErrorTags: ReadonlySet<string> = new Set([
   "TopicNotFound",
   "OffsetOutOfRange",
   "ConfigurationError",
-  "HealthServerError"
+  "HealthServerError",
+  "AuthenticationFailed",
+  "TlsError",
+  "AuthorizationFailed"
 ])
 
 /**

@@ -22,6 +22,7 @@ import type { PartitionOffset } from "../TopicPartition.ts"
 import * as BatchLock from "./BatchLock.ts"
 import type { BatchLockHeld } from "./BatchLock.ts"
 import type { BatchOutcome } from "./kafka/consumer.ts"
+import { isFatal } from "./kafka/errors.ts"
 import type { PollBuffer } from "./PollBuffer.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 import { describe } from "./errorText.ts"
@@ -167,6 +168,7 @@ export const make = (options: {
       Effect.gen(function*() {
         stats.recordAbort()
         yield* stopTask(partition, held)
+        if (isFatal(error)) return yield* Effect.fail(error) // credentials, TLS, ACLs: no retry gets past them
         const exhausted = yield* retryLater(partition, `delivery of task ${partition} failed, rewinding to the last commit`, error)
         if (Option.isSome(exhausted)) {
           return yield* Effect.fail(new DeliveryFailed({ partition, attempts: exhausted.value, cause: error }))
@@ -227,7 +229,7 @@ export const make = (options: {
           // An unreadable partition stops like a failed record: never a silent reset.
           return yield* markStopped(partition, failure.message)
         }
-        if (failure._tag === "KafkaError") {
+        if (failure._tag === "KafkaError" && !isFatal(failure)) {
           // A broker unreachable or busy while the task connects, fences or restores: retried
           // after a backoff like a failed delivery, up to maxDeliveryFailures in a row.
           const exhausted = yield* retryLater(partition, `task ${partition} failed to start`, failure)

@@ -21,6 +21,7 @@ import type { RunnerError } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { Transformer } from "../Transformer.ts"
 import type * as Consumer from "./kafka/consumer.ts"
+import { surface } from "./kafka/errors.ts"
 import * as PollBuffer from "./PollBuffer.ts"
 import * as RunnerSetup from "./RunnerSetup.ts"
 import { makeStats } from "./RunnerStats.ts"
@@ -195,4 +196,4 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       Effect.tapErrorCause((cause) => Cause.isInterruptedOnly(cause) ? Effect.void : stats.setPhase("failed")),
       Effect.ensuring(stats.finish)
     )
-  }).pipe(Effect.annotateLogs({ applicationId: config.applicationId, transformer: transformer.name }))
+  }).pipe(Effect.mapError(surface), Effect.annotateLogs({ applicationId: config.applicationId, transformer: transformer.name }))

@@ -16,8 +16,9 @@
  *
  * @since 0.1.0
  */
-import { Context, Duration, Effect, Layer, Option } from "effect"
+import { Context, Duration, Effect, Layer, Option, Redacted } from "effect"
 import type { Scope } from "effect"
+import type { SkeinConfig } from "../SkeinConfig.ts"
 import { KafkaBrokerError } from "./KafkaBrokerError.ts"
 import * as LocalKafka from "./LocalKafka.ts"
 import * as Distribution from "./internal/distribution.ts"
@@ -207,3 +208,105 @@ export const layer = (options: Options = {}): Layer.Layer<KafkaBroker, KafkaBrok
  */
 export const layerExternal = (brokers: ReadonlyArray<string>): Layer.Layer<KafkaBroker> =>
   Layer.succeed(KafkaBroker, external(brokers))
+
+/**
+ * A secured broker: a `Service` whose cluster also has SASL_SSL and SSL
+ * (mutual TLS) listeners, a CA, users and ACLs (see
+ * `LocalKafka.StartOptions.secure`).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SecureService extends Service {
+  readonly security: LocalKafka.SecurityInfo
+}
+
+/**
+ * The secured broker tests run against.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class SecureKafkaBroker extends Context.Tag("skein/testing/SecureKafkaBroker")<SecureKafkaBroker, SecureService>() {}
+
+/**
+ * Starts a secured local broker for the life of the scope (always local:
+ * `KAFKA_BROKERS` carries no credentials). `options.version`, else
+ * `SKEIN_KAFKA_VERSION`, picks its version.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeSecure = (options: Options = {}): Effect.Effect<SecureService, KafkaBrokerError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const env = yield* readHostEnvironment
+    const version = options.version !== undefined
+      ? options.version
+      : yield* Option.match(env.kafkaVersion, {
+        onNone: () => Effect.succeed(LocalKafka.defaultVersion),
+        onSome: LocalKafka.parseVersion
+      })
+    const problems = localProblems(env, version)
+    if (problems.length > 0) return yield* unavailable(env, problems)
+    const cluster = yield* LocalKafka.start({
+      ...options.local,
+      secure: true,
+      version,
+      ...(options.startTimeout === undefined ? {} : { startTimeout: options.startTimeout })
+    })
+    const security = cluster.security
+    if (security === undefined) {
+      return yield* new KafkaBrokerError({ reason: "StartFailed", detail: "the secured broker reported no security" })
+    }
+    return { brokers: cluster.brokers, kind: "local" as const, version: cluster.version, security }
+  }).pipe(live)
+
+/**
+ * The secured broker as a layer. See `makeSecure`.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerSecure = (options: Options = {}): Layer.Layer<SecureKafkaBroker, KafkaBrokerError> =>
+  Layer.scoped(SecureKafkaBroker, makeSecure(options))
+
+/**
+ * The `SkeinConfig` connection settings for a secured broker: SASL_SSL with
+ * `mechanism` as its admin or ordinary user, or `"mTLS"` (SSL with the
+ * client certificate, principal `User:CN=skein-client`).
+ *
+ * @example
+ * ```ts
+ * const { security } = yield* KafkaBroker.SecureKafkaBroker
+ * SkeinConfig.layer({ applicationId, ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }) })
+ * ```
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const connection = (
+  security: LocalKafka.SecurityInfo,
+  options: {
+    readonly mechanism: "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512" | "mTLS"
+    readonly as?: "admin" | "user"
+  }
+): Pick<SkeinConfig, "brokers" | "securityProtocol" | "sslCaFile"> & Partial<SkeinConfig> => {
+  if (options.mechanism === "mTLS") {
+    return {
+      brokers: security.sslBrokers,
+      securityProtocol: "SSL",
+      sslCaFile: security.caFile,
+      sslCertFile: security.clientCertFile,
+      sslKeyFile: security.clientKeyFile
+    }
+  }
+  const user = options.as === "admin" ? security.admin : security.user
+  return {
+    brokers: security.saslSslBrokers,
+    securityProtocol: "SASL_SSL",
+    sslCaFile: security.caFile,
+    saslMechanism: options.mechanism,
+    saslUsername: user.username,
+    saslPassword: Redacted.make(user.password)
+  }
+}

@@ -22,6 +22,7 @@ import * as NodeConfig from "./internal/nodeConfig.ts"
 import { freePorts } from "./internal/ports.ts"
 import { installHint, live, localProblems } from "./internal/preflight.ts"
 import * as Proc from "./internal/process.ts"
+import * as Security from "./internal/security.ts"
 
 /**
  * A Kafka version the local broker can run: 4.4.0 (the default) or 3.9.2.
@@ -83,6 +84,39 @@ export interface StartOptions {
   readonly detached?: boolean
   /** Extra or overriding `server.properties` settings for every node. */
   readonly serverProperties?: Readonly<Record<string, string>>
+  /**
+   * Start secured (default false): clients connect over SASL_SSL
+   * (SCRAM-SHA-512, SCRAM-SHA-256 and PLAIN) or SSL with a client
+   * certificate (mutual TLS), with a CA and certificates made per run,
+   * `StandardAuthorizer` and ACLs: an admin super user and an ordinary user
+   * allowed only what ACLs grant. See `LocalKafkaCluster.security`.
+   */
+  readonly secure?: boolean
+}
+
+/**
+ * How to reach a secured cluster (`StartOptions.secure`). The passwords are
+ * random per run: test credentials, printed by `npm run kafka -- start --secure`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SecurityInfo {
+  /** SASL_SSL listeners (SCRAM-SHA-512, SCRAM-SHA-256, PLAIN): also the cluster's `brokers`. */
+  readonly saslSslBrokers: ReadonlyArray<string>
+  /** SSL listeners requiring a client certificate (mutual TLS). */
+  readonly sslBrokers: ReadonlyArray<string>
+  /** The PEM CA that signed the brokers' certificates (trust it: `SKEIN_SSL_CA_FILE`). */
+  readonly caFile: string
+  /** A client certificate and key (PEM) signed by the CA, for the SSL listener. */
+  readonly clientCertFile: string
+  readonly clientKeyFile: string
+  /** The principal of that certificate, for ACLs: `User:CN=skein-client`. */
+  readonly clientPrincipal: string
+  /** The super user (no ACL needed). */
+  readonly admin: { readonly username: string; readonly password: string }
+  /** An ordinary user: allowed only what ACLs grant (principal `User:<username>`). */
+  readonly user: { readonly username: string; readonly password: string }
 }
 
 /**
@@ -140,6 +174,8 @@ export interface LocalKafkaCluster {
   readonly nodes: ReadonlyArray<NodeInfo>
   readonly dataDir: string
   readonly jars: Jars
+  /** A secured cluster's listeners, CA and users (`StartOptions.secure`); `undefined` for PLAINTEXT. */
+  readonly security: SecurityInfo | undefined
   /** The pid of node `index` while it runs. */
   readonly pid: (index: number) => Effect.Effect<Option.Option<number>>
   /** A serializable description, to `attach` to from another process. */
@@ -180,7 +216,19 @@ export const ClusterDescription = Schema.Struct({
   nodes: Schema.Array(Schema.Struct({
     port: Schema.Number,
     controllerPort: Schema.Number,
+    saslSslPort: Schema.optional(Schema.Number),
+    sslPort: Schema.optional(Schema.Number),
     pid: Schema.NullOr(Schema.Number)
+  })),
+  security: Schema.optional(Schema.Struct({
+    dir: Schema.String,
+    caFile: Schema.String,
+    clientCertFile: Schema.String,
+    clientKeyFile: Schema.String,
+    keystoreFile: Schema.String,
+    keystorePassword: Schema.String,
+    admin: Schema.Struct({ username: Schema.String, password: Schema.String }),
+    user: Schema.Struct({ username: Schema.String, password: Schema.String })
   }))
 })
 
@@ -290,8 +338,16 @@ const writeNodeFiles = (
     }
   })
 
-/** `kafka-storage.sh format`: writes meta.properties and the bootstrap metadata. */
-const format = (runtime: Runtime, node: NodeConfig.NodeLayout, clusterId: string) =>
+/**
+ * `kafka-storage.sh format`: writes meta.properties and the bootstrap
+ * metadata (with a secured cluster's SCRAM users).
+ */
+const format = (
+  runtime: Runtime,
+  node: NodeConfig.NodeLayout,
+  clusterId: string,
+  security: Security.Material | undefined
+) =>
   Proc.run({
     command: runtime.java,
     args: [
@@ -307,7 +363,8 @@ const format = (runtime: Runtime, node: NodeConfig.NodeLayout, clusterId: string
       "-t",
       clusterId,
       "-c",
-      node.configFile
+      node.configFile,
+      ...(security === undefined ? [] : Security.scramArguments(security))
     ],
     cwd: node.dir,
     timeoutMs: 120_000
@@ -381,18 +438,25 @@ const startOnce = (
   runtime: Runtime,
   dataDir: string,
   size: number,
-  settings: Readonly<Record<string, string>>
+  settings: Readonly<Record<string, string>>,
+  security: Security.Material | undefined
 ) =>
   Effect.gen(function*() {
-    const ports = yield* freePorts("127.0.0.1", size * 2)
+    const perNode = security === undefined ? 2 : 4
+    const ports = yield* freePorts("127.0.0.1", size * perNode)
     const nodes = Array.from(
       { length: size },
       (_, i) =>
-        NodeConfig.layout(dataDir, i, { port: ports[2 * i] ?? 0, controllerPort: ports[2 * i + 1] ?? 0 }, runtime.backend)
+        NodeConfig.layout(dataDir, i, {
+          port: ports[perNode * i] ?? 0,
+          controllerPort: ports[perNode * i + 1] ?? 0,
+          saslSslPort: security === undefined ? undefined : ports[perNode * i + 2] ?? 0,
+          sslPort: security === undefined ? undefined : ports[perNode * i + 3] ?? 0
+        }, runtime.backend)
     )
     yield* writeNodeFiles(nodes, runtime, settings)
     const clusterId = randomClusterId()
-    yield* Effect.forEach(nodes, (node) => format(runtime, node, clusterId), { concurrency: "unbounded" })
+    yield* Effect.forEach(nodes, (node) => format(runtime, node, clusterId, security), { concurrency: "unbounded" })
     const started: Array<Proc.Running> = []
     yield* Effect.forEach(nodes, (node) =>
       launchNode(runtime, node).pipe(
@@ -411,6 +475,7 @@ const makeCluster = (params: {
   readonly keepData: boolean
   readonly nodes: ReadonlyArray<NodeConfig.NodeLayout>
   readonly processes: ReadonlyArray<Option.Option<Proc.Running>>
+  readonly security: Security.Material | undefined
 }): Effect.Effect<LocalKafkaCluster> =>
   Effect.gen(function*() {
     const { nodes, runtime } = params
@@ -472,8 +537,10 @@ const makeCluster = (params: {
         nodes: nodes.map((node, i) => ({
           port: node.port,
           controllerPort: node.controllerPort,
+          ...(node.secure === undefined ? {} : node.secure),
           pid: Option.getOrNull(pids[i] ?? Option.none())
-        }))
+        })),
+        ...(params.security === undefined ? {} : { security: params.security })
       }
     })
 
@@ -484,6 +551,7 @@ const makeCluster = (params: {
         if (!params.keepData) {
           yield* Effect.sync(() => {
             for (const node of nodes) Fs.rmSync(node.dir, { recursive: true, force: true })
+            if (params.security !== undefined) Fs.rmSync(params.security.dir, { recursive: true, force: true })
             if (params.ownsDataDir) Fs.rmSync(params.dataDir, { recursive: true, force: true })
           }).pipe(Effect.catchAllDefect((cause) => Effect.logWarning(`cannot remove ${params.dataDir}`, cause)))
         }
@@ -503,10 +571,23 @@ const makeCluster = (params: {
         })
       )
 
+    const material = params.security
+    const saslSslBrokers = nodes.map((node) => `${node.host}:${node.secure?.saslSslPort ?? node.port}`)
+    const brokers = material === undefined ? nodes.map((node) => `${node.host}:${node.port}`) : saslSslBrokers
     return {
       version: params.version,
-      brokers: nodes.map((node) => `${node.host}:${node.port}`),
-      bootstrap: nodes.map((node) => `${node.host}:${node.port}`).join(","),
+      brokers,
+      bootstrap: brokers.join(","),
+      security: material === undefined ? undefined : {
+        saslSslBrokers,
+        sslBrokers: nodes.map((node) => `${node.host}:${node.secure?.sslPort ?? node.port}`),
+        caFile: material.caFile,
+        clientCertFile: material.clientCertFile,
+        clientKeyFile: material.clientKeyFile,
+        clientPrincipal: Security.clientPrincipal,
+        admin: material.admin,
+        user: material.user
+      },
       nodes: nodes.map((node) => ({
         index: node.index,
         nodeId: node.nodeId,
@@ -586,9 +667,14 @@ export const launch = (options: StartOptions = {}): Effect.Effect<LocalKafkaClus
       Fs.mkdirSync(options.dataDir, { recursive: true })
       return Path.resolve(options.dataDir)
     })
-    const settings = { ...NodeConfig.testSettings(size, backend), ...options.serverProperties }
+    const security = options.secure === true ? yield* Security.generate(Path.join(dataDir, "security")) : undefined
+    const settings = {
+      ...NodeConfig.testSettings(size, backend),
+      ...(security === undefined ? {} : Security.serverSettings(security)),
+      ...options.serverProperties
+    }
     const started = Date.now()
-    const { nodes, processes } = yield* startOnce(runtime, dataDir, size, settings).pipe(
+    const { nodes, processes } = yield* startOnce(runtime, dataDir, size, settings, security).pipe(
       Effect.tapError((error) =>
         error.reason === "PortInUse" ? Effect.logDebug("a port was taken; retrying on new ports") : Effect.void
       ),
@@ -608,7 +694,8 @@ export const launch = (options: StartOptions = {}): Effect.Effect<LocalKafkaClus
       ownsDataDir,
       keepData: options.keepData ?? false,
       nodes,
-      processes: processes.map(Option.some)
+      processes: processes.map(Option.some),
+      security
     })
   }).pipe(live)
 
@@ -656,6 +743,7 @@ export const attach = (description: ClusterDescription): Effect.Effect<LocalKafk
       ownsDataDir: description.ownsDataDir,
       keepData: description.keepData,
       nodes,
+      security: description.security,
       processes: description.nodes.map((node, i) => {
         const layout = nodes[i]
         return node.pid === null || layout === undefined
@@ -676,3 +764,14 @@ export const cacheDirectory: Effect.Effect<string, KafkaBrokerError> = Effect.ma
   readHostEnvironment,
   (env) => env.cacheDir
 )
+
+/**
+ * An unsecured JWS token (`alg: none`) for `subject`: what a secured local
+ * broker's OAUTHBEARER mechanism accepts (principal `User:<subject>`), e.g.
+ * as `SkeinConfig.oauthBearerToken`. Real clusters validate tokens signed by
+ * an identity provider.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const unsecuredToken: (subject: string, lifetimeSeconds?: number) => string = Security.unsecuredToken

@@ -6,7 +6,7 @@
  * @internal
  */
 import type { Duration, Effect, Option, Schedule } from "effect"
-import type { ConfigurationError, EncodeError, KafkaError } from "../../SkeinError.ts"
+import type { ConfigurationError, EncodeError, KafkaError, SecurityError } from "../../SkeinError.ts"
 import type * as Topic from "../../Topic.ts"
 import type { BadCursor, InvalidTokens, ReadTimeout } from "./errors.ts"
 
@@ -36,4 +36,11 @@ export interface Extractor<in out Token extends string, in out C, in out E, out 
 }
 
 /** Every fatal error a run can end with, besides the read's own errors (see `Extractor.ExtractorError`). */
-export type ExtractorError = KafkaError | EncodeError | BadCursor | InvalidTokens | ReadTimeout | ConfigurationError
+export type ExtractorError =
+  | KafkaError
+  | EncodeError
+  | BadCursor
+  | InvalidTokens
+  | ReadTimeout
+  | ConfigurationError
+  | SecurityError

@@ -21,6 +21,7 @@ import * as Admin from "../kafka/admin.ts"
 import * as ChangelogReader from "../kafka/changelogReader.ts"
 import { makeKafka } from "../kafka/client.ts"
 import * as Consumer from "../kafka/consumer.ts"
+import { surface } from "../kafka/errors.ts"
 import * as CursorTopic from "./cursorTopic.ts"
 import * as Cursors from "./cursors.ts"
 import type { Extractor, ExtractorError } from "./model.ts"
@@ -122,4 +123,4 @@ export const run = <Token extends string, C, E, R>(
 
     const events = Effect.forever(Effect.flatMap(Queue.take(membership.events), handle))
     return yield* Effect.raceFirst(events, Effect.zipRight(FiberMap.join(owners), Effect.never))
-  }).pipe(Effect.annotateLogs({ applicationId: config.applicationId, extractor: extractor.name }))
+  }).pipe(Effect.mapError(surface), Effect.annotateLogs({ applicationId: config.applicationId, extractor: extractor.name }))

@@ -9,8 +9,10 @@ import kafkajs from "kafkajs"
 import type { Admin } from "kafkajs"
 import { KafkaError, TopicNotFound } from "../../SkeinError.ts"
 import * as Assignor from "./assignor.ts"
+import { explainGroupFailure } from "./client.ts"
 import type { Kafka } from "./client.ts"
-import { isUnknownTopic, toKafkaError } from "./errors.ts"
+import { isUnknownTopic, securityFailure, toKafkaError } from "./errors.ts"
+import type { Access } from "./errors.ts"
 
 export interface KafkaAdmin {
   /** Partition count per topic; fails with `TopicNotFound` for a missing topic. */
@@ -55,8 +57,8 @@ const isRetriable = (error: KafkaError): boolean =>
   typeof error.cause === "object" && error.cause !== null && "retriable" in error.cause &&
   error.cause.retriable === true
 
-const attempt = <A>(operation: string, f: () => Promise<A>): Effect.Effect<A, KafkaError> =>
-  Effect.tryPromise({ try: f, catch: toKafkaError(operation) }).pipe(
+const attempt = <A>(operation: string, f: () => Promise<A>, access?: Access): Effect.Effect<A, KafkaError> =>
+  Effect.tryPromise({ try: f, catch: toKafkaError(operation, access) }).pipe(
     // kafkajs's own retries cover requests, not a new topic whose leader metadata is
     // still propagating: give those answers a few more seconds.
     Effect.retry({
@@ -66,12 +68,12 @@ const attempt = <A>(operation: string, f: () => Promise<A>): Effect.Effect<A, Ka
   )
 
 
-const makeFrom = (admin: Admin): KafkaAdmin => {
+const makeFrom = (kafka: Kafka, admin: Admin): KafkaAdmin => {
   const partitionCount = (topic: string) =>
     // No extra retries: an unknown topic is an answer here, not a transient state.
     Effect.tryPromise({
       try: () => admin.fetchTopicMetadata({ topics: [topic] }),
-      catch: toKafkaError("fetchTopicMetadata")
+      catch: toKafkaError("fetchTopicMetadata", { topics: [topic], topicOperation: "DESCRIBE" })
     }).pipe(
       Effect.map((metadata): number | undefined => metadata.topics[0]?.partitions.length),
       Effect.catchIf((e) => isUnknownTopic(e.cause), () => Effect.succeed(undefined))
@@ -95,9 +97,15 @@ const makeFrom = (admin: Admin): KafkaAdmin => {
             replicationFactor,
             configEntries: [{ name: "cleanup.policy", value: "compact" }]
           }]
-        })).pipe(Effect.asVoid),
+        }), { topics: [topic], topicOperation: "CREATE", clusterOperation: "CREATE" }).pipe(Effect.asVoid),
     committedOffsets: (groupId, topics, partition) =>
-      attempt("fetchOffsets", () => admin.fetchOffsets({ groupId, topics: [...topics] })).pipe(
+      attempt("fetchOffsets", () => admin.fetchOffsets({ groupId, topics: [...topics] }), {
+        topics,
+        topicOperation: "DESCRIBE",
+        group: groupId,
+        groupOperation: "READ"
+      }).pipe(
+        Effect.catchAll(explainGroupFailure(kafka, groupId)),
         Effect.map((result) => {
           const offsets = new Map<string, number>()
           for (const entry of result) {
@@ -108,7 +116,7 @@ const makeFrom = (admin: Admin): KafkaAdmin => {
         })
       ),
     offsetRange: (topic, partition) =>
-      attempt("fetchTopicOffsets", () => admin.fetchTopicOffsets(topic)).pipe(
+      attempt("fetchTopicOffsets", () => admin.fetchTopicOffsets(topic), { topics: [topic], topicOperation: "DESCRIBE" }).pipe(
         Effect.map((offsets) => {
           const found = offsets.find((o) => o.partition === partition)
           return { low: Number(found?.low ?? 0), end: Number(found?.high ?? 0) }
@@ -121,16 +129,22 @@ const makeFrom = (admin: Admin): KafkaAdmin => {
             includeSynonyms: false,
             resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: ["max.message.bytes"] }]
           }),
-        catch: toKafkaError("describeConfigs")
+        catch: toKafkaError("describeConfigs", { topics: [topic], topicOperation: "DESCRIBE_CONFIGS" })
       }).pipe(
         Effect.map((result): number | undefined => {
           const entry = result.resources[0]?.configEntries.find((e) => e.configName === "max.message.bytes")
           return entry === undefined ? undefined : Number(entry.configValue)
         }),
-        Effect.catchIf((e) => isUnknownTopic(e.cause), () => Effect.succeed(undefined))
+        // Unknown, or not allowed (no DescribeConfigs ACL: an application needs only Write on
+        // its outputs): maxMessageBytes applies, and the broker still enforces the topic's limit.
+        Effect.catchIf(
+          (e) => isUnknownTopic(e.cause) || securityFailure(e)?._tag === "AuthorizationFailed",
+          () => Effect.succeed(undefined)
+        )
       ),
     groupMembers: (groupId) =>
-      attempt("describeGroups", () => admin.describeGroups([groupId])).pipe(
+      attempt("describeGroups", () => admin.describeGroups([groupId]), { group: groupId, groupOperation: "READ" }).pipe(
+        Effect.catchAll(explainGroupFailure(kafka, groupId)),
         Effect.map(({ groups }) =>
           groups.filter((group) => group.groupId === groupId).flatMap((group) =>
             group.members.map((member): Assignor.Member => ({
@@ -148,4 +162,4 @@ export const make = (kafka: Kafka): Effect.Effect<KafkaAdmin, KafkaError, Scope.
   Effect.acquireRelease(
     Effect.sync(() => kafka.admin()).pipe(Effect.tap((admin) => attempt("admin.connect", () => admin.connect()))),
     (admin) => Effect.promise(() => admin.disconnect().catch(() => undefined))
-  ).pipe(Effect.map(makeFrom))
+  ).pipe(Effect.map((admin) => makeFrom(kafka, admin)))

@@ -45,6 +45,7 @@ export const make = (
 ): Effect.Effect<ChangelogReader, KafkaError, Scope.Scope> =>
   Effect.gen(function*() {
     const joined = yield* Deferred.make<ReadonlyArray<number>>()
+    const access = { topics: [options.topic], topicOperation: "READ", group: options.groupId, groupOperation: "READ" } as const
     let current: { partition: number; position: number; events: Queue.Queue<ReadEvent> } | undefined
     let assigned: ReadonlyArray<number> = []
 
@@ -78,7 +79,7 @@ export const make = (
     let crashed: KafkaError | undefined = undefined
     consumer.on(consumer.events.CRASH, (event) => {
       if (event.payload.restart) return
-      const error = toKafkaError("changelog consumer")(event.payload.error)
+      const error = toKafkaError("changelog consumer", access)(event.payload.error)
       crashed = new KafkaError({ reason: "Crashed", operation: error.operation, cause: error.cause })
       current?.events.unsafeOffer({ _tag: "Failed", error: crashed })
     })
@@ -109,7 +110,7 @@ export const make = (
             }
           })
         },
-        catch: toKafkaError("changelog consumer.run")
+        catch: toKafkaError("changelog consumer.run", access)
       }),
       () => Effect.promise(() => consumer.disconnect().catch(() => undefined))
     )

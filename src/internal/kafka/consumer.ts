@@ -198,6 +198,7 @@ const sleep = (ms: number) => new Promise<undefined>((resolve) => setTimeout(() 
 export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsumer, KafkaError, Scope.Scope> =>
   Effect.gen(function*() {
     const events = yield* Queue.unbounded<ConsumerEvent>()
+    const access = { topics: options.topics, topicOperation: "READ", group: options.groupId, groupOperation: "READ" } as const
     const inFlight = new Set<(outcome: BatchOutcome) => void>()
     let generation = 0
     const heartbeatMs = Duration.toMillis(options.heartbeatInterval)
@@ -242,10 +243,14 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       rebalancing()
       Queue.unsafeOffer(events, { _tag: "Rebalancing" })
     })
+    // A crash without restart leaves kafkajs without a consumer group: pausing, resuming or
+    // seeking would throw ("Consumer group was not initialized"), and there is nothing to fetch.
+    let crashed = false
     consumer.on(consumer.events.CRASH, (event) => {
       // A retriable crash is followed by kafkajs's own restart (a rejoin): not fatal.
       if (event.payload.restart) return
-      Queue.unsafeOffer(events, { _tag: "Crashed", error: toKafkaError("consumer")(event.payload.error) })
+      crashed = true
+      Queue.unsafeOffer(events, { _tag: "Crashed", error: toKafkaError("consumer", access)(event.payload.error) })
     })
 
     consumer.on(consumer.events.END_BATCH_PROCESS, (event) => {
@@ -321,7 +326,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
             eachBatch
           })
         },
-        catch: toKafkaError("consumer.run")
+        catch: toKafkaError("consumer.run", access)
       }),
       () =>
         Effect.promise(async () => {
@@ -332,10 +337,13 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
 
     return {
       events,
-      pause: (partitions) => Effect.sync(() => partitions.length > 0 && consumer.pause(byTopic(partitions))),
-      resume: (partitions) => Effect.sync(() => partitions.length > 0 && consumer.resume(byTopic(partitions))),
+      pause: (partitions) => Effect.sync(() => !crashed && partitions.length > 0 && consumer.pause(byTopic(partitions))),
+      resume: (partitions) =>
+        Effect.sync(() => !crashed && partitions.length > 0 && consumer.resume(byTopic(partitions))),
       seek: (tp, offset) =>
-        Effect.sync(() => consumer.seek({ topic: tp.topic, partition: tp.partition, offset: String(offset) })),
+        Effect.sync(() => {
+          if (!crashed) consumer.seek({ topic: tp.topic, partition: tp.partition, offset: String(offset) })
+        }),
       dropInFlight: Effect.sync(() => {
         for (const finish of [...inFlight]) finish("Dropped")
       }),

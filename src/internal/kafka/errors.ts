@@ -4,7 +4,8 @@
  *
  * @internal
  */
-import { KafkaError } from "../../SkeinError.ts"
+import { AuthenticationFailed, AuthorizationFailed, KafkaError, TlsError } from "../../SkeinError.ts"
+import type { SecurityError } from "../../SkeinError.ts"
 
 const FENCED_TYPES = new Set(["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED", "INVALID_PRODUCER_ID_MAPPING"])
 const TIMEOUT_NAMES = new Set(["KafkaJSRequestTimeoutError", "KafkaJSTimeout"])
@@ -43,8 +44,162 @@ export const isRebalancing = (error: unknown): boolean =>
     e.type === "UNKNOWN_MEMBER_ID"
   )
 
-/** Maps any kafkajs failure to a `KafkaError` with a reason. */
-export const toKafkaError = (operation: string) => (error: unknown): KafkaError => {
+/**
+ * What an operation touches, so that a denied one names its resource: the
+ * topics (and what is done to them), the group, the transactional id.
+ */
+export interface Access {
+  readonly topics?: ReadonlyArray<string> | undefined
+  readonly topicOperation?: AuthorizationFailed["operation"] | undefined
+  readonly group?: string | undefined
+  readonly groupOperation?: AuthorizationFailed["operation"] | undefined
+  readonly transactionalId?: string | undefined
+  readonly clusterOperation?: AuthorizationFailed["operation"] | undefined
+}
+
+/** The client's SASL identity, for an authentication failure's message (never the password). */
+export interface Identity {
+  readonly mechanism?: string | undefined
+  readonly username?: string | undefined
+}
+
+/** Node's codes for a certificate no trusted CA signed. */
+const UNTRUSTED_CODES = new Set([
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "UNABLE_TO_DECRYPT_CERT_SIGNATURE",
+  "CERT_SIGNATURE_FAILURE",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "INVALID_CA"
+])
+const HOSTNAME_CODES = new Set(["ERR_TLS_CERT_ALTNAME_INVALID", "HOSTNAME_MISMATCH"])
+const EXPIRED_CODES = new Set(["CERT_HAS_EXPIRED", "CERT_NOT_YET_VALID"])
+/** The broker's TLS alerts when it wants a (trusted) client certificate. */
+const CLIENT_CERTIFICATE_CODES = new Set([
+  "ERR_SSL_SSLV3_ALERT_BAD_CERTIFICATE",
+  "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED",
+  "ERR_SSL_SSLV3_ALERT_CERTIFICATE_UNKNOWN",
+  "ERR_SSL_TLSV1_ALERT_UNKNOWN_CA"
+])
+const isHandshakeCode = (code: string): boolean =>
+  code === "EPROTO" || code.startsWith("ERR_SSL_") || code.startsWith("ERR_TLS_")
+
+const AUTHENTICATION_TYPES = new Set(["SASL_AUTHENTICATION_FAILED", "UNSUPPORTED_SASL_MECHANISM", "ILLEGAL_SASL_STATE"])
+
+const text = (u: unknown): string => (typeof u === "string" ? u : "")
+
+/**
+ * The security failure in a kafkajs error's chain, if any: failed
+ * authentication, a failed TLS handshake or a denied operation. These are
+ * never retried (see `isFatal`).
+ */
+export const securityError = (
+  error: unknown,
+  operation: string,
+  access: Access = {},
+  identity: Identity = {}
+): SecurityError | undefined => {
+  const errors = chain(error)
+  for (const e of errors) {
+    if (e instanceof AuthenticationFailed || e instanceof TlsError || e instanceof AuthorizationFailed) return e
+  }
+  for (const e of errors) {
+    const type = text(e.type)
+    const name = text(e.name)
+    if (name === "KafkaJSSASLAuthenticationError" || AUTHENTICATION_TYPES.has(type)) {
+      return new AuthenticationFailed({
+        mechanism: identity.mechanism,
+        username: identity.username,
+        broker: undefined,
+        detail: type === "UNSUPPORTED_SASL_MECHANISM"
+          ? "the broker does not enable this mechanism on the listener"
+          : (text(e.message) || type),
+        cause: error
+      })
+    }
+    const denied = (
+      resource: AuthorizationFailed["resource"],
+      names: ReadonlyArray<string>,
+      op: AuthorizationFailed["operation"]
+    ) => new AuthorizationFailed({ resource, names, operation: op, during: operation, cause: error })
+    switch (type) {
+      case "TOPIC_AUTHORIZATION_FAILED":
+        return denied("topic", access.topics ?? [], access.topicOperation ?? "DESCRIBE")
+      case "GROUP_AUTHORIZATION_FAILED":
+        return denied("group", access.group === undefined ? [] : [access.group], access.groupOperation ?? "READ")
+      case "TRANSACTIONAL_ID_AUTHORIZATION_FAILED":
+        return denied(
+          "transactional-id",
+          access.transactionalId === undefined ? [] : [access.transactionalId],
+          "WRITE"
+        )
+      case "CLUSTER_AUTHORIZATION_FAILED":
+        return denied("cluster", [], access.clusterOperation ?? "IDEMPOTENT_WRITE")
+    }
+    const code = text((e as { readonly code?: unknown }).code)
+    if (code !== "" && (UNTRUSTED_CODES.has(code) || HOSTNAME_CODES.has(code) || EXPIRED_CODES.has(code) || isHandshakeCode(code))) {
+      const broker = text((e as { readonly broker?: unknown }).broker)
+      return new TlsError({
+        reason: UNTRUSTED_CODES.has(code)
+          ? "UntrustedCertificate"
+          : HOSTNAME_CODES.has(code)
+          ? "HostnameMismatch"
+          : EXPIRED_CODES.has(code)
+          ? "CertificateExpired"
+          : CLIENT_CERTIFICATE_CODES.has(code)
+          ? "ClientCertificateRejected"
+          : "Handshake",
+        host: broker === "" ? undefined : broker.replace(/:\d+$/, ""),
+        code,
+        detail: text(e.message).replace(/\s+/g, " "),
+        cause: error
+      })
+    }
+  }
+  return undefined
+}
+
+/** The security failure a `KafkaError` carries (see `toKafkaError`), if any. */
+export const securityFailure = (error: KafkaError): SecurityError | undefined =>
+  error.cause instanceof AuthenticationFailed || error.cause instanceof TlsError ||
+    error.cause instanceof AuthorizationFailed
+    ? error.cause
+    : undefined
+
+/**
+ * True for failures no retry can get past (credentials, TLS, ACLs): the
+ * runtime fails at once instead of backing off and retrying.
+ */
+export const isFatal = (error: KafkaError): boolean => securityFailure(error) !== undefined
+
+/**
+ * A run's failure as the user should see it: a `KafkaError` (or a
+ * `DeliveryFailed`) caused by a security failure is that failure.
+ */
+export const surface = <E>(error: E): E | SecurityError => {
+  if (error instanceof KafkaError) return securityFailure(error) ?? error
+  if (
+    typeof error === "object" && error !== null && "_tag" in error && error._tag === "DeliveryFailed" &&
+    "cause" in error && error.cause instanceof KafkaError
+  ) {
+    return securityFailure(error.cause) ?? error
+  }
+  return error
+}
+
+/**
+ * Maps any kafkajs failure to a `KafkaError` with a reason. A security
+ * failure (see `securityError`) becomes the `KafkaError`'s cause, typed.
+ */
+export const toKafkaError = (operation: string, access?: Access) => (error: unknown): KafkaError => {
+  const security = securityError(error, operation, access)
+  if (security !== undefined) {
+    return new KafkaError({ reason: security._tag === "TlsError" ? "Connection" : "Protocol", operation, cause: security })
+  }
   const errors = chain(error)
   const reason: KafkaError["reason"] = isFenced(error)
     ? "Fenced"

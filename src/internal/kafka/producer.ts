@@ -15,6 +15,7 @@ import type { Scope } from "effect"
 import type { IHeaders, Message, Producer, Transaction } from "kafkajs"
 import { KafkaError, TaskMigrated } from "../../SkeinError.ts"
 import type { EncodedRecord } from "../../Topic.ts"
+import { probeTransactionalId } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { recordBytes, recordSizeBound } from "../recordSize.ts"
 import { isFenced, toKafkaError } from "./errors.ts"
@@ -213,7 +214,7 @@ export const make = (
     readonly limitOf?: ((topic: string) => number | undefined) | undefined
   }
 ): Effect.Effect<TransactionalProducer, KafkaError, Scope.Scope> =>
-  Effect.acquireRelease(
+  Effect.zipRight(probeTransactionalId(kafka, options.transactionalId), Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
         const producer = kafka.producer({
@@ -228,7 +229,7 @@ export const make = (
         await producer.connect()
         return producer
       },
-      catch: toKafkaError("producer.connect")
+      catch: toKafkaError("producer.connect", { transactionalId: options.transactionalId })
     }),
     (producer) => Effect.promise(() => producer.disconnect().catch(() => undefined))
   ).pipe(Effect.map((producer): TransactionalProducer => ({
@@ -240,12 +241,12 @@ export const make = (
         const transaction = await producer.transaction()
         await transaction.abort()
       },
-      catch: toKafkaError("fence")
+      catch: toKafkaError("fence", { transactionalId: options.transactionalId, clusterOperation: "IDEMPOTENT_WRITE" })
     }).pipe(Effect.as(fenced(producer, options, {
       maxMessageBytes: options.maxMessageBytes,
       limitOf: options.limitOf ?? unknownLimits
     })))
-  })))
+  }))))
 
 const fenced = (
   producer: Producer,
@@ -261,7 +262,15 @@ const fenced = (
       Effect.tryPromise({
         try: () => runTransaction(producer, records, offsets, limits),
         catch: (error): KafkaError | TaskMigrated =>
-          isFenced(error) ? new TaskMigrated({ partition: options.partition, cause: error }) : toKafkaError("commit")(error)
+          isFenced(error)
+            ? new TaskMigrated({ partition: options.partition, cause: error })
+            : toKafkaError("commit", {
+              topics: [...new Set(records.map((r) => r.topic))],
+              topicOperation: "WRITE",
+              group: offsets.groupId,
+              groupOperation: "READ",
+              transactionalId: options.transactionalId
+            })(error)
       }).pipe(Effect.uninterruptible)
   })
 
@@ -296,7 +305,11 @@ export const atLeastOnce = (
               await producer.sendBatch({ topicMessages, acks: -1 })
             }
           },
-          catch: toKafkaError("send")
+          catch: toKafkaError("send", {
+            topics: [...new Set(records.map((r) => r.topic))],
+            topicOperation: "WRITE",
+            clusterOperation: "IDEMPOTENT_WRITE"
+          })
         }).pipe(Effect.uninterruptible)
     } satisfies AtLeastOnceProducer)
   ))

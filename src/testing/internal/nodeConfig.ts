@@ -14,8 +14,11 @@ export interface NodeLayout {
   readonly index: number
   readonly nodeId: number
   readonly host: string
+  /** The client port: PLAINTEXT, or in a secured node the inter-broker INTERNAL listener's. */
   readonly port: number
   readonly controllerPort: number
+  /** A secured node's SASL_SSL and SSL (mutual TLS) listener ports. */
+  readonly secure?: { readonly saslSslPort: number; readonly sslPort: number } | undefined
   /** The node's own folder: configs, logs and data. */
   readonly dir: string
   readonly dataDir: string
@@ -33,7 +36,12 @@ export interface NodeLayout {
 export const layout = (
   clusterDir: string,
   index: number,
-  ports: { readonly port: number; readonly controllerPort: number },
+  ports: {
+    readonly port: number
+    readonly controllerPort: number
+    readonly saslSslPort?: number | undefined
+    readonly sslPort?: number | undefined
+  },
   backend: LoggingBackend
 ): NodeLayout => {
   const nodeId = index + 1
@@ -44,6 +52,9 @@ export const layout = (
     host: "127.0.0.1",
     port: ports.port,
     controllerPort: ports.controllerPort,
+    secure: ports.saslSslPort === undefined || ports.sslPort === undefined
+      ? undefined
+      : { saslSslPort: ports.saslSslPort, sslPort: ports.sslPort },
     dir,
     dataDir: Path.join(dir, "data"),
     configFile: Path.join(dir, "server.properties"),
@@ -100,15 +111,22 @@ export const serverProperties = (
   settings: Readonly<Record<string, string>>
 ): string => {
   const voters = cluster.map((n) => `${n.nodeId}@${n.host}:${n.controllerPort}`).join(",")
+  // A secured node: inter-broker traffic on a loopback INTERNAL listener, clients on SASL_SSL and SSL.
+  const client = node.secure === undefined
+    ? `PLAINTEXT://${node.host}:${node.port}`
+    : `INTERNAL://${node.host}:${node.port},SASL_SSL://${node.host}:${node.secure.saslSslPort},` +
+      `SSL://${node.host}:${node.secure.sslPort}`
   const properties: Record<string, string> = {
     "process.roles": "broker,controller",
     "node.id": String(node.nodeId),
     "controller.quorum.voters": voters,
-    "listeners": `PLAINTEXT://${node.host}:${node.port},CONTROLLER://${node.host}:${node.controllerPort}`,
-    "advertised.listeners": `PLAINTEXT://${node.host}:${node.port}`,
-    "inter.broker.listener.name": "PLAINTEXT",
+    "listeners": `${client},CONTROLLER://${node.host}:${node.controllerPort}`,
+    "advertised.listeners": client,
+    "inter.broker.listener.name": node.secure === undefined ? "PLAINTEXT" : "INTERNAL",
     "controller.listener.names": "CONTROLLER",
-    "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+    "listener.security.protocol.map": node.secure === undefined
+      ? "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT"
+      : "CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL",
     "log.dirs": node.dataDir,
     ...settings
   }

@@ -1,0 +1,434 @@
+/**
+ * Exactly-once over a secured broker (one per file: SASL_SSL with
+ * SCRAM-SHA-512 and PLAIN, SSL with mutual TLS, StandardAuthorizer and ACLs),
+ * and the typed failures a misconfigured run gets within seconds. No secret
+ * appears in a log line, an error, the health snapshot or the metrics.
+ */
+import { assert, layer } from "@effect/vitest"
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as tls from "node:tls"
+import { Cause, Effect, Option, Redacted, Schema } from "effect"
+import { SkeinError, Topic, Transformer } from "../../src/index.ts"
+import { KafkaBroker, LocalKafka } from "../../src/testing/index.ts"
+import {
+  applicationAcls,
+  createAcls,
+  createTopics,
+  produce,
+  readCommitted,
+  runToFailure,
+  startInstance,
+  unique
+} from "./helpers.ts"
+
+const copyOf = (input: string, output: string) => {
+  const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
+  const Out = Topic.make({ name: output, key: Schema.String, value: Schema.String })
+  return Transformer.stateless({
+    name: "copy",
+    inputs: [In],
+    transform: (record) => Effect.succeed({ emit: [Topic.record(Out, record.key, record.value)] })
+  })
+}
+
+const countOf = (input: string, output: string) => {
+  const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
+  const Out = Topic.make({ name: output, key: Schema.String, value: Topic.json(Schema.Number) })
+  return Transformer.make({
+    name: "count",
+    inputs: [In],
+    state: Schema.Number,
+    transform: (record, count) => {
+      const next = Option.getOrElse(count, () => 0) + 1
+      return Effect.succeed({ emit: [Topic.record(Out, record.key, next)], state: Transformer.set(next) })
+    }
+  })
+}
+
+const records = (n: number) =>
+  Array.from({ length: n }, (_, i) => ({ key: `k${i % 10}`, value: `v${i}`, partition: i % 2 }))
+
+/** The secrets of a run: none may appear in what it shows. */
+const assertNoSecret = (texts: ReadonlyArray<string>, secrets: ReadonlyArray<string>) => {
+  for (const secret of secrets) {
+    for (const text of texts) assert.ok(!text.includes(secret), `a secret appears in: ${text.slice(0, 300)}`)
+  }
+}
+
+layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seconds" })("a secured broker", (it) => {
+  it.scoped("exactly-once copy over SASL_SSL SCRAM-SHA-512, read back by a secured read_committed reader", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-out")
+      const applicationId = unique("sec-copy")
+      yield* createTopics(security, [{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
+      const principal = `User:${security.user.username}`
+      yield* createAcls(security, [
+        ...applicationAcls({ principal, applicationId, inputs: [input], outputs: [output] }),
+        // The reader of the test: the same user, its own groups.
+        { principal, resource: "topic", name: output, operation: "READ" },
+        { principal, resource: "group", name: "reader-", prefixed: true, operation: "READ" }
+      ])
+      yield* produce(security, input, records(200))
+      const lines: Array<string> = []
+      const instance = yield* startInstance(
+        copyOf(input, output),
+        { applicationId, ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }) },
+        lines
+      )
+      const read = yield* readCommitted(security, output, 200)
+      assert.deepStrictEqual(read.map((r) => r.value).sort(), records(200).map((r) => r.value).sort())
+      const observed = yield* instance.observed
+      assert.ok(observed.includes("skein_commits_total"))
+      assertNoSecret([...lines, observed], [security.user.password, security.admin.password])
+    }))
+
+  it.scoped("a stateful count over SASL_SSL PLAIN: every count exactly once", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-counts")
+      const applicationId = unique("sec-count")
+      yield* createTopics(security, [{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
+      const principal = `User:${security.user.username}`
+      yield* createAcls(security, [
+        ...applicationAcls({ principal, applicationId, inputs: [input], outputs: [output] }),
+        { principal, resource: "topic", name: output, operation: "READ" },
+        { principal, resource: "group", name: "reader-", prefixed: true, operation: "READ" }
+      ])
+      yield* produce(security, input, records(100))
+      const lines: Array<string> = []
+      const instance = yield* startInstance(
+        countOf(input, output),
+        { applicationId, ...KafkaBroker.connection(security, { mechanism: "PLAIN" }) },
+        lines
+      )
+      const read = yield* readCommitted(security, output, 100)
+      const seen = read.map((r) => `${r.key}=${r.value}`).sort()
+      const expected = Array.from({ length: 10 }, (_, k) => Array.from({ length: 10 }, (_, c) => `k${k}=${c + 1}`)).flat().sort()
+      assert.deepStrictEqual(seen, expected)
+      const observed = yield* instance.observed
+      assertNoSecret([...lines, observed], [security.user.password, security.admin.password])
+    }))
+
+  it.scoped("exactly-once copy over SSL with mutual TLS (the certificate's principal)", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-out")
+      const applicationId = unique("sec-mtls")
+      yield* createTopics(security, [{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
+      yield* createAcls(security, [
+        ...applicationAcls({ principal: security.clientPrincipal, applicationId, inputs: [input], outputs: [output] }),
+        { principal: `User:${security.user.username}`, resource: "topic", name: output, operation: "READ" },
+        { principal: `User:${security.user.username}`, resource: "group", name: "reader-", prefixed: true, operation: "READ" }
+      ])
+      yield* produce(security, input, records(100))
+      const lines: Array<string> = []
+      yield* startInstance(
+        copyOf(input, output),
+        { applicationId, ...KafkaBroker.connection(security, { mechanism: "mTLS" }) },
+        lines
+      )
+      const read = yield* readCommitted(security, output, 100)
+      assert.deepStrictEqual(read.map((r) => r.value).sort(), records(100).map((r) => r.value).sort())
+    }))
+
+  it.scoped("exactly-once copy over SASL_SSL OAUTHBEARER: the token comes from an Effect, per connection", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-out")
+      const applicationId = unique("sec-oauth")
+      yield* createTopics(security, [{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
+      const principal = `User:${security.user.username}`
+      yield* createAcls(security, [
+        ...applicationAcls({ principal, applicationId, inputs: [input], outputs: [output] }),
+        { principal, resource: "topic", name: output, operation: "READ" },
+        { principal, resource: "group", name: "reader-", prefixed: true, operation: "READ" }
+      ])
+      yield* produce(security, input, records(50))
+      let issued = 0
+      const token = Effect.sync(() => {
+        issued++
+        return Redacted.make(LocalKafka.unsecuredToken(security.user.username))
+      })
+      const lines: Array<string> = []
+      const { saslPassword: _password, saslUsername: _username, ...sasl } = KafkaBroker.connection(security, {
+        mechanism: "SCRAM-SHA-512"
+      })
+      yield* startInstance(
+        copyOf(input, output),
+        { applicationId, ...sasl, saslMechanism: "OAUTHBEARER", oauthBearerToken: token },
+        lines
+      )
+      const read = yield* readCommitted(security, output, 50)
+      assert.deepStrictEqual(read.map((r) => r.value).sort(), records(50).map((r) => r.value).sort())
+      assert.ok(issued > 0)
+    }))
+
+  it.scoped("a wrong password fails with AuthenticationFailed within 10 s, naming the settings, not the password", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      yield* createTopics(security, [{ name: input, partitions: 1 }])
+      const wrong = "not-the-password-" + unique("x")
+      const lines: Array<string> = []
+      const { error, ms } = yield* runToFailure(copyOf(input, unique("sec-out")), {
+        applicationId: unique("sec-auth"),
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }),
+        saslPassword: Redacted.make(wrong)
+      }, lines)
+      assert.strictEqual(error._tag, "AuthenticationFailed")
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      assert.ok(SkeinError.isSkeinError(error) && SkeinError.category(error) === "setup")
+      assert.include(error.message, "SKEIN_SASL_PASSWORD")
+      assert.include(error.message, "SKEIN_SASL_USERNAME")
+      assertNoSecret(
+        [...lines, error.message, String(error), JSON.stringify(error), Cause.pretty(Cause.fail(error))],
+        [wrong, security.user.password]
+      )
+    }))
+
+  it.scoped("a failing OAUTHBEARER token effect fails with AuthenticationFailed within 10 s, without its text", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      yield* createTopics(security, [{ name: input, partitions: 1 }])
+      const secret = "client-secret-" + unique("x")
+      const lines: Array<string> = []
+      const { saslPassword: _password, saslUsername: _username, ...sasl } = KafkaBroker.connection(security, {
+        mechanism: "SCRAM-SHA-512"
+      })
+      const { error, ms } = yield* runToFailure(copyOf(input, unique("sec-out")), {
+        applicationId: unique("sec-oauth-fail"),
+        ...sasl,
+        saslMechanism: "OAUTHBEARER",
+        oauthBearerToken: Effect.fail(new Error(`token endpoint refused client_secret=${secret}`))
+      }, lines)
+      assert.strictEqual(error._tag, "AuthenticationFailed")
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      assert.include(error.message, "OAUTHBEARER")
+      assertNoSecret([...lines, error.message, Cause.pretty(Cause.fail(error))], [secret])
+    }))
+
+  it.scoped("an untrusted CA fails with TlsError within 10 s, naming SKEIN_SSL_CA_FILE", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      yield* createTopics(security, [{ name: input, partitions: 1 }])
+      const lines: Array<string> = []
+      const { sslCaFile: _trusted, ...untrusted } = KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
+      const { error, ms } = yield* runToFailure(copyOf(input, unique("sec-out")), {
+        applicationId: unique("sec-tls"),
+        ...untrusted,
+        // The client certificate is no CA of the broker's: the system's trust store does not know ours either.
+        sslCaFile: security.clientCertFile
+      }, lines)
+      assert.strictEqual(error._tag, "TlsError")
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      if (error._tag === "TlsError") {
+        assert.strictEqual(error.reason, "UntrustedCertificate")
+        assert.strictEqual(error.host, "127.0.0.1")
+      }
+      assert.include(error.message, "SKEIN_SSL_CA_FILE")
+      assertNoSecret([...lines, error.message], [security.user.password])
+    }))
+
+  it.scoped("no Write ACL on the output topic fails with AuthorizationFailed (topic WRITE) within 10 s", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-out")
+      const applicationId = unique("sec-nowrite")
+      yield* createTopics(security, [{ name: input, partitions: 1 }, { name: output, partitions: 1 }])
+      const principal = `User:${security.user.username}`
+      yield* createAcls(
+        security,
+        applicationAcls({ principal, applicationId, inputs: [input], outputs: [output], omit: ["output-write"] })
+      )
+      yield* produce(security, input, records(10).map((r) => ({ ...r, partition: 0 })))
+      const lines: Array<string> = []
+      const { error, ms } = yield* runToFailure(copyOf(input, output), {
+        applicationId,
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
+      }, lines)
+      assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      if (error._tag === "AuthorizationFailed") {
+        assert.strictEqual(error.resource, "topic")
+        assert.strictEqual(error.operation, "WRITE")
+        assert.deepStrictEqual(error.names, [output])
+      }
+      assert.include(error.message, output)
+      assertNoSecret([...lines, error.message], [security.user.password])
+    }))
+
+  it.scoped("no transactional-id ACL fails with AuthorizationFailed (transactional-id) within 10 s", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-out")
+      const applicationId = unique("sec-notxn")
+      yield* createTopics(security, [{ name: input, partitions: 1 }, { name: output, partitions: 1 }])
+      const principal = `User:${security.user.username}`
+      yield* createAcls(
+        security,
+        applicationAcls({ principal, applicationId, inputs: [input], outputs: [output], omit: ["transactional-id"] })
+      )
+      const lines: Array<string> = []
+      const { error, ms } = yield* runToFailure(copyOf(input, output), {
+        applicationId,
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
+      }, lines)
+      assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      if (error._tag === "AuthorizationFailed") {
+        assert.strictEqual(error.resource, "transactional-id")
+        assert.deepStrictEqual(error.names, [`${applicationId}-0`])
+      }
+      assert.include(error.message, `${applicationId}-0`)
+      assertNoSecret([...lines, error.message], [security.user.password])
+    }))
+
+  it.scoped("no Read ACL on the group fails with AuthorizationFailed (group) within 10 s", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-out")
+      const applicationId = unique("sec-nogroup")
+      yield* createTopics(security, [{ name: input, partitions: 1 }, { name: output, partitions: 1 }])
+      const principal = `User:${security.user.username}`
+      yield* createAcls(
+        security,
+        applicationAcls({ principal, applicationId, inputs: [input], outputs: [output] }).filter((acl) =>
+          acl.resource !== "group"
+        )
+      )
+      const lines: Array<string> = []
+      const { error, ms } = yield* runToFailure(copyOf(input, output), {
+        applicationId,
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
+      }, lines)
+      assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      if (error._tag === "AuthorizationFailed") {
+        assert.strictEqual(error.resource, "group")
+        assert.deepStrictEqual(error.names, [applicationId])
+      }
+    }))
+
+  it.scoped("no ACL on the input topic fails with AuthorizationFailed (topic) within 10 s", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-out")
+      const applicationId = unique("sec-noread")
+      yield* createTopics(security, [{ name: input, partitions: 1 }, { name: output, partitions: 1 }])
+      const principal = `User:${security.user.username}`
+      yield* createAcls(
+        security,
+        applicationAcls({ principal, applicationId, inputs: [], outputs: [output] })
+      )
+      const lines: Array<string> = []
+      const { error, ms } = yield* runToFailure(copyOf(input, output), {
+        applicationId,
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
+      }, lines)
+      assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      if (error._tag === "AuthorizationFailed") {
+        assert.strictEqual(error.resource, "topic")
+        assert.deepStrictEqual(error.names, [input])
+      }
+    }))
+
+  it.scoped("Describe but no Read on the input topic fails with AuthorizationFailed (topic READ) within 10 s", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-out")
+      const applicationId = unique("sec-describe")
+      yield* createTopics(security, [{ name: input, partitions: 1 }, { name: output, partitions: 1 }])
+      const principal = `User:${security.user.username}`
+      yield* createAcls(security, [
+        ...applicationAcls({ principal, applicationId, inputs: [], outputs: [output] }),
+        { principal, resource: "topic", name: input, operation: "DESCRIBE" }
+      ])
+      const lines: Array<string> = []
+      const { error, ms } = yield* runToFailure(copyOf(input, output), {
+        applicationId,
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
+      }, lines)
+      assert.strictEqual(error._tag, "AuthorizationFailed", `${error._tag}: ${String(error)}`)
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      if (error._tag === "AuthorizationFailed") {
+        assert.strictEqual(error.resource, "topic")
+        assert.strictEqual(error.operation, "READ")
+        assert.include(error.names, input)
+      }
+    }))
+
+  it.scoped("SSL without the client certificate mutual TLS requires fails with TlsError within 10 s", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      yield* createTopics(security, [{ name: input, partitions: 1 }])
+      const lines: Array<string> = []
+      const { sslCertFile: _cert, sslKeyFile: _key, ...noCertificate } = KafkaBroker.connection(security, { mechanism: "mTLS" })
+      const { error, ms } = yield* runToFailure(copyOf(input, unique("sec-out")), {
+        applicationId: unique("sec-nocert"),
+        ...noCertificate
+      }, lines)
+      assert.strictEqual(error._tag, "TlsError", `${error._tag}: ${String(error)}`)
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      if (error._tag === "TlsError") assert.strictEqual(error.reason, "ClientCertificateRejected")
+      assert.include(error.message, "SKEIN_SSL_CERT_FILE")
+    }))
+
+  it.scoped("a certificate for another host fails with TlsError (HostnameMismatch) naming the host, within 10 s", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      // A TLS listener whose certificate, signed by the trusted CA, names another host.
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "skein-mismatch-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+      const caKey = path.join(path.dirname(security.caFile), "ca.key")
+      const openssl = (args: ReadonlyArray<string>) => execFileSync("openssl", args, { cwd: dir, stdio: "ignore" })
+      fs.writeFileSync(path.join(dir, "ext"), "subjectAltName=DNS:kafka.elsewhere.example\n")
+      openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "k.pem", "-out", "c.csr", "-subj", "/CN=kafka.elsewhere.example"])
+      openssl([
+        "x509", "-req", "-in", "c.csr", "-CA", security.caFile, "-CAkey", caKey, "-CAcreateserial",
+        "-CAserial", path.join(dir, "ca.srl"), "-out", "c.pem", "-days", "1", "-extfile", "ext"
+      ])
+      const server = tls.createServer({
+        key: fs.readFileSync(path.join(dir, "k.pem")),
+        cert: fs.readFileSync(path.join(dir, "c.pem"))
+      }, (socket) => socket.destroy())
+      server.on("tlsClientError", () => undefined)
+      const port = yield* Effect.async<number>((resume) => {
+        server.listen(0, "127.0.0.1", () => {
+          const address = server.address()
+          resume(Effect.succeed(typeof address === "object" && address !== null ? address.port : 0))
+        })
+      })
+      yield* Effect.addFinalizer(() => Effect.sync(() => server.close()))
+      const lines: Array<string> = []
+      const { error, ms } = yield* runToFailure(copyOf(unique("sec-in"), unique("sec-out")), {
+        applicationId: unique("sec-host"),
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }),
+        brokers: [`127.0.0.1:${port}`]
+      }, lines)
+      assert.strictEqual(error._tag, "TlsError", `${error._tag}: ${String(error)}`)
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      if (error._tag === "TlsError") {
+        assert.strictEqual(error.reason, "HostnameMismatch")
+        assert.strictEqual(error.host, "127.0.0.1")
+      }
+      assert.include(error.message, "127.0.0.1")
+    }))
+})
+
