@@ -18,6 +18,17 @@
 import type { Schedule } from "effect"
 
 /**
+ * What a rule does with a failed record once its retries, if any, are
+ * spent: dead-letter it (`"dlq"`), end the run (`"fail"`) or skip it (`"skip"`).
+ *
+ * @example
+ * ```ts
+ * import { ErrorRule } from "skein"
+ *
+ * const disposition: ErrorRule.Disposition = "dlq" // or "fail", or "skip"
+ * ErrorRule.tagged("Invalid", { then: disposition })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -26,6 +37,17 @@ export type Disposition = "dlq" | "fail" | "skip"
 /**
  * A rule for the errors its `when` accepts, made with `make`. It never sees
  * Skein's own errors (`OutputTooLarge`, `EncodeError`).
+ *
+ * @example
+ * ```ts
+ * import { ErrorRule } from "skein"
+ *
+ * interface ApiError { readonly status: number }
+ * const serverErrors: ErrorRule.PredicateRule<ApiError> = ErrorRule.make({
+ *   when: (e: ApiError) => e.status >= 500,
+ *   then: "dlq"
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -42,6 +64,17 @@ export interface PredicateRule<in E> {
  * A rule for the errors with one `_tag`, made with `tagged`. Its `retry`
  * schedule receives the failed attempts' errors (`E`; `unknown` when it reads
  * none). Tagged rules also see Skein's runtime errors such as `OutputTooLarge`.
+ *
+ * @example
+ * ```ts
+ * import { Schedule } from "effect"
+ * import { ErrorRule } from "skein"
+ *
+ * const unavailable: ErrorRule.TaggedRule<"Unavailable"> = ErrorRule.tagged("Unavailable", {
+ *   retry: Schedule.recurs(3),
+ *   then: "dlq"
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -63,6 +96,15 @@ export interface TaggedRule<out Tag extends string, in E = unknown> {
  * `E` here makes TypeScript fix a transformer's `E` (to `never`) before its
  * transform is inferred, so inline rules would not compile.
  *
+ * @example
+ * ```ts
+ * import { ErrorRule } from "skein"
+ *
+ * type AppError = Unavailable | Invalid // Data.TaggedError classes
+ * // a tagged rule for "Unavailable" or "Invalid"; any other tag is a type error
+ * const rule: ErrorRule.TaggedRuleFor<AppError> = ErrorRule.tagged("Invalid", { then: "skip" })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -73,6 +115,17 @@ export type TaggedRuleFor<E> = NoInfer<E> extends { readonly _tag: infer Tag ext
  * A rule that handles errors `E`: a predicate over `E`, or a tagged rule for
  * one of `E`'s tags. A tagged rule for a tag that `E` does not have is a type
  * error.
+ *
+ * @example
+ * ```ts
+ * import { Schedule } from "effect"
+ * import { ErrorRule } from "skein"
+ *
+ * const rules: ReadonlyArray<ErrorRule.ErrorRule<Unavailable | Invalid>> = [
+ *   ErrorRule.tagged("Unavailable", { retry: Schedule.recurs(3), then: "dlq" }),
+ *   ErrorRule.make({ when: (e: Unavailable | Invalid) => e._tag === "Invalid", then: "skip" })
+ * ]
+ * ```
  *
  * @since 0.1.0
  * @category models

@@ -36,7 +36,7 @@
  *   rateLimit: { pages: 10, per: "1 second" },
  *   read: (tenant, cursor) =>
  *     fetchOrders(tenant, cursor.after).pipe(Effect.map((response) => {
- *       const emit = response.orders.map((order) => Topic.record(Orders, order.id, order))
+ *       const emit = response.orders.map((order) => Topic.record(Orders, String(order.id), order))
  *       const next = { after: response.orders.at(-1)?.id ?? cursor.after }
  *       return response.hasMore ? Extractor.page({ emit, next }) : Extractor.drained({ emit, next })
  *     }))
@@ -58,16 +58,54 @@ import * as Topic from "./Topic.ts"
 
 export {
   /**
+   * The committed cursor of a token cannot be used (it does not decode, it
+   * belongs to another token, or it is a tombstone). Fatal.
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { Extractor } from "skein"
+   *
+   * Extractor.run(OrdersExtractor).pipe(
+   *   Effect.catchTag("BadCursor", (e) => Effect.logError(`token ${e.token}: ${e.reason} cursor`, e.cause))
+   * )
+   * ```
+   *
    * @since 0.1.0
    * @category errors
    */
   BadCursor,
   /**
+   * The extractor's token list cannot be used: it is empty, has duplicates,
+   * or a token was removed. Fatal, at the start of a run.
+   *
+   * @example
+   * ```ts
+   * import { Effect } from "effect"
+   * import { Extractor } from "skein"
+   *
+   * Extractor.run(OrdersExtractor).pipe(
+   *   Effect.catchTag("InvalidTokens", (e) => Effect.logError(`fix the token list (${e.reason}): ${e.detail}`))
+   * )
+   * ```
+   *
    * @since 0.1.0
    * @category errors
    */
   InvalidTokens,
   /**
+   * A read took longer than the extractor's `timeout`. Fatal unless its
+   * `retry` schedule retries it.
+   *
+   * @example
+   * ```ts
+   * import { Schedule } from "effect"
+   * import { Extractor } from "skein"
+   *
+   * // with `timeout: "10 seconds"`: retry timed-out reads up to 3 times, other errors end the run
+   * const retry = Schedule.recurs(3).pipe(Schedule.whileInput((e: unknown) => e instanceof Extractor.ReadTimeout))
+   * ```
+   *
    * @since 0.1.0
    * @category errors
    */
@@ -83,6 +121,17 @@ export {
  * - `Drained`: the source has nothing more for now; the next read waits for
  *   the extractor's `poll` schedule, or never comes once that schedule ends.
  *
+ * @example
+ * ```ts
+ * import { Extractor, Topic } from "skein"
+ *
+ * const toPage = (orders: ReadonlyArray<Order>, hasMore: boolean): Extractor.Page<{ readonly after: number }> => {
+ *   const emit = orders.map((order) => Topic.record(Orders, String(order.id), order))
+ *   const next = { after: orders.at(-1)?.id ?? 0 }
+ *   return hasMore ? Extractor.page({ emit, next }) : Extractor.drained({ emit, next })
+ * }
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -92,6 +141,14 @@ export interface Page<C> extends Model.Page<C> {}
  * A page after which more may follow at once. A page that emits nothing and
  * leaves the cursor where it was counts as drained (reading again at once
  * would spin).
+ *
+ * @example
+ * ```ts
+ * import { Extractor, Topic } from "skein"
+ *
+ * // more may follow: the next read, from `next`, starts at once
+ * Extractor.page({ emit: orders.map((order) => Topic.record(Orders, String(order.id), order)), next: { after: 200 } })
+ * ```
  *
  * @since 0.1.0
  * @category constructors
@@ -107,6 +164,14 @@ export const page = <C>(options: { readonly emit?: ReadonlyArray<Topic.OutputRec
  * `next`, happens when the extractor's `poll` schedule says so. A drained
  * read that emits nothing and leaves the cursor unchanged commits nothing.
  *
+ * @example
+ * ```ts
+ * import { Extractor } from "skein"
+ *
+ * // caught up: read again from the same cursor when the poll schedule says so
+ * Extractor.drained({ next: cursor })
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -119,6 +184,14 @@ export const drained = <C>(options: { readonly emit?: ReadonlyArray<Topic.Output
 /**
  * At most `pages` reads per `per`, for each token separately.
  *
+ * @example
+ * ```ts
+ * import { Extractor } from "skein"
+ *
+ * // at most 10 reads per second for each token (pass as `rateLimit` to `make`)
+ * const rateLimit: Extractor.RateLimit = { pages: 10, per: "1 second" }
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -130,6 +203,15 @@ export interface RateLimit {
 /**
  * A declared extractor. Build one with `make`, run it with `run`.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Extractor } from "skein"
+ *
+ * const runLogged = <Token extends string, C, E, R>(extractor: Extractor.Extractor<Token, C, E, R>) =>
+ *   Extractor.run(extractor).pipe(Effect.tapError((error) => Effect.logError(`extractor ${extractor.name}`, error)))
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -139,6 +221,15 @@ export interface Extractor<in out Token extends string, in out C, in out E, out 
 
 /**
  * The default `poll` schedule: read a drained token again every 5 seconds.
+ *
+ * @example
+ * ```ts
+ * import { Schedule } from "effect"
+ * import { Extractor } from "skein"
+ *
+ * // read drained tokens every 5 seconds (the default), for one hour at most
+ * const poll = Extractor.defaultPoll.pipe(Schedule.upTo("1 hour"))
+ * ```
  *
  * @since 0.1.0
  * @category defaults
@@ -157,6 +248,18 @@ export const defaultPoll: Schedule.Schedule<number> = Schedule.spaced(Duration.s
  * Remedy what can be remedied inside `read` itself (refresh a token, skip a
  * tenant without the endpoint); retry transient failures only by passing a
  * `retry` schedule, e.g. `Schedule.exponential("200 millis").pipe(Schedule.intersect(Schedule.recurs(3)))`.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Extractor } from "skein"
+ *
+ * const OrdersExtractor = Extractor.make({
+ *   name: "orders", tokens: ["tenant-a", "tenant-b"],
+ *   cursor: Schema.Struct({ after: Schema.Number }), initial: { after: 0 },
+ *   read: (tenant, cursor) => fetchPage(tenant, cursor) // an Effect of Extractor.page(...) or Extractor.drained(...)
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category constructors
@@ -191,6 +294,16 @@ export const make = <const Token extends string, C, CI, E = never, R = never>(op
 /**
  * Every fatal error a run can end with, besides the read's own errors.
  *
+ * @example
+ * ```ts
+ * import type { Effect } from "effect"
+ * import { Extractor, type SkeinConfig } from "skein"
+ *
+ * // OrdersExtractor's read fails with ApiError
+ * const program: Effect.Effect<never, Extractor.ExtractorError | ApiError, SkeinConfig.SkeinConfig> =
+ *   Extractor.run(OrdersExtractor)
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -198,6 +311,13 @@ export type ExtractorError = Model.ExtractorError
 
 /**
  * The compacted topic holding an extractor's cursors, one partition per token.
+ *
+ * @example
+ * ```ts
+ * import { Extractor } from "skein"
+ *
+ * Extractor.cursorTopic("shop", OrdersExtractor) // "shop-orders-cursors"
+ * ```
  *
  * @since 0.1.0
  * @category utils
@@ -209,6 +329,15 @@ export const cursorTopic = (applicationId: string, extractor: { readonly name: s
  * Counters of a running extractor: pages read and committed, records
  * emitted, token starts, stops and migrations, and the tokens owned now.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Extractor } from "skein"
+ *
+ * const report = (stats: Extractor.Stats) =>
+ *   Effect.log(`${stats.pagesCommitted} pages committed, owning ${[...stats.owned].join(", ")}`)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -216,6 +345,14 @@ export type Stats = internal.ExtractorStats
 
 /**
  * Fresh counters to pass to `runWithStats`.
+ *
+ * @example
+ * ```ts
+ * import { Extractor } from "skein"
+ *
+ * const stats = Extractor.makeStats()
+ * const program = Extractor.runWithStats(OrdersExtractor, stats) // stats.pagesRead, stats.owned, ... as it runs
+ * ```
  *
  * @since 0.1.0
  * @category constructors
@@ -229,6 +366,17 @@ export const makeStats: () => Stats = internal.makeStats
  * pages being committed finish, abandons the reads in flight and leaves the
  * group.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Extractor, Runner, SkeinConfig } from "skein"
+ *
+ * Extractor.run(OrdersExtractor).pipe(
+ *   Effect.provide(SkeinConfig.layerConfig()), // SKEIN_APPLICATION_ID, KAFKA_BROKERS, ...
+ *   Runner.runMain
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category running
  */
@@ -238,6 +386,17 @@ export const run = <Token extends string, C, E, R>(
 
 /**
  * Like `run`, updating `stats` as it goes.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Extractor, SkeinConfig } from "skein"
+ *
+ * const stats = Extractor.makeStats()
+ * Extractor.runWithStats(OrdersExtractor, stats).pipe(
+ *   Effect.provide(SkeinConfig.layer({ applicationId: "shop", brokers: ["localhost:9092"] }))
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category running

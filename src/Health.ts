@@ -23,6 +23,15 @@ const Partition = Schema.Number
  * also the schema of its JSON form (`lastCommitAt` encodes as an ISO string
  * or `null`), served by the readiness endpoint.
  *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { Health } from "skein"
+ *
+ * // the JSON served by GET /health/ready (`lastCommitAt` as an ISO string or null)
+ * const json = Health.snapshot(stats).pipe(Effect.flatMap(Schema.encode(Schema.parseJson(Health.HealthSnapshot))))
+ * ```
+ *
  * @since 0.1.0
  * @category schemas
  */
@@ -60,6 +69,16 @@ export const HealthSnapshot = Schema.Struct({
 })
 
 /**
+ * A runner's health at one instant: the type `HealthSnapshot` decodes to.
+ *
+ * @example
+ * ```ts
+ * import { Health } from "skein"
+ *
+ * const summary = (s: Health.HealthSnapshot): string =>
+ *   `${s.phase}: ${s.assigned.length} partitions, lag ${s.lag.total}, ${s.stopped.length} stopped`
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -68,6 +87,13 @@ export interface HealthSnapshot extends Schema.Schema.Type<typeof HealthSnapshot
 /**
  * The lifecycle phase of a runner.
  *
+ * @example
+ * ```ts
+ * import { Health } from "skein"
+ *
+ * const isOver = (phase: Health.Phase): boolean => phase === "stopped" || phase === "failed"
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -75,6 +101,14 @@ export type Phase = HealthSnapshot["phase"]
 
 /**
  * Labels added to every Prometheus sample, to tell runners apart.
+ *
+ * @example
+ * ```ts
+ * import { Health } from "skein"
+ *
+ * const labels: Health.Labels = { applicationId: "wc", transformer: "word-count" }
+ * const body = Health.prometheus(stats, labels) // skein_up{application_id="wc",transformer="word-count"} 1 ...
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -124,6 +158,18 @@ const read = (stats: Stats): HealthSnapshot => {
  * Reads a snapshot of a runner's stats (pass the stats given to
  * `Runner.runWithStats`).
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Health, Runner } from "skein"
+ *
+ * const program = Effect.gen(function*() {
+ *   const stats = Runner.makeStats()
+ *   yield* Effect.fork(Runner.runWithStats(WordCount, stats))
+ *   return yield* Health.snapshot(stats) // phase, partitions, lag, counters, restore progress
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -134,6 +180,16 @@ export const snapshot = (stats: Stats): Effect.Effect<HealthSnapshot> => Effect.
  * `stopping`, then `stopped` or `failed`), for code that reacts to health
  * rather than polling `snapshot`.
  *
+ * @example
+ * ```ts
+ * import { Effect, Stream } from "effect"
+ * import { Health } from "skein"
+ *
+ * const logPhases = Health.changes(stats).pipe(
+ *   Stream.runForEach((phase) => Effect.log(`runner is ${phase}`)) // starting, running, stopping, stopped
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -143,6 +199,14 @@ export const changes = (stats: Stats): Stream.Stream<Phase> => stats.phaseChange
  * Liveness: `true` unless the run has failed. Stopped partitions do not fail
  * it (see the module's documentation).
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Health } from "skein"
+ *
+ * const live = Health.snapshot(stats).pipe(Effect.map(Health.isLive)) // false once the run has failed
+ * ```
+ *
  * @since 0.1.0
  * @category checks
  */
@@ -151,6 +215,17 @@ export const isLive = (snapshot: HealthSnapshot): boolean => snapshot.phase !== 
 /**
  * Readiness: the runner is running and every assigned partition's task is
  * started and restored. Stopped partitions do not fail it.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schedule } from "effect"
+ * import { Health } from "skein"
+ *
+ * // wait until every assigned partition's task is started and restored
+ * const ready = Health.snapshot(stats).pipe(
+ *   Effect.repeat({ until: Health.isReady, schedule: Schedule.spaced("1 second") })
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category checks
@@ -202,6 +277,14 @@ const latencyBuckets = (latency: BatchLatency): ReadonlyArray<Sample> => {
 /**
  * The runner's metrics in the Prometheus text exposition format 0.0.4, for
  * a `/metrics` endpoint (content type `text/plain; version=0.0.4`).
+ *
+ * @example
+ * ```ts
+ * import { Health } from "skein"
+ *
+ * // the body of a /metrics response, served as `text/plain; version=0.0.4`
+ * const body = Health.prometheus(stats, { applicationId: "wc", transformer: "word-count" })
+ * ```
  *
  * @since 0.1.0
  * @category metrics

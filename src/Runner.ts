@@ -21,6 +21,15 @@ import type { Transformer } from "./Transformer.ts"
  * counters and the batch latency histogram are Effect metrics tagged with
  * the run; `Health` reads all of it.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { Runner } from "skein"
+ *
+ * const logProgress = (stats: Runner.Stats) =>
+ *   Effect.log(`${stats.phase}: ${stats.commits} commits, ${stats.aborts} aborts, ${stats.assigned.size} partitions`)
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -28,6 +37,14 @@ export type Stats = internalStats.Stats
 
 /**
  * Fresh stats to pass to `runWithStats`, one per run.
+ *
+ * @example
+ * ```ts
+ * import { Runner } from "skein"
+ *
+ * const stats = Runner.makeStats() // a fresh one for every run
+ * const program = Runner.runWithStats(WordCount, stats)
+ * ```
  *
  * @since 0.1.0
  * @category constructors
@@ -43,6 +60,9 @@ export const makeStats = (): Stats => internalStats.makeStats()
  *
  * @example
  * ```ts
+ * import { Effect } from "effect"
+ * import { Runner, SkeinConfig } from "skein"
+ *
  * Runner.run(WordCount).pipe(Effect.provide(SkeinConfig.layer({ applicationId: "wc", brokers })))
  * ```
  *
@@ -55,6 +75,16 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 
 /**
  * Like `run`, updating `stats` as it goes.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Health, Runner, SkeinConfig } from "skein"
+ *
+ * const stats = Runner.makeStats()
+ * const program = Runner.runWithStats(WordCount, stats).pipe(Effect.provide(SkeinConfig.layerConfig()))
+ * const metrics = () => Health.prometheus(stats) // e.g. from your own HTTP server
+ * ```
  *
  * @since 0.1.0
  * @category running

@@ -11,12 +11,31 @@ import { Either, ParseResult, Schema } from "effect"
 import { EncodeError } from "./SkeinError.ts"
 
 /**
+ * The symbol that marks a value as a topic.
+ *
+ * @example
+ * ```ts
+ * import { Topic } from "skein"
+ *
+ * const isTopic = (u: unknown): u is Topic.Any => typeof u === "object" && u !== null && Topic.TypeId in u
+ * ```
+ *
  * @since 0.1.0
  * @category type ids
  */
 export const TypeId: unique symbol = Symbol.for("skein/Topic")
 
 /**
+ * The type of `TypeId`.
+ *
+ * @example
+ * ```ts
+ * import { Topic } from "skein"
+ *
+ * // the marker every topic carries, as in `Topic.Any`
+ * interface Marked { readonly [Topic.TypeId]: Topic.TypeId }
+ * ```
+ *
  * @since 0.1.0
  * @category type ids
  */
@@ -25,6 +44,15 @@ export type TypeId = typeof TypeId
 /**
  * A Schema whose encoded form is text, used for keys and values.
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Topic } from "skein"
+ *
+ * const text: Topic.Codec<string> = Schema.String
+ * const count: Topic.Codec<number> = Topic.json(Schema.Number) // or Schema.NumberFromString
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -32,6 +60,16 @@ export type Codec<A> = Schema.Schema<A, string>
 
 /**
  * A topic with typed keys and values.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Topic } from "skein"
+ *
+ * const Counts: Topic.Topic<string, number> = Topic.make({
+ *   name: "word-counts", key: Schema.String, value: Topic.json(Schema.Number)
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -51,6 +89,14 @@ export interface Topic<K, V> extends Any {
 
 /**
  * Any topic, whatever its key and value types.
+ *
+ * @example
+ * ```ts
+ * import { Topic } from "skein"
+ *
+ * const names = (topics: ReadonlyArray<Topic.Any>): Array<string> => topics.map((topic) => topic.name)
+ * names([Words, Counts]) // ["words", "word-counts"]
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -74,6 +120,15 @@ export interface Any {
 /**
  * Why a record could not be decoded.
  *
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import { Topic } from "skein"
+ *
+ * const explain = (failure: Topic.DecodeFailure): string => `bad ${failure.part}: ${failure.cause.message}`
+ * Either.mapLeft(Counts.decode("hello", "not a number"), explain) // Left("bad value: ...")
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -85,6 +140,13 @@ export interface DecodeFailure {
 /**
  * The key type of a topic.
  *
+ * @example
+ * ```ts
+ * import type { Topic } from "skein"
+ *
+ * type WordKey = Topic.Key<typeof Counts> // string
+ * ```
+ *
  * @since 0.1.0
  * @category type-level
  */
@@ -92,6 +154,13 @@ export type Key<T> = T extends Topic<infer K, infer _V> ? K : never
 
 /**
  * The value type of a topic.
+ *
+ * @example
+ * ```ts
+ * import type { Topic } from "skein"
+ *
+ * type Count = Topic.Value<typeof Counts> // number
+ * ```
  *
  * @since 0.1.0
  * @category type-level
@@ -146,6 +215,15 @@ const tombstone = <A>(codec: Codec<A>): ParseResult.ParseError =>
 /**
  * A codec that stores `schema`'s encoded form as JSON text.
  *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { Topic } from "skein"
+ *
+ * const Order = Schema.Struct({ id: Schema.Number, total: Schema.Number })
+ * const Orders = Topic.make({ name: "orders", key: Schema.String, value: Topic.json(Order) })
+ * ```
+ *
  * @since 0.1.0
  * @category codecs
  */
@@ -154,6 +232,16 @@ export const json = <A, I>(schema: Schema.Schema<A, I>): Codec<A> => Schema.pars
 /**
  * A record to produce, built with `Topic.record`. Its key and value are
  * encoded by the runtime inside the batch's transaction.
+ *
+ * @example
+ * ```ts
+ * import { Topic } from "skein"
+ *
+ * const emit: ReadonlyArray<Topic.OutputRecord> = [
+ *   Topic.record(Counts, "hello", 2),
+ *   Topic.record(Shouted, "hello", "HELLO")
+ * ]
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -167,6 +255,13 @@ export interface OutputRecord {
  * A header value in wire form: UTF-8 text, raw bytes, or the values of a
  * header name repeated in the record (in order).
  *
+ * @example
+ * ```ts
+ * import type { Topic } from "skein"
+ *
+ * const traceIds = (record: Topic.EncodedRecord): Topic.HeaderValue | undefined => record.headers?.["trace-id"]
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -175,6 +270,15 @@ export type HeaderValue = string | Buffer | ReadonlyArray<string | Buffer>
 /**
  * A record in its wire form: a key and value as UTF-8 text or as raw bytes
  * (a dead letter keeps the bytes it was sent with), `null` for none.
+ *
+ * @example
+ * ```ts
+ * import { Either } from "effect"
+ * import { Topic } from "skein"
+ *
+ * const encoded = Topic.record(Counts, "hello", 2).encode() // Either<Topic.EncodedRecord, SkeinError.EncodeError>
+ * if (Either.isRight(encoded)) console.log(encoded.right.value) // "2"
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -190,6 +294,15 @@ export interface EncodedRecord {
 /**
  * A record for `topic`, to return from a transform. A `null` value is a
  * tombstone.
+ *
+ * @example
+ * ```ts
+ * import { Topic } from "skein"
+ *
+ * Topic.record(Counts, "hello", 2) // key "hello", value 2
+ * Topic.record(Counts, "hello", null) // a tombstone: deletes "hello" from a compacted topic
+ * Topic.record(Counts, "hello", 2, { source: "word-count" }) // with headers
+ * ```
  *
  * @since 0.1.0
  * @category constructors

@@ -14,6 +14,14 @@ import * as Topic from "./Topic.ts"
 /**
  * A consumed record, decoded with its topic's Schemas.
  *
+ * @example
+ * ```ts
+ * import type { Transformer } from "skein"
+ *
+ * const describe = (record: Transformer.InputRecord<string, string>): string =>
+ *   `${record.topic}/${record.partition}@${record.offset}: ${record.key} = ${record.value}`
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -30,6 +38,14 @@ export interface InputRecord<K, V> {
 /**
  * The record type of a list of input topics: a union over the topics.
  *
+ * @example
+ * ```ts
+ * import type { Transformer } from "skein"
+ *
+ * // Transformer.InputRecord<string, string> | Transformer.InputRecord<string, number>
+ * type WordOrCount = Transformer.RecordOf<[typeof Words, typeof Counts]>
+ * ```
+ *
  * @since 0.1.0
  * @category type-level
  */
@@ -39,6 +55,14 @@ export type RecordOf<Inputs extends ReadonlyArray<Topic.Any>> = {
 
 /**
  * A change to the state of the record's state key.
+ *
+ * @example
+ * ```ts
+ * import { Transformer } from "skein"
+ *
+ * const update = (count: number): Transformer.StateChange<number> =>
+ *   count === 0 ? Transformer.remove : Transformer.set(count)
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -50,6 +74,16 @@ export type StateChange<S> =
 /**
  * Sets the state of the record's state key.
  *
+ * @example
+ * ```ts
+ * import { Effect, Option } from "effect"
+ * import { Transformer } from "skein"
+ *
+ * // in a transform: the key's state becomes the previous count plus one
+ * const increment = (count: Option.Option<number>) =>
+ *   Effect.succeed({ state: Transformer.set(Option.getOrElse(count, () => 0) + 1) })
+ * ```
+ *
  * @since 0.1.0
  * @category state
  */
@@ -58,6 +92,15 @@ export const set = <S>(value: S): StateChange<S> => ({ _tag: "Set", value })
 /**
  * Deletes the state of the record's state key (a tombstone in the changelog).
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Transformer } from "skein"
+ *
+ * // in a transform: forget the record key's state
+ * const reset = Effect.succeed({ state: Transformer.remove })
+ * ```
+ *
  * @since 0.1.0
  * @category state
  */
@@ -65,6 +108,16 @@ export const remove: StateChange<never> = { _tag: "Delete" }
 
 /**
  * What a transform returns: records to produce and an optional state change.
+ *
+ * @example
+ * ```ts
+ * import { Topic, Transformer } from "skein"
+ *
+ * const result: Transformer.Result<number> = {
+ *   emit: [Topic.record(Counts, "hello", 2)],
+ *   state: Transformer.set(2)
+ * }
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -76,6 +129,15 @@ export interface Result<S> {
 
 /**
  * A declared transformer. Build one with `make` (stateful) or `stateless`.
+ *
+ * @example
+ * ```ts
+ * import type { Topic, Transformer } from "skein"
+ *
+ * const inputNames = <I extends ReadonlyArray<Topic.Any>, S, E, R>(t: Transformer.Transformer<I, S, E, R>) =>
+ *   t.inputs.map((topic) => topic.name)
+ * inputNames(WordCount) // ["words"]
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -95,6 +157,17 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
 /**
  * An error rule of a transformer: a predicate over its own errors, or a
  * tagged rule for one of their tags or for `OutputTooLarge`.
+ *
+ * @example
+ * ```ts
+ * import { Schedule } from "effect"
+ * import { ErrorRule, type Transformer } from "skein"
+ *
+ * const rules: ReadonlyArray<Transformer.Rule<Unavailable>> = [
+ *   ErrorRule.tagged("Unavailable", { retry: Schedule.recurs(3), then: "dlq" }),
+ *   ErrorRule.tagged("OutputTooLarge", { then: "dlq" })
+ * ]
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -154,6 +227,18 @@ export const make = <const Inputs extends ReadonlyArray<Topic.Any>, S, SI, E = n
 /**
  * Declares a stateless transformer: it can only emit records.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Topic, Transformer } from "skein"
+ *
+ * const Shout = Transformer.stateless({
+ *   name: "shout",
+ *   inputs: [Words],
+ *   transform: (record) => Effect.succeed({ emit: [Topic.record(Shouted, record.key, record.value.toUpperCase())] })
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -173,6 +258,13 @@ export const stateless = <const Inputs extends ReadonlyArray<Topic.Any>, E = nev
 
 /**
  * The changelog topic of a transformer in an application.
+ *
+ * @example
+ * ```ts
+ * import { Transformer } from "skein"
+ *
+ * Transformer.changelogTopic("wc", WordCount) // "wc-word-count-changelog"
+ * ```
  *
  * @since 0.1.0
  * @category utils

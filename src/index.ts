@@ -1,5 +1,17 @@
 /**
  * Skein: exactly-once Kafka stream processing for TypeScript, built on Effect.
+ * Every module is a namespace of the package's root.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { ErrorRule, Extractor, Health, Runner, SkeinConfig } from "skein"
+ * import { SkeinError, Topic, TopicPartition, Transformer } from "skein"
+ *
+ * const Words = Topic.make({ name: "words", key: Schema.String, value: Schema.String })
+ * // a Transformer.make or Transformer.stateless over [Words], then:
+ * Runner.run(WordCount).pipe(Effect.provide(SkeinConfig.layerConfig()), Runner.runMain)
+ * ```
  *
  * @since 0.1.0
  */
