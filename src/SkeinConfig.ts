@@ -7,6 +7,21 @@ import { Config, Context, Duration, Effect, Layer, Option } from "effect"
 import type { ConfigError, Redacted } from "effect"
 
 /**
+ * The complete configuration of a run: every setting, defaults filled in.
+ * Build one with `make`, or provide it with `layer` / `layerConfig`.
+ *
+ * @example
+ * ```ts
+ * import { SkeinConfig } from "skein"
+ *
+ * const config: SkeinConfig.SkeinConfig = SkeinConfig.make({
+ *   applicationId: "word-count",
+ *   brokers: ["localhost:9092"]
+ * })
+ * config.maxPollRecords // 5000
+ * config.processingGuarantee // "exactly-once"
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -118,30 +133,105 @@ export interface SkeinConfig {
 }
 
 /**
+ * How the client talks to the brokers (`SkeinConfig.securityProtocol`,
+ * `SKEIN_SECURITY_PROTOCOL`).
+ *
+ * @example
+ * ```ts
+ * import { SkeinConfig } from "skein"
+ *
+ * const tls = SkeinConfig.layer({
+ *   applicationId: "word-count",
+ *   brokers: ["kafka-1:9093"],
+ *   securityProtocol: "SSL",
+ *   sslCaFile: "/etc/kafka/ca.pem"
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
 export type SecurityProtocol = "PLAINTEXT" | "SSL" | "SASL_PLAINTEXT" | "SASL_SSL"
 
 /**
+ * The SASL mechanism of a `SASL_PLAINTEXT` or `SASL_SSL` connection
+ * (`SkeinConfig.saslMechanism`, `SKEIN_SASL_MECHANISM`).
+ *
+ * @example
+ * ```ts
+ * import { Redacted } from "effect"
+ * import { SkeinConfig } from "skein"
+ *
+ * const scram = SkeinConfig.layer({
+ *   applicationId: "word-count", brokers: ["kafka-1:9096"], securityProtocol: "SASL_SSL",
+ *   saslMechanism: "SCRAM-SHA-512",
+ *   saslUsername: "skein",
+ *   saslPassword: Redacted.make(password)
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
 export type SaslMechanism = "PLAIN" | "SCRAM-SHA-256" | "SCRAM-SHA-512" | "OAUTHBEARER"
 
 /**
+ * Exactly-once (transactions, the default) or at-least-once (no
+ * transactions, offsets committed every `commitInterval`).
+ *
+ * @example
+ * ```ts
+ * import { Duration } from "effect"
+ * import { SkeinConfig } from "skein"
+ *
+ * const fast = SkeinConfig.layer({
+ *   applicationId: "clicks",
+ *   brokers: ["localhost:9092"],
+ *   processingGuarantee: "at-least-once",
+ *   commitInterval: Duration.seconds(1)
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
 export type ProcessingGuarantee = "exactly-once" | "at-least-once"
 
 /**
+ * What a failed record or an unreadable partition stops: the whole run
+ * (`"run"`, the default) or only that partition's task (`"partition"`).
+ *
+ * @example
+ * ```ts
+ * import { SkeinConfig } from "skein"
+ *
+ * const isolated = SkeinConfig.layer({
+ *   applicationId: "word-count",
+ *   brokers: ["localhost:9092"],
+ *   failureIsolation: "partition"
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
 export type FailureIsolation = "run" | "partition"
 
 /**
+ * The service tag of the configuration: `Runner.run` reads its settings
+ * from it, and so can your own code.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { SkeinConfig } from "skein"
+ *
+ * const logSettings = Effect.gen(function*() {
+ *   const config = yield* SkeinConfig.SkeinConfig
+ *   yield* Effect.log(`${config.applicationId} on ${config.brokers.join(",")}`)
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category tags
  */
@@ -149,6 +239,16 @@ export const SkeinConfig: Context.Tag<SkeinConfig, SkeinConfig> = Context.Generi
 
 /**
  * Defaults for every optional setting.
+ *
+ * @example
+ * ```ts
+ * import { Duration } from "effect"
+ * import { SkeinConfig } from "skein"
+ *
+ * SkeinConfig.defaults.maxPollRecords // 5000
+ * SkeinConfig.defaults.stateDir // ".skein/state"
+ * Duration.toMillis(SkeinConfig.defaults.sessionTimeout) // 10000
+ * ```
  *
  * @since 0.1.0
  * @category defaults
@@ -178,6 +278,17 @@ export const defaults = {
 /**
  * The settings a user must give; everything else has a default.
  *
+ * @example
+ * ```ts
+ * import { SkeinConfig } from "skein"
+ *
+ * const options: SkeinConfig.Options = {
+ *   applicationId: "word-count",
+ *   brokers: ["localhost:9092"],
+ *   deadLetterTopic: "word-count-dead-letters"
+ * }
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -185,6 +296,15 @@ export type Options = Pick<SkeinConfig, "applicationId" | "brokers"> & Partial<O
 
 /**
  * Builds a complete configuration from options and defaults.
+ *
+ * @example
+ * ```ts
+ * import { SkeinConfig } from "skein"
+ *
+ * const config = SkeinConfig.make({ applicationId: "word-count", brokers: ["localhost:9092"], healthPort: 8080 })
+ * config.healthPort // 8080
+ * config.stateDir // ".skein/state" (the default)
+ * ```
  *
  * @since 0.1.0
  * @category constructors
@@ -194,6 +314,16 @@ export const make = (options: Options): SkeinConfig => ({ ...defaults, ...option
 /**
  * A layer from explicit options.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner, SkeinConfig } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.provide(SkeinConfig.layer({ applicationId: "word-count", brokers: ["localhost:9092"] }))
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -202,6 +332,18 @@ export const layer = (options: Options): Layer.Layer<SkeinConfig> => Layer.succe
 /**
  * The configuration read from environment variables (`SKEIN_APPLICATION_ID`,
  * `SKEIN_BROKERS` or `KAFKA_BROKERS`, `SKEIN_MAX_POLL_RECORDS`, ...).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { SkeinConfig } from "skein"
+ *
+ * // SKEIN_APPLICATION_ID=word-count SKEIN_BROKERS=kafka-1:9092,kafka-2:9092
+ * const program = Effect.gen(function*() {
+ *   const config = yield* SkeinConfig.config
+ *   yield* Effect.log(`${config.applicationId} on ${config.brokers.join(",")}`)
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category config
@@ -307,6 +449,17 @@ export const config: Config.Config<SkeinConfig> = Config.all({
 
 /**
  * A layer reading the configuration from the environment, with overrides.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner, SkeinConfig } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.provide(SkeinConfig.layerConfig({ stateDir: "/var/lib/word-count" })),
+ *   Runner.runMain
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers

@@ -15,6 +15,18 @@ import { bounded, formatParseError } from "./internal/errorText.ts"
  * A failure talking to Kafka. `reason` classifies it; `cause` keeps the
  * original client error.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner, SkeinError } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("KafkaError", (error: SkeinError.KafkaError) =>
+ *     Effect.logError(`Kafka ${error.operation} failed (${error.reason})`, error.cause)
+ *   )
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -35,6 +47,16 @@ export class KafkaError extends Data.TaggedError("KafkaError")<{
  * task down and rejoins the group (Kafka Streams' TaskMigratedException).
  * Recoverable: it never ends a run.
  *
+ * @example
+ * ```ts
+ * import { SkeinError } from "skein"
+ *
+ * // Handled inside the runner: `Runner.run` never fails with it.
+ * const migrated = new SkeinError.TaskMigrated({ partition: 3, cause: fencedError })
+ * migrated.message // "Task 3 was fenced by a newer owner; it migrated to another instance"
+ * SkeinError.isSkeinError(migrated) // false: not a RunnerError
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -49,6 +71,18 @@ export class TaskMigrated extends Data.TaggedError("TaskMigrated")<{
 
 /**
  * The input topics of a transformer have different partition counts.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("PartitionCountMismatch", (error) =>
+ *     Effect.logError(error.counts.map(({ topic, partitions }) => `${topic}: ${partitions}`).join(", "))
+ *   )
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -65,6 +99,18 @@ export class PartitionCountMismatch extends Data.TaggedError("PartitionCountMism
 
 /**
  * An existing changelog topic has a partition count other than the inputs'.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("ChangelogPartitionMismatch", (error) =>
+ *     Effect.logError(`${error.changelog}: ${error.actual} partitions, inputs have ${error.expected}`)
+ *   )
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -84,6 +130,16 @@ export class ChangelogPartitionMismatch extends Data.TaggedError("ChangelogParti
 /**
  * A topic the runtime needs does not exist.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("TopicNotFound", (error) => Effect.logError(`create ${error.topic} first`))
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -97,6 +153,19 @@ export class TopicNotFound extends Data.TaggedError("TopicNotFound")<{
 
 /**
  * A record's key or value does not match its topic's Schema (a poison record).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * // Without a deadLetterTopic, a poison record ends the run with it.
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("DecodeError", (error) =>
+ *     Effect.logError(`poison ${error.part} at ${error.topic}/${error.partition}@${error.offset}`)
+ *   )
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -113,11 +182,32 @@ export class DecodeError extends Data.TaggedError("DecodeError")<DecodeError.Fie
 }
 
 /**
+ * The types of `DecodeError`.
+ *
+ * @example
+ * ```ts
+ * import { SkeinError } from "skein"
+ *
+ * const where = (fields: SkeinError.DecodeError.Fields): string =>
+ *   `${fields.topic}/${fields.partition}@${fields.offset}`
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
 export declare namespace DecodeError {
   /**
+   * What a `DecodeError` carries: the record's position, the part that failed
+   * to decode and the Schema's `ParseError`.
+   *
+   * @example
+   * ```ts
+   * import { SkeinError } from "skein"
+   *
+   * const where = ({ topic, partition, offset, part }: SkeinError.DecodeError.Fields): string =>
+   *   `the ${part} of ${topic}/${partition}@${offset}`
+   * ```
+   *
    * @since 0.1.0
    * @category errors
    */
@@ -133,6 +223,18 @@ export declare namespace DecodeError {
 /**
  * An output record or a state value does not match its Schema.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("EncodeError", (error) =>
+ *     Effect.logError(`an output for ${error.topic} does not encode`, error.cause)
+ *   )
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -147,11 +249,32 @@ export class EncodeError extends Data.TaggedError("EncodeError")<EncodeError.Fie
 }
 
 /**
+ * The types of `EncodeError`.
+ *
+ * @example
+ * ```ts
+ * import { SkeinError } from "skein"
+ *
+ * const topicOf = (fields: SkeinError.EncodeError.Fields): string => fields.topic
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
 export declare namespace EncodeError {
   /**
+   * What an `EncodeError` carries: the topic written to and the Schema's
+   * `ParseError`.
+   *
+   * @example
+   * ```ts
+   * import { ParseResult } from "effect"
+   * import { SkeinError } from "skein"
+   *
+   * const describe = ({ topic, cause }: SkeinError.EncodeError.Fields): string =>
+   *   `${topic}: ${ParseResult.TreeFormatter.formatErrorSync(cause)}`
+   * ```
+   *
    * @since 0.1.0
    * @category errors
    */
@@ -163,6 +286,18 @@ export declare namespace EncodeError {
 
 /**
  * The local state store failed.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("StateStoreError", (error) =>
+ *     Effect.logError(`state store ${error.operation} at ${error.path} failed`, error.cause)
+ *   )
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -181,6 +316,18 @@ export class StateStoreError extends Data.TaggedError("StateStoreError")<{
 /**
  * The committed offset of a partition is no longer readable (deleted by
  * retention). The runtime never silently resets an offset.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("OffsetOutOfRange", (error) =>
+ *     Effect.logError(`${error.topic}/${error.partition}: committed ${error.committed}, earliest ${error.earliest}`)
+ *   )
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -201,6 +348,18 @@ export class OffsetOutOfRange extends Data.TaggedError("OffsetOutOfRange")<{
 /**
  * The health endpoint could not listen on its port. `reason` classifies the
  * cause; the message says which setting to change.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("HealthServerError", (error) =>
+ *     error.reason === "PortInUse" ? Effect.logError(`port ${error.port} is taken`) : Effect.fail(error)
+ *   )
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -236,6 +395,16 @@ export class HealthServerError extends Data.TaggedError("HealthServerError")<{
  * The runtime is configured in a way that cannot work; the message says how
  * to fix it.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("ConfigurationError", (error) => Effect.logError(error.problem, error.fix))
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -254,6 +423,19 @@ export class ConfigurationError extends Data.TaggedError("ConfigurationError")<{
  * record reaches the transaction, so an error rule can handle it
  * (`ErrorRule.tagged("OutputTooLarge", { then: "dlq" })`); unhandled, it is
  * fatal.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ErrorRule, Topic, Transformer } from "skein"
+ *
+ * const Enrich = Transformer.stateless({
+ *   name: "enrich",
+ *   inputs: [Orders],
+ *   rules: [ErrorRule.tagged("OutputTooLarge", { then: "dlq" })],
+ *   transform: (order) => Effect.succeed({ emit: [Topic.record(Enriched, order.key, order.value)] })
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -276,6 +458,18 @@ export class OutputTooLarge extends Data.TaggedError("OutputTooLarge")<{
  * an offset commit or a transaction failed; each failure rewound the
  * partition to its last committed offset and retried after a backoff).
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("DeliveryFailed", (error) =>
+ *     Effect.logError(`task ${error.partition}: ${error.attempts} failed deliveries`, error.cause.reason)
+ *   )
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -296,6 +490,18 @@ export class DeliveryFailed extends Data.TaggedError("DeliveryFailed")<{
  * expired token) or its SASL mechanism. Never retried: the run fails at
  * startup. The message names the settings to check; it never contains the
  * password or the token.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("AuthenticationFailed", (error) =>
+ *     Effect.logError(`SASL ${error.mechanism ?? ""} login as ${error.username ?? "?"} refused: ${error.detail}`)
+ *   )
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -321,6 +527,18 @@ export class AuthenticationFailed extends Data.TaggedError("AuthenticationFailed
  * The TLS handshake with a broker failed: its certificate is not signed by a
  * trusted CA, does not name the host connected to, or the broker does not
  * speak TLS. Never retried: the run fails at startup.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("TlsError", (error) =>
+ *     error.reason === "UntrustedCertificate" ? Effect.logError("set SKEIN_SSL_CA_FILE") : Effect.fail(error)
+ *   )
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -369,6 +587,18 @@ const aclOperation = {
  * The brokers refused an operation on a resource (a missing ACL). Never
  * retried. The message names the resource and the operation to allow.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("AuthorizationFailed", (error) =>
+ *     Effect.logError(`${error.operation} on ${error.resource} ${error.names.join(",")} denied (${error.during})`)
+ *   )
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -396,6 +626,14 @@ export class AuthorizationFailed extends Data.TaggedError("AuthorizationFailed")
 /**
  * The security failures: credentials, TLS, ACLs. All are `"setup"` errors.
  *
+ * @example
+ * ```ts
+ * import { SkeinError } from "skein"
+ *
+ * const isSecurityError = (error: SkeinError.RunnerError): error is SkeinError.SecurityError =>
+ *   error._tag === "AuthenticationFailed" || error._tag === "TlsError" || error._tag === "AuthorizationFailed"
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -403,6 +641,14 @@ export type SecurityError = AuthenticationFailed | TlsError | AuthorizationFaile
 
 /**
  * Every fatal error a run can end with (besides the transform's own errors).
+ *
+ * @example
+ * ```ts
+ * import { SkeinError } from "skein"
+ *
+ * const describe = (error: SkeinError.RunnerError): string =>
+ *   `${error._tag} (${SkeinError.category(error)}): ${error.message}`
+ * ```
  *
  * @since 0.1.0
  * @category errors
@@ -439,6 +685,17 @@ export type RunnerError =
  *   dead letter topic, an output that does not encode or is too large).
  *   Restarting fails on the same record: route it with a dead letter topic or
  *   an error rule, or fix the producer.
+ *
+ * @example
+ * ```ts
+ * import { SkeinError } from "skein"
+ *
+ * const advice: Record<SkeinError.Category, string> = {
+ *   setup: "fix the configuration or the topics, then restart",
+ *   transient: "restart later",
+ *   record: "set a deadLetterTopic or add an error rule"
+ * }
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -489,6 +746,19 @@ export const category = (error: RunnerError): Category => {
  * True for errors a later restart may get past without any change
  * (`category(error) === "transient"`).
  *
+ * @example
+ * ```ts
+ * import { Effect, Schedule } from "effect"
+ * import { Runner, SkeinError } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.retry({
+ *     schedule: Schedule.exponential("1 second"),
+ *     while: (error) => SkeinError.isSkeinError(error) && SkeinError.isTransient(error)
+ *   })
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category utils
  */
@@ -514,6 +784,20 @@ const runnerErrorTags: ReadonlySet<string> = new Set([
 
 /**
  * True when `u` is one of the runtime's own errors (not the transform's).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner, SkeinError } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.tapError((error) =>
+ *     SkeinError.isSkeinError(error)
+ *       ? Effect.logError(`runtime error: ${error._tag}`)
+ *       : Effect.logError("the transform failed", error)
+ *   )
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category guards

@@ -30,6 +30,17 @@ import { installHint, live, localProblems } from "./internal/preflight.ts"
  * How the broker was provided: an existing cluster, a container, or a
  * locally run broker.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { KafkaBroker } from "skein/testing"
+ *
+ * const report = Effect.gen(function*() {
+ *   const { brokers, kind } = yield* KafkaBroker.KafkaBroker
+ *   if (kind === "external") yield* Effect.log(`using the existing cluster at ${brokers.join(",")}`)
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -37,6 +48,17 @@ export type Kind = "external" | "docker" | "local"
 
 /**
  * A reachable Kafka cluster.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer } from "effect"
+ * import { SkeinConfig } from "skein"
+ * import { KafkaBroker } from "skein/testing"
+ *
+ * const config = Layer.unwrapEffect(Effect.map(KafkaBroker.KafkaBroker, (broker: KafkaBroker.Service) =>
+ *   SkeinConfig.layer({ applicationId: "word-count-test", brokers: broker.brokers })
+ * ))
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -55,6 +77,17 @@ export interface Service {
 /**
  * The Kafka cluster tests run against.
  *
+ * @example
+ * ```ts
+ * import { layer } from "@effect/vitest"
+ * import { Effect } from "effect"
+ * import { KafkaBroker } from "skein/testing"
+ *
+ * layer(KafkaBroker.layer(), { timeout: "3 minutes" })("word count", (it) => {
+ *   it.effect("reaches the broker", () => Effect.map(KafkaBroker.KafkaBroker, ({ brokers }) => brokers))
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category tags
  */
@@ -65,6 +98,17 @@ export class KafkaBroker extends Context.Tag("skein/testing/KafkaBroker")<KafkaB
  * (`KAFKA_BROKERS`, `SKEIN_KAFKA_PROVIDER`, `SKEIN_KAFKA_VERSION`, `PATH`,
  * `JAVA_HOME`, `SKEIN_CACHE_DIR`, `DOCKER_HOST`), so a `ConfigProvider` can
  * replace it.
+ *
+ * @example
+ * ```ts
+ * import { KafkaBroker } from "skein/testing"
+ *
+ * const broker = KafkaBroker.layer({
+ *   version: "3.9.2",
+ *   startTimeout: "5 minutes",
+ *   local: { heap: "1g" }
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -145,6 +189,17 @@ const existing = (brokers: ReadonlyArray<string>, requested: Option.Option<Local
  * `options.version`, else `SKEIN_KAFKA_VERSION`, picks the version of a
  * broker it starts.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { KafkaBroker } from "skein/testing"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const { brokers, kind } = yield* KafkaBroker.make({ version: "3.9.2" })
+ *   yield* Effect.log(`Kafka (${kind}) at ${brokers.join(",")}`)
+ * })) // the broker is stopped here, if this started it
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -194,6 +249,17 @@ export const make = (options: Options = {}): Effect.Effect<Service, KafkaBrokerE
  * The broker as a layer: acquired when the layer is built, stopped when its
  * scope closes. See `make`.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { KafkaBroker } from "skein/testing"
+ *
+ * const program = Effect.gen(function*() {
+ *   const { brokers } = yield* KafkaBroker.KafkaBroker
+ *   yield* Effect.log(brokers.join(","))
+ * }).pipe(Effect.provide(KafkaBroker.layer()))
+ * ```
+ *
  * @since 0.1.0
  * @category layers
  */
@@ -202,6 +268,16 @@ export const layer = (options: Options = {}): Layer.Layer<KafkaBroker, KafkaBrok
 
 /**
  * A broker that already runs elsewhere (nothing is started or stopped).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { KafkaBroker } from "skein/testing"
+ *
+ * const program = Effect.map(KafkaBroker.KafkaBroker, ({ brokers }) => brokers).pipe(
+ *   Effect.provide(KafkaBroker.layerExternal(["localhost:9092"]))
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category layers
@@ -214,6 +290,17 @@ export const layerExternal = (brokers: ReadonlyArray<string>): Layer.Layer<Kafka
  * (mutual TLS) listeners, a CA, users and ACLs (see
  * `LocalKafka.StartOptions.secure`).
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { KafkaBroker } from "skein/testing"
+ *
+ * const program = Effect.gen(function*() {
+ *   const broker: KafkaBroker.SecureService = yield* KafkaBroker.SecureKafkaBroker
+ *   yield* Effect.log(`SASL_SSL at ${broker.security.saslSslBrokers.join(",")}, CA ${broker.security.caFile}`)
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -224,6 +311,17 @@ export interface SecureService extends Service {
 /**
  * The secured broker tests run against.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { SkeinConfig } from "skein"
+ * import { KafkaBroker } from "skein/testing"
+ *
+ * const mutualTls = Effect.map(KafkaBroker.SecureKafkaBroker, ({ security }) =>
+ *   SkeinConfig.layer({ applicationId: "secure-test", ...KafkaBroker.connection(security, { mechanism: "mTLS" }) })
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category tags
  */
@@ -233,6 +331,17 @@ export class SecureKafkaBroker extends Context.Tag("skein/testing/SecureKafkaBro
  * Starts a secured local broker for the life of the scope (always local:
  * `KAFKA_BROKERS` carries no credentials). `options.version`, else
  * `SKEIN_KAFKA_VERSION`, picks its version.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { KafkaBroker } from "skein/testing"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const { security } = yield* KafkaBroker.makeSecure({ version: "3.9.2" })
+ *   yield* Effect.log(`admin ${security.admin.username}, user ${security.user.username}`)
+ * }))
+ * ```
  *
  * @since 0.1.0
  * @category constructors
@@ -263,6 +372,17 @@ export const makeSecure = (options: Options = {}): Effect.Effect<SecureService, 
 
 /**
  * The secured broker as a layer. See `makeSecure`.
+ *
+ * @example
+ * ```ts
+ * import { layer } from "@effect/vitest"
+ * import { Effect } from "effect"
+ * import { KafkaBroker } from "skein/testing"
+ *
+ * layer(KafkaBroker.layerSecure(), { timeout: "3 minutes" })("secured cluster", (it) => {
+ *   it.effect("has a CA", () => Effect.map(KafkaBroker.SecureKafkaBroker, ({ security }) => security.caFile))
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category layers

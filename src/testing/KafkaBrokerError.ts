@@ -18,6 +18,14 @@ import { Data } from "effect"
  * - `DockerFailed`: the Kafka container could not be started.
  * - `InvalidArgument`: a bad option (unknown version, node index, ...).
  *
+ * @example
+ * ```ts
+ * import { KafkaBrokerError } from "skein/testing"
+ *
+ * const isEnvironmentProblem = (reason: KafkaBrokerError.KafkaBrokerErrorReason): boolean =>
+ *   reason === "Unavailable" || reason === "FetchFailed" || reason === "DockerFailed"
+ * ```
+ *
  * @since 0.1.0
  * @category errors
  */
@@ -35,6 +43,19 @@ export type KafkaBrokerErrorReason =
  * Provisioning, starting or stopping a test broker failed. `reason`
  * classifies it, `detail` says what happened and what to do, `cause` keeps
  * the original error when there is one.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const canRunLocally = LocalKafka.preflight().pipe(
+ *   Effect.as(true),
+ *   Effect.catchTag("KafkaBrokerError", (error) =>
+ *     error.reason === "Unavailable" ? Effect.as(Effect.logWarning(error.detail), false) : Effect.fail(error)
+ *   )
+ * )
+ * ```
  *
  * @since 0.1.0
  * @category errors

@@ -27,6 +27,14 @@ import * as Security from "./internal/security.ts"
 /**
  * A Kafka version the local broker can run: 4.4.0 (the default) or 3.9.2.
  *
+ * @example
+ * ```ts
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const version: LocalKafka.KafkaVersion = "3.9.2"
+ * const cluster = LocalKafka.start({ version })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -34,6 +42,13 @@ export type KafkaVersion = Distribution.KafkaVersion
 
 /**
  * The version started when none is asked for.
+ *
+ * @example
+ * ```ts
+ * import { LocalKafka } from "skein/testing"
+ *
+ * LocalKafka.defaultVersion // "4.4.0"
+ * ```
  *
  * @since 0.1.0
  * @category constants
@@ -43,6 +58,17 @@ export const defaultVersion: KafkaVersion = Distribution.defaultVersion
 /**
  * Resolves a version as a user writes it (`4.4`, `3.9.x`, `3.9.2`, ...).
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const cluster = Effect.gen(function*() {
+ *   const version = yield* LocalKafka.parseVersion("3.9.x") // "3.9.2"
+ *   return yield* LocalKafka.start({ version })
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -51,6 +77,18 @@ export const parseVersion: (input: string) => Effect.Effect<KafkaVersion, KafkaB
 
 /**
  * How to start a local cluster.
+ *
+ * @example
+ * ```ts
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const cluster = LocalKafka.start({
+ *   nodes: 3,
+ *   tuning: "throughput",
+ *   heap: "1g",
+ *   serverProperties: { "log.retention.ms": "60000" }
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -98,6 +136,17 @@ export interface StartOptions {
  * How to reach a secured cluster (`StartOptions.secure`). The passwords are
  * random per run: test credentials, printed by `npm run kafka -- start --secure`.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const { security } = yield* LocalKafka.start({ secure: true })
+ *   if (security !== undefined) yield* Effect.log(`trust ${security.caFile}; log in as ${security.user.username}`)
+ * }))
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -122,6 +171,17 @@ export interface SecurityInfo {
 /**
  * The Kafka jars a cluster runs from.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const { jars } = yield* LocalKafka.start()
+ *   yield* Effect.log(`Kafka ${jars.version} from ${jars.libDir}${jars.fetched ? " (fetched with Maven)" : ""}`)
+ * }))
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -134,6 +194,17 @@ export interface Jars {
 
 /**
  * One node of a local cluster.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const cluster = yield* LocalKafka.start({ nodes: 3 })
+ *   for (const node of cluster.nodes) yield* Effect.log(`node ${node.nodeId} at ${node.address}, log ${node.logFile}`)
+ * }))
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -154,6 +225,14 @@ export interface NodeInfo {
 /**
  * How the broker JVMs are tuned: to start fast (`test`) or run fast (`throughput`).
  *
+ * @example
+ * ```ts
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const tuning: LocalKafka.Tuning = "throughput" // for benchmarks; "test" starts faster
+ * const cluster = LocalKafka.start({ tuning })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -161,6 +240,18 @@ export type Tuning = "test" | "throughput"
 
 /**
  * A running local cluster.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const chaos = Effect.scoped(Effect.gen(function*() {
+ *   const cluster = yield* LocalKafka.start({ nodes: 3 })
+ *   yield* cluster.killNode(2) // a crash: SIGKILL
+ *   yield* cluster.restartNode(2) // back and ready
+ * }))
+ * ```
  *
  * @since 0.1.0
  * @category models
@@ -198,6 +289,19 @@ export interface LocalKafkaCluster {
 /**
  * What `describe` returns and `attach` takes (JSON-friendly).
  *
+ * @example
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { LocalKafka } from "skein/testing"
+ *
+ * // In another process, from the JSON of `cluster.describe`:
+ * const stopSaved = (json: string) => Effect.gen(function*() {
+ *   const description = yield* Schema.decodeUnknown(LocalKafka.ClusterDescription)(JSON.parse(json))
+ *   const cluster = yield* LocalKafka.attach(description)
+ *   yield* cluster.stop
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -233,6 +337,17 @@ export const ClusterDescription = Schema.Struct({
 })
 
 /**
+ * The type of a `ClusterDescription`.
+ *
+ * @example
+ * ```ts
+ * import * as Fs from "node:fs"
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const save = (description: LocalKafka.ClusterDescription): void =>
+ *   Fs.writeFileSync("kafka-cluster.json", JSON.stringify(description))
+ * ```
+ *
  * @since 0.1.0
  * @category models
  */
@@ -620,6 +735,16 @@ const unavailable = (problems: ReadonlyArray<string>) =>
  * and the jars are cached or Maven is found to fetch them. Fails with
  * `reason: "Unavailable"` saying what to install otherwise.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const cluster = LocalKafka.preflight("3.9.2").pipe(
+ *   Effect.zipRight(LocalKafka.start({ version: "3.9.2" }))
+ * )
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -633,6 +758,18 @@ export const preflight = (version: KafkaVersion = defaultVersion): Effect.Effect
  * Starts a local cluster and returns once every node is ready. The caller
  * owns it and must `stop` it; prefer `start`, which stops it with its scope.
  * Assembles the jars with Maven on first use (cached afterwards).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const program = Effect.gen(function*() {
+ *   const cluster = yield* LocalKafka.launch({ nodes: 3, detached: true })
+ *   yield* Effect.log(`Kafka at ${cluster.bootstrap}`)
+ *   return yield* cluster.describe // to attach to it later
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category constructors
@@ -703,6 +840,17 @@ export const launch = (options: StartOptions = {}): Effect.Effect<LocalKafkaClus
  * Starts a local cluster for the life of the current scope: closing the
  * scope stops every node and waits until its process has exited.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const cluster = yield* LocalKafka.start({ nodes: 3 })
+ *   yield* Effect.log(`Kafka ${cluster.version} at ${cluster.bootstrap}`)
+ * })) // every node has exited here
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -714,6 +862,17 @@ export const start = (options: StartOptions = {}): Effect.Effect<LocalKafkaClust
 /**
  * A handle on a cluster started by another process (from its `describe`),
  * e.g. by `npm run kafka -- start`: to stop it or kill and restart nodes.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const stop = (description: LocalKafka.ClusterDescription) => Effect.gen(function*() {
+ *   const cluster = yield* LocalKafka.attach(description)
+ *   yield* cluster.stop
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category constructors
@@ -757,6 +916,17 @@ export const attach = (description: ClusterDescription): Effect.Effect<LocalKafk
  * The folder where Kafka jars (and the CLI's broker state) are cached:
  * `SKEIN_CACHE_DIR`, else `$XDG_CACHE_HOME/skein`, else `~/.cache/skein`.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { LocalKafka } from "skein/testing"
+ *
+ * const program = Effect.gen(function*() {
+ *   const dir = yield* LocalKafka.cacheDirectory
+ *   yield* Effect.log(`Kafka jars are cached in ${dir}`)
+ * })
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -770,6 +940,19 @@ export const cacheDirectory: Effect.Effect<string, KafkaBrokerError> = Effect.ma
  * broker's OAUTHBEARER mechanism accepts (principal `User:<subject>`), e.g.
  * as `SkeinConfig.oauthBearerToken`. Real clusters validate tokens signed by
  * an identity provider.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Redacted } from "effect"
+ * import { SkeinConfig } from "skein"
+ * import { KafkaBroker, LocalKafka } from "skein/testing"
+ *
+ * const oauth = (security: LocalKafka.SecurityInfo) => SkeinConfig.layer({
+ *   applicationId: "oauth-test", ...KafkaBroker.connection(security, { mechanism: "PLAIN" }),
+ *   saslMechanism: "OAUTHBEARER",
+ *   oauthBearerToken: Effect.sync(() => Redacted.make(LocalKafka.unsecuredToken(security.user.username)))
+ * })
+ * ```
  *
  * @since 0.1.0
  * @category utils

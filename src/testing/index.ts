@@ -2,6 +2,17 @@
  * Test support: a Kafka broker for tests (`KafkaBroker`), a local
  * multi-node cluster with fault injection (`LocalKafka`), and their error.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { KafkaBroker, KafkaBrokerError, LocalKafka } from "skein/testing"
+ *
+ * const broker = KafkaBroker.layer() // KAFKA_BROKERS, else Docker, else a local broker
+ * const cluster = LocalKafka.start({ nodes: 3 }) // scoped; kill and restart its nodes
+ * const skipIfNone = (e: KafkaBrokerError.KafkaBrokerError) =>
+ *   e.reason === "Unavailable" ? Effect.logWarning(e.detail) : Effect.fail(e)
+ * ```
+ *
  * @since 0.1.0
  */
 
