@@ -707,6 +707,9 @@ export type Category = "setup" | "transient" | "record"
  *
  * @example
  * ```ts
+ * import { Effect } from "effect"
+ * import { Runner, SkeinError } from "skein"
+ *
  * Runner.run(WordCount).pipe(
  *   Effect.tapError((error) =>
  *     SkeinError.isSkeinError(error) && SkeinError.category(error) === "transient"

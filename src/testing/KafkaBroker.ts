@@ -6,6 +6,7 @@
  *
  * @example
  * ```ts
+ * import { Effect } from "effect"
  * import { KafkaBroker } from "skein/testing"
  *
  * const program = Effect.gen(function*() {
@@ -397,8 +398,12 @@ export const layerSecure = (options: Options = {}): Layer.Layer<SecureKafkaBroke
  *
  * @example
  * ```ts
- * const { security } = yield* KafkaBroker.SecureKafkaBroker
- * SkeinConfig.layer({ applicationId, ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }) })
+ * import { Effect } from "effect"
+ * import { SkeinConfig } from "skein"
+ * import { KafkaBroker } from "skein/testing"
+ *
+ * const config = Effect.map(KafkaBroker.SecureKafkaBroker, ({ security }) =>
+ *   SkeinConfig.layer({ applicationId: "orders", ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }) }))
  * ```
  *
  * @since 0.1.0
