@@ -86,7 +86,7 @@ export const applicationAcls = (options: {
   readonly applicationId: string
   readonly inputs: ReadonlyArray<string>
   readonly outputs: ReadonlyArray<string>
-  readonly omit?: ReadonlyArray<"output-write" | "transactional-id">
+  readonly omit?: ReadonlyArray<"output-write" | "transactional-id" | "changelog-create">
 }): ReadonlyArray<Acl> => {
   const { applicationId, principal } = options
   const omit = new Set(options.omit ?? [])
@@ -96,7 +96,9 @@ export const applicationAcls = (options: {
       ? []
       : options.outputs.map((name): Acl => ({ principal, resource: "topic", name, operation: "WRITE" }))),
     // Changelogs: the README's list, exactly.
-    ...(["CREATE", "READ", "WRITE", "DESCRIBE", "DESCRIBE_CONFIGS"] as const).map((operation): Acl => ({
+    ...(["CREATE", "READ", "WRITE", "DESCRIBE", "DESCRIBE_CONFIGS"] as const).filter((operation) =>
+      operation !== "CREATE" || !omit.has("changelog-create")
+    ).map((operation): Acl => ({
       principal,
       resource: "topic",
       name: applicationId,

@@ -268,6 +268,33 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       assertNoSecret([...lines, error.message], [security.user.password])
     }))
 
+  it.scoped("no Create ACL for the changelog fails with AuthorizationFailed (topic CREATE) within 10 s", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-out")
+      const applicationId = unique("sec-nocreate")
+      yield* createTopics(security, [{ name: input, partitions: 1 }, { name: output, partitions: 1 }])
+      const principal = `User:${security.user.username}`
+      yield* createAcls(
+        security,
+        applicationAcls({ principal, applicationId, inputs: [input], outputs: [output], omit: ["changelog-create"] })
+      )
+      const lines: Array<string> = []
+      const { error, ms } = yield* runToFailure(countOf(input, output), {
+        applicationId,
+        ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
+      }, lines)
+      assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
+      assert.ok(ms < 10_000, `took ${ms} ms`)
+      if (error._tag === "AuthorizationFailed") {
+        assert.strictEqual(error.resource, "topic")
+        assert.strictEqual(error.operation, "CREATE")
+      }
+      assert.include(error.message, `${applicationId}-count-changelog`)
+      assertNoSecret([...lines, error.message], [security.user.password])
+    }))
+
   it.scoped("no transactional-id ACL fails with AuthorizationFailed (transactional-id) within 10 s", () =>
     Effect.gen(function*() {
       const { security } = yield* KafkaBroker.SecureKafkaBroker

@@ -17,18 +17,26 @@ interface ErrorLike {
   readonly message?: unknown
   readonly cause?: unknown
   readonly originalError?: unknown
+  /** A `KafkaJSAggregateError`'s parts (e.g. createTopics' per-topic errors). */
+  readonly errors?: unknown
 }
 
 const asErrorLike = (u: unknown): ErrorLike | undefined =>
   typeof u === "object" && u !== null ? (u as ErrorLike) : undefined
 
-/** Every error in a kafkajs cause chain (retries wrap the original error). */
+/**
+ * Every error in a kafkajs cause chain (retries wrap the original error), the
+ * parts of an aggregate error included (createTopics reports per topic).
+ */
 export const chain = (error: unknown): ReadonlyArray<ErrorLike> => {
   const out: Array<ErrorLike> = []
-  let current = asErrorLike(error)
-  while (current !== undefined && out.length < 16) {
+  const queue: Array<unknown> = [error]
+  while (queue.length > 0 && out.length < 16) {
+    const current = asErrorLike(queue.shift())
+    if (current === undefined || out.includes(current)) continue
     out.push(current)
-    current = asErrorLike(current.cause) ?? asErrorLike(current.originalError)
+    queue.push(current.cause, current.originalError)
+    if (Array.isArray(current.errors)) queue.push(...current.errors.slice(0, 8))
   }
   return out
 }
