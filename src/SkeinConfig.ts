@@ -329,6 +329,10 @@ export const make = (options: Options): SkeinConfig => ({ ...defaults, ...option
  */
 export const layer = (options: Options): Layer.Layer<SkeinConfig> => Layer.succeed(SkeinConfig, make(options))
 
+/** An optional setting: unset is `undefined`. */
+const optional = (description: string) => <A>(config: Config.Config<A>): Config.Config<A | undefined> =>
+  config.pipe(Config.option, Config.map(Option.getOrUndefined), Config.withDescription(description))
+
 /**
  * The configuration read from environment variables (`SKEIN_APPLICATION_ID`,
  * `SKEIN_BROKERS` or `KAFKA_BROKERS`, `SKEIN_MAX_POLL_RECORDS`, ...).
@@ -377,9 +381,7 @@ export const config: Config.Config<SkeinConfig> = Config.all({
     Config.withDefault(defaults.changelogReplicationFactor)
   ),
   deadLetterTopic: Config.string("SKEIN_DEAD_LETTER_TOPIC").pipe(
-    Config.option,
-    Config.map(Option.getOrUndefined),
-    Config.withDescription("Dead letter topic for poison records (unset: a poison record fails the run)")
+    optional("Dead letter topic for poison records (unset: a poison record fails the run)")
   ),
   processingGuarantee: Config.literal("exactly-once", "at-least-once")("SKEIN_PROCESSING_GUARANTEE").pipe(
     Config.withDefault(defaults.processingGuarantee)
@@ -402,44 +404,30 @@ export const config: Config.Config<SkeinConfig> = Config.all({
   deliveryBackoff: Config.duration("SKEIN_DELIVERY_BACKOFF").pipe(Config.withDefault(defaults.deliveryBackoff)),
   healthPort: Config.integer("SKEIN_HEALTH_PORT").pipe(Config.option, Config.map(Option.getOrUndefined)),
   checkStateKeys: Config.boolean("SKEIN_CHECK_STATE_KEYS").pipe(
-    Config.option,
-    Config.map(Option.getOrUndefined),
-    Config.withDescription("Warn when a state key spans input partitions (unset: on for a custom stateKey)")
+    optional("Warn when a state key spans input partitions (unset: on for a custom stateKey)")
   ),
   securityProtocol: Config.literal("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")("SKEIN_SECURITY_PROTOCOL").pipe(
     Config.withDefault(defaults.securityProtocol),
     Config.withDescription("PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
   ),
   saslMechanism: Config.literal("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")("SKEIN_SASL_MECHANISM").pipe(
-    Config.option,
-    Config.map(Option.getOrUndefined),
-    Config.withDescription("SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
+    optional("SASL mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER")
   ),
   saslUsername: Config.string("SKEIN_SASL_USERNAME").pipe(
-    Config.option,
-    Config.map(Option.getOrUndefined),
-    Config.withDescription("SASL user (an API key for Confluent Cloud)")
+    optional("SASL user (an API key for Confluent Cloud)")
   ),
   saslPassword: Config.redacted("SKEIN_SASL_PASSWORD").pipe(
-    Config.option,
-    Config.map(Option.getOrUndefined),
-    Config.withDescription("SASL password (an API secret for Confluent Cloud); never logged")
+    optional("SASL password (an API secret for Confluent Cloud); never logged")
   ),
   oauthBearerToken: Config.succeed(undefined),
   sslCaFile: Config.string("SKEIN_SSL_CA_FILE").pipe(
-    Config.option,
-    Config.map(Option.getOrUndefined),
-    Config.withDescription("PEM file of the CA(s) to trust (unset: the system's trust store)")
+    optional("PEM file of the CA(s) to trust (unset: the system's trust store)")
   ),
   sslCertFile: Config.string("SKEIN_SSL_CERT_FILE").pipe(
-    Config.option,
-    Config.map(Option.getOrUndefined),
-    Config.withDescription("PEM file of the client certificate (mutual TLS)")
+    optional("PEM file of the client certificate (mutual TLS)")
   ),
   sslKeyFile: Config.string("SKEIN_SSL_KEY_FILE").pipe(
-    Config.option,
-    Config.map(Option.getOrUndefined),
-    Config.withDescription("PEM file of the client certificate's private key (mutual TLS)")
+    optional("PEM file of the client certificate's private key (mutual TLS)")
   ),
   sslRejectUnauthorized: Config.boolean("SKEIN_SSL_REJECT_UNAUTHORIZED").pipe(
     Config.withDefault(defaults.sslRejectUnauthorized),

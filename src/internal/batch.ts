@@ -219,12 +219,6 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         ))
     }
 
-    /** The dead letter topic's size limit (looked up once). */
-    const limitOf = (topic: string): Effect.Effect<number, KafkaError> => {
-      const known = options.messageLimits.known(topic)
-      return known === undefined ? options.messageLimits.lookup(topic) : Effect.succeed(known)
-    }
-
     const changeOf = (result: Result<S>): Option.Option<S> | undefined =>
       result.state === undefined ? undefined : result.state._tag === "Set" ? Option.some(result.state.value) : Option.none()
 
@@ -285,7 +279,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
               return Option.match(options.deadLetterTopic, {
                 onNone: () => Effect.fail(ruled.error),
                 onSome: (dlq) =>
-                  Effect.map(limitOf(dlq), (limit) => {
+                  Effect.map(options.messageLimits.lookup(dlq), (limit) => {
                     const letter = deadLetter(dlq, entry.record, { message: describe(ruled.error) }, limit)
                     return finish(entry, stateKey, { outputs: [letter], change: undefined }, "deadLettered")
                   })
@@ -302,7 +296,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         const error = entry.decoded.left
         if (Option.isNone(options.deadLetterTopic)) return Effect.fail(error)
         const dlq = options.deadLetterTopic.value
-        return Effect.zipWith(limitOf(dlq), Effect.logWarning(`poison record sent to ${dlq}: ${error.message}`), (limit) => ({
+        return Effect.zipWith(options.messageLimits.lookup(dlq), Effect.logWarning(`poison record sent to ${dlq}: ${error.message}`), (limit) => ({
           offset: entry.record.offset,
           stateKey: "",
           outputs: [deadLetter(dlq, entry.record, error, limit)],

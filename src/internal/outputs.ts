@@ -16,6 +16,7 @@ import { recordBytes, recordSizeBound } from "./recordSize.ts"
 /** The size limit of a record per output topic: known synchronously once looked up. */
 export interface MessageLimits {
   readonly known: (topic: string) => number | undefined
+  /** The topic's limit: the known one, or looked up (once). */
   readonly lookup: (topic: string) => Effect.Effect<number, KafkaError>
 }
 
@@ -30,12 +31,14 @@ export const makeMessageLimits = (
   const limits = new Map<string, number>()
   return {
     known: (topic) => limits.get(topic),
-    lookup: (topic) =>
-      Effect.map(topicLimit(topic), (limit) => {
+    lookup: (topic) => {
+      const known = limits.get(topic)
+      return known !== undefined ? Effect.succeed(known) : Effect.map(topicLimit(topic), (limit) => {
         const effective = Math.min(maxMessageBytes, limit ?? maxMessageBytes)
         limits.set(topic, effective)
         return effective
       })
+    }
   }
 }
 
@@ -79,7 +82,7 @@ export const encode = (
       return Effect.gen(function*() {
         for (const output of rest) {
           const next = yield* output.encode()
-          outputs.push(yield* checkSize(next, limits.known(next.topic) ?? (yield* limits.lookup(next.topic)), source))
+          outputs.push(yield* checkSize(next, yield* limits.lookup(next.topic), source))
         }
         return outputs
       })
