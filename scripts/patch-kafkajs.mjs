@@ -1,5 +1,7 @@
 #!/usr/bin/env node
-// Applies patches/kafkajs+<version>.patch to the installed kafkajs (run from "postinstall").
+// Applies patches/kafkajs+<version>.patch to the installed kafkajs files on disk (the
+// repository's "prepare" script: its tests import kafkajs directly). Skein itself does not need
+// it: src/internal/kafka/patchedKafkajs.ts applies the same patch in memory when it loads kafkajs.
 //
 // The patch fixes:
 // - read_committed filtering of aborted transactions in
@@ -15,7 +17,7 @@
 //   an unset throttle deadline (-1): a timeout of minus the epoch (TimeoutNegativeWarning on
 //   Bun and Deno) that re-armed itself, a 1 ms timer loop per idle connection. See
 //   test/kafkajs-timers.test.ts.
-// Bun and Deno use the same node_modules, so patching the file covers all three runtimes.
+// Bun and Deno use the same node_modules, so patching the files covers all three runtimes.
 //
 // Plain Node, no dependency. Strict: patches are whole-file hunks (git diff -U100000), and the
 // installed file must equal the patch's original side exactly (no fuzz, no offset). Idempotent: a file whose content already matches the

@@ -1,11 +1,12 @@
 /**
- * An unpatched kafkajs must not go unnoticed.
+ * Skein runs on a patched kafkajs whatever the install did.
  *
- * `patches/kafkajs+2.2.4.patch` is applied by the `postinstall` script, which `npm ci
- * --ignore-scripts`, pnpm 10, Bun (untrusted dependencies) and Deno skip: kafkajs then runs its
- * original files and multi-broker sends can duplicate records inside committed transactions.
- * Skein checks the installed files before it builds a Kafka client and fails with
- * `ConfigurationError` naming the fix.
+ * `patches/kafkajs+2.2.4.patch` fixes kafkajs bugs that break exactly-once (multi-broker sends
+ * that duplicate records inside committed transactions, among others). An install script cannot
+ * be relied on to write it into node_modules (`npm ci --ignore-scripts`, pnpm 10, pnpm's
+ * side-effects cache, Bun's untrusted dependencies and Deno skip it), so Skein compiles the patched
+ * files into the module cache when it loads kafkajs, and fails with `ConfigurationError` on files
+ * it cannot patch.
  *
  * The unpatched install is made the way those installs make it: Skein's own files (package.json,
  * src, scripts, patches) in a temporary directory, every dependency linked from this project
@@ -19,12 +20,21 @@ import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
-import * as PatchCheck from "../src/internal/kafka/patchCheck.ts"
+import { createRequire } from "node:module"
+import * as PatchedKafkajs from "../src/internal/kafka/patchedKafkajs.ts"
 import { ConfigurationError } from "../src/SkeinError.ts"
 import { brokers } from "./utils/broker.ts"
 
 const projectRoot = fileURLToPath(new URL("..", import.meta.url))
-const patchedFiles = ["src/consumer/filterAbortedMessages.js", "src/producer/sendMessages.js", "src/producer/groupMessagesPerPartition.js"]
+const patchedFiles = [
+  "src/consumer/filterAbortedMessages.js",
+  "src/producer/sendMessages.js",
+  "src/producer/groupMessagesPerPartition.js",
+  "src/consumer/offsetManager/index.js",
+  "src/network/requestQueue/index.js"
+]
+/** A line only the patched `sendMessages.js` has. */
+const patchedSendMessagesLine = "const donePartitions = new Set()"
 
 interface Ran {
   readonly code: number | null
@@ -85,68 +95,103 @@ const unpatchedInstall = Effect.acquireRelease(
   (root) => Effect.promise(() => fs.rm(root, { recursive: true, force: true }))
 )
 
-/** The failure of a check that must fail (a success fails the test). */
-const configurationError = (effect: Effect.Effect<void, ConfigurationError>): Effect.Effect<ConfigurationError> =>
+/** The failure of a load that must fail (a success fails the test). */
+const configurationError = <A>(effect: Effect.Effect<A, ConfigurationError>): Effect.Effect<ConfigurationError> =>
   Effect.flip(effect).pipe(
-    Effect.catchAll(() => Effect.dieMessage("expected the check to fail with ConfigurationError")),
+    Effect.catchAll(() => Effect.dieMessage("expected the load to fail with ConfigurationError")),
     Effect.tap((error) => assert.instanceOf(error, ConfigurationError))
   )
 
-describe("kafkajs patch check", () => {
-  it.effect("passes on this project's install (postinstall applied the patch)", () =>
+/** The module a `require` from the install at `root` has cached for a kafkajs file. */
+const cachedModule = (root: string, file: string): NodeModule | undefined => {
+  const require = createRequire(path.join(root, "package.json"))
+  return require.cache[path.join(root, "node_modules", "kafkajs", file)]
+}
+
+describe("kafkajs patch", () => {
+  it.effect("this project's install is patched on disk (npm ci runs the script) and loads as it is", () =>
     Effect.gen(function*() {
-      yield* PatchCheck.check(projectRoot)
-      yield* PatchCheck.verifyPatched
+      const loaded = yield* PatchedKafkajs.loadFrom(projectRoot)
+      assert.strictEqual(loaded.applied, "on-disk")
+      assert.strictEqual(loaded.version, "2.2.4")
+      assert.strictEqual((yield* PatchedKafkajs.loaded).applied, "on-disk")
     }))
 
-  it.scoped("fails on an install without the patch, naming every unpatched file and the fix", () =>
+  it.scoped("an install with the original files is patched in memory; the files on disk are left alone", () =>
     Effect.gen(function*() {
       const root = yield* unpatchedInstall
-      const error = yield* configurationError(PatchCheck.check(root))
-      for (const file of patchedFiles) assert.include(error.problem, file)
-      assert.include(error.problem, "not patched")
-      assert.include(error.fix, `node ${path.join(root, "scripts", "patch-kafkajs.mjs")}`)
-      // First the setting of the tool that made this tree (npm: a flat node_modules under Node),
-      // then the others'.
-      assert.include(error.fix, "To patch at every install with npm: `npm rebuild skein`")
-      assert.include(error.fix, "allowBuilds")
-      assert.include(error.fix, "trustedDependencies")
-      assert.include(error.fix, "--allow-scripts=npm:skein")
-
-      // The fix it names works: after running the script the same install passes.
-      const patched = yield* run("node", [path.join(root, "scripts", "patch-kafkajs.mjs")], { cwd: os.tmpdir() })
-      assert.strictEqual(patched.code, 0, patched.stderr)
-      yield* PatchCheck.check(root)
+      const loaded = yield* PatchedKafkajs.loadFrom(root)
+      assert.strictEqual(loaded.applied, "in-memory")
+      assert.strictEqual(loaded.dir, path.join(root, "node_modules", "kafkajs"))
+      for (const file of patchedFiles) {
+        const module = cachedModule(root, file)
+        assert.isDefined(module, file)
+        assert.isTrue(module?.loaded, file)
+      }
+      // kafkajs's own require of the file gets the module compiled from the patched text.
+      const sendMessages: unknown = cachedModule(root, "src/producer/sendMessages.js")?.exports
+      assert.include(String(sendMessages), patchedSendMessagesLine)
+      const onDisk = yield* Effect.promise(() =>
+        fs.readFile(path.join(root, "node_modules", "kafkajs", "src", "producer", "sendMessages.js"), "utf8")
+      )
+      assert.notInclude(onDisk, patchedSendMessagesLine)
+      // The loaded module is kafkajs, usable as such.
+      assert.isFunction(loaded.kafkajs.Kafka)
+      assert.isFunction(loaded.kafkajs.AssignerProtocol.MemberMetadata.encode)
     }))
 
-  it.scoped("fails on a kafkajs file that is neither the original nor the patched one", () =>
+  it.scoped("a kafkajs the application loaded first is replaced by a patched instance of Skein's own", () =>
     Effect.gen(function*() {
       const root = yield* unpatchedInstall
-      const applied = yield* run("node", ["scripts/patch-kafkajs.mjs"], { cwd: root })
-      assert.strictEqual(applied.code, 0, applied.stderr)
-      yield* PatchCheck.check(root)
+      const require = createRequire(path.join(root, "package.json"))
+      const applications: unknown = require("kafkajs")
+      assert.notInclude(String(cachedModule(root, "src/producer/sendMessages.js")?.exports), patchedSendMessagesLine)
+      const loaded = yield* PatchedKafkajs.loadFrom(root)
+      assert.strictEqual(loaded.applied, "in-memory")
+      assert.notStrictEqual(loaded.kafkajs, applications)
+      assert.include(String(cachedModule(root, "src/producer/sendMessages.js")?.exports), patchedSendMessagesLine)
+    }))
+
+  it.scoped("a kafkajs file that is neither the original nor the patched one fails, naming it and the fix", () =>
+    Effect.gen(function*() {
+      const root = yield* unpatchedInstall
       const edited = path.join(root, "node_modules", "kafkajs", "src", "producer", "sendMessages.js")
       yield* Effect.promise(() => fs.appendFile(edited, "// local edit\n"))
-      const error = yield* configurationError(PatchCheck.check(root))
+      const error = yield* configurationError(PatchedKafkajs.loadFrom(root))
       assert.include(error.problem, "src/producer/sendMessages.js")
       assert.include(error.problem, "neither")
+      assert.include(error.problem, "exactly-once would not hold")
       assert.notInclude(error.problem, "groupMessagesPerPartition.js")
+      assert.include(error.fix, "Reinstall kafkajs 2.2.4")
     }))
 
-  // The user's way: a program that runs a transformer, started from the unpatched install, under
-  // each runtime. It must stop before any broker work with the error and a non-zero exit code.
+  it.scoped("a kafkajs version Skein has no patch for fails, naming the versions", () =>
+    Effect.gen(function*() {
+      const root = yield* unpatchedInstall
+      const manifest = path.join(root, "node_modules", "kafkajs", "package.json")
+      const text = yield* Effect.promise(() => fs.readFile(manifest, "utf8"))
+      yield* Effect.promise(() => fs.writeFile(manifest, text.replace('"version": "2.2.4"', '"version": "2.2.5"')))
+      const error = yield* configurationError(PatchedKafkajs.loadFrom(root))
+      assert.include(error.problem, "kafkajs 2.2.5 is installed")
+      assert.include(error.problem, "kafkajs+2.2.4.patch")
+    }))
+
+  // The user's way: a program started from the unpatched install, under each runtime. It loads
+  // kafkajs patched in memory and talks to the broker through Skein's client.
   const probe = `
-import { Effect, Schema } from "effect"
-import { Runner, SkeinConfig, Topic, Transformer } from "./src/index.ts"
+import { Effect } from "effect"
+import * as PatchedKafkajs from "./src/internal/kafka/patchedKafkajs.ts"
+import * as Client from "./src/internal/kafka/client.ts"
 
-const Input = Topic.make({ name: "kafkajs-patch-probe-" + Date.now(), key: Schema.String, value: Schema.String })
-const Echo = Transformer.stateless({ name: "echo", inputs: [Input], transform: () => Effect.succeed({}) })
-
-Runner.run(Echo).pipe(
-  Effect.scoped,
-  Effect.provide(SkeinConfig.layerConfig()),
-  Effect.runPromise
-).then(
+Effect.gen(function*() {
+  const { applied } = yield* PatchedKafkajs.loaded
+  const kafka = yield* Client.makeKafka({ clientId: "kafkajs-patch-probe", brokers: process.env.KAFKA_BROKERS!.split(",") })
+  const admin = kafka.admin()
+  yield* Effect.promise(() => admin.connect())
+  const topics = yield* Effect.promise(() => admin.listTopics())
+  yield* Effect.promise(() => admin.disconnect())
+  console.log(JSON.stringify({ applied, listed: Array.isArray(topics) }))
+}).pipe(Effect.runPromise).then(
   () => process.exit(0),
   (error) => {
     console.error(String(error))
@@ -160,20 +205,17 @@ Runner.run(Echo).pipe(
     ["deno", ["deno", "run", "-A", "probe.ts"]]
   ]
   for (const [runtime, args] of runtimes) {
-    it.scoped(`a program run with ${runtime} from the unpatched install exits non-zero with the fix`, () =>
+    it.scoped(`a program run with ${runtime} from the unpatched install runs on kafkajs patched in memory`, () =>
       Effect.gen(function*() {
         const root = yield* unpatchedInstall
         yield* Effect.promise(() => fs.writeFile(path.join(root, "probe.ts"), probe))
         const ran = yield* run("npx", [...args], {
           cwd: root,
-          env: { SKEIN_APPLICATION_ID: "kafkajs-patch-probe", KAFKA_BROKERS: brokers().join(",") },
+          env: { KAFKA_BROKERS: brokers().join(",") },
           timeout: 60_000
         })
-        assert.notStrictEqual(ran.code, 0, ran.stdout + ran.stderr)
-        assert.include(ran.stderr, "ConfigurationError")
-        assert.include(ran.stderr, "kafkajs")
-        assert.include(ran.stderr, "not patched")
-        assert.include(ran.stderr, "patch-kafkajs.mjs")
+        assert.strictEqual(ran.code, 0, ran.stdout + ran.stderr)
+        assert.include(ran.stdout, JSON.stringify({ applied: "in-memory", listed: true }))
       }), 90_000)
   }
 })

@@ -8,7 +8,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Duration, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { SkeinError, Topic, Transformer } from "../../src/index.ts"
 import * as Assignor from "../../src/internal/kafka/assignor.ts"
+import kafkajs from "kafkajs"
 import { caughtUp, createTopics, produce, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
+
+const { AssignerProtocol } = kafkajs
 
 const copier = (name: string, input: string, output: string) => {
   const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
@@ -105,10 +108,10 @@ describe("the co-partitioning assignor keeps one transformer per group", () => {
   })
 
   it("announces the transformer in its subscription and reads it back", () => {
-    const metadata = Assignor.subscription(["in"], { owner: "word-count", since: 42 })
-    assert.deepStrictEqual(Assignor.decodeMembership(metadata), { owner: "word-count", since: 42 })
-    assert.isUndefined(Assignor.decodeMembership(Assignor.subscription(["in"], undefined)))
-    assert.isUndefined(Assignor.decodeMembership(Buffer.alloc(0)))
+    const metadata = Assignor.subscription(AssignerProtocol, ["in"], { owner: "word-count", since: 42 })
+    assert.deepStrictEqual(Assignor.decodeMembership(AssignerProtocol, metadata), { owner: "word-count", since: 42 })
+    assert.isUndefined(Assignor.decodeMembership(AssignerProtocol, Assignor.subscription(AssignerProtocol, ["in"], undefined)))
+    assert.isUndefined(Assignor.decodeMembership(AssignerProtocol, Buffer.alloc(0)))
   })
 
   it("gives the partitions to the transformer that joined first; the other one's members get a rejection", () => {

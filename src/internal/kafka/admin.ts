@@ -5,7 +5,6 @@
  */
 import { Effect, Schedule } from "effect"
 import type { Scope } from "effect"
-import kafkajs from "kafkajs"
 import type { Admin } from "kafkajs"
 import { KafkaError, TopicNotFound } from "../../SkeinError.ts"
 import * as Assignor from "./assignor.ts"
@@ -13,6 +12,7 @@ import { explainGroupFailure } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { isUnknownTopic, securityFailure, toKafkaError } from "./errors.ts"
 import type { Access } from "./errors.ts"
+import * as PatchedKafkajs from "./patchedKafkajs.ts"
 
 export interface KafkaAdmin {
   /** Partition count per topic; fails with `TopicNotFound` for a missing topic. */
@@ -68,7 +68,7 @@ const attempt = <A>(operation: string, f: () => Promise<A>, access?: Access): Ef
   )
 
 
-const makeFrom = (kafka: Kafka, admin: Admin): KafkaAdmin => {
+const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: Admin): KafkaAdmin => {
   const partitionCount = (topic: string) =>
     // No extra retries: an unknown topic is an answer here, not a transient state.
     Effect.tryPromise({
@@ -149,7 +149,7 @@ const makeFrom = (kafka: Kafka, admin: Admin): KafkaAdmin => {
           groups.filter((group) => group.groupId === groupId).flatMap((group) =>
             group.members.map((member): Assignor.Member => ({
               memberId: member.memberId,
-              membership: group.protocol === Assignor.NAME ? Assignor.decodeMembership(member.memberMetadata) : undefined
+              membership: group.protocol === Assignor.NAME ? Assignor.decodeMembership(kafkajs.AssignerProtocol, member.memberMetadata) : undefined
             }))
           )
         )
@@ -162,4 +162,4 @@ export const make = (kafka: Kafka): Effect.Effect<KafkaAdmin, KafkaError, Scope.
   Effect.acquireRelease(
     Effect.sync(() => kafka.admin()).pipe(Effect.tap((admin) => attempt("admin.connect", () => admin.connect()))),
     (admin) => Effect.promise(() => admin.disconnect().catch(() => undefined))
-  ).pipe(Effect.map((admin) => makeFrom(kafka, admin)))
+  ).pipe(Effect.zipWith(PatchedKafkajs.ofExistingClient, (admin, kafkajs) => makeFrom(kafkajs, kafka, admin)))

@@ -14,11 +14,11 @@
  *
  * @internal
  */
-import kafkajs from "kafkajs"
-import type { PartitionAssigner } from "kafkajs"
+import type { AssignerProtocol as KafkaAssignerProtocol, PartitionAssigner } from "kafkajs"
 import { ConfigurationError } from "../../SkeinError.ts"
 
-const { AssignerProtocol } = kafkajs
+/** kafkajs's codec of the consumer protocol's subscriptions and assignments. */
+export type AssignerProtocol = typeof KafkaAssignerProtocol
 
 export const NAME = "SkeinCoPartitioned"
 
@@ -57,10 +57,13 @@ const decodeUserData = (userData: Buffer | null | undefined): Membership | undef
 }
 
 /** What a member's subscription metadata announces; `undefined` for none or for metadata that does not decode. */
-export const decodeMembership = (memberMetadata: Buffer | null | undefined): Membership | undefined => {
+export const decodeMembership = (
+  protocol: AssignerProtocol,
+  memberMetadata: Buffer | null | undefined
+): Membership | undefined => {
   if (memberMetadata === null || memberMetadata === undefined || memberMetadata.length === 0) return undefined
   try {
-    return decodeUserData(AssignerProtocol.MemberMetadata.decode(memberMetadata)?.userData)
+    return decodeUserData(protocol.MemberMetadata.decode(memberMetadata)?.userData)
   } catch {
     return undefined
   }
@@ -139,8 +142,12 @@ export const rejectionOf = (topics: ReadonlyArray<string>): string | undefined =
 }
 
 /** A member's subscription metadata: its topics, and what it runs (nothing when `undefined`). */
-export const subscription = (topics: ReadonlyArray<string>, membership: Membership | undefined): Buffer =>
-  AssignerProtocol.MemberMetadata.encode({
+export const subscription = (
+  protocol: AssignerProtocol,
+  topics: ReadonlyArray<string>,
+  membership: Membership | undefined
+): Buffer =>
+  protocol.MemberMetadata.encode({
     version: 1,
     topics: [...topics],
     userData: membership === undefined ? Buffer.alloc(0) : encodeMembership(membership)
@@ -159,7 +166,12 @@ export const ownerConflict = (groupId: string, incumbent: string, owner: string)
  * The assignor of a group run by `owner` (a transformer's name; `undefined`
  * announces nothing), started at `since` (epoch ms).
  */
-export const make = (owner: string | undefined, since: number = Date.now()): PartitionAssigner => ({ cluster }) => ({
+export const make = (
+  protocol: AssignerProtocol,
+  owner: string | undefined,
+  since: number = Date.now()
+): PartitionAssigner =>
+({ cluster }) => ({
   name: NAME,
   version: 1,
   async assign({ members, topics }) {
@@ -168,11 +180,11 @@ export const make = (owner: string | undefined, since: number = Date.now()): Par
       counts.set(topic, cluster.findTopicPartitionMetadata(topic).length)
     }
     const decided = plan(
-      members.map((m) => ({ memberId: m.memberId, membership: decodeMembership(m.memberMetadata) })),
+      members.map((m) => ({ memberId: m.memberId, membership: decodeMembership(protocol, m.memberMetadata) })),
       counts
     )
     const encode = (assignment: Record<string, Array<number>>) =>
-      AssignerProtocol.MemberAssignment.encode({ version: 1, assignment, userData: Buffer.alloc(0) })
+      protocol.MemberAssignment.encode({ version: 1, assignment, userData: Buffer.alloc(0) })
     return [
       ...[...decided.assignments].map(([memberId, assignment]) => ({ memberId, memberAssignment: encode(assignment) })),
       ...[...decided.rejected].map(([memberId, { incumbent }]) => ({
@@ -182,6 +194,6 @@ export const make = (owner: string | undefined, since: number = Date.now()): Par
     ]
   },
   protocol({ topics }) {
-    return { name: NAME, metadata: subscription(topics, owner === undefined ? undefined : { owner, since }) }
+    return { name: NAME, metadata: subscription(protocol, topics, owner === undefined ? undefined : { owner, since }) }
   }
 })

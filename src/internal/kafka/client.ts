@@ -7,7 +7,6 @@
  * @internal
  */
 import { Effect, Redacted, Runtime } from "effect"
-import kafkajs from "kafkajs"
 import type { Kafka, KafkaConfig, LogEntry, SASLOptions } from "kafkajs"
 import * as fs from "node:fs/promises"
 import type { SkeinConfig } from "../../SkeinConfig.ts"
@@ -15,28 +14,27 @@ import { AuthorizationFailed, ConfigurationError } from "../../SkeinError.ts"
 import type { KafkaError, SecurityError } from "../../SkeinError.ts"
 import { chain, securityError, toKafkaError } from "./errors.ts"
 import type { Access } from "./errors.ts"
-import { verifyPatched } from "./patchCheck.ts"
-
-const { Kafka: KafkaClass, logLevel } = kafkajs
+import * as PatchedKafkajs from "./patchedKafkajs.ts"
 
 export type { Kafka }
 
-const levels: Record<string, number> = {
+/** kafkajs's log levels by name (its `logLevel`). */
+const levels = (logLevel: PatchedKafkajs.KafkaJS["logLevel"]): Record<string, number> => ({
   nothing: logLevel.NOTHING,
   error: logLevel.ERROR,
   warn: logLevel.WARN,
   info: logLevel.INFO,
   debug: logLevel.DEBUG
-}
+})
 
 /**
  * kafkajs logs every retried request as an error, which is noise during
  * fencing and rebalances: Skein reports failures as typed errors instead.
  * Set `SKEIN_KAFKAJS_LOG=warn|info|debug` to see the client's own log.
  */
-const configuredLevel = (): number => {
+const configuredLevel = (logLevel: PatchedKafkajs.KafkaJS["logLevel"]): number => {
   const name = typeof process === "undefined" ? undefined : process.env["SKEIN_KAFKAJS_LOG"]
-  return levels[name ?? "nothing"] ?? logLevel.NOTHING
+  return levels(logLevel)[name ?? "nothing"] ?? logLevel.NOTHING
 }
 
 const logCreator = () => (entry: LogEntry) => {
@@ -172,6 +170,7 @@ const securityOptions = (
  * broker not up yet) is left to the run's own connections and their retries.
  */
 const preflight = (
+  { Kafka: KafkaClass, logLevel }: PatchedKafkajs.KafkaJS,
   config: KafkaConfig,
   options: ConnectionOptions
 ): Effect.Effect<void, SecurityError> =>
@@ -196,7 +195,7 @@ const preflight = (
 /**
  * A kafkajs client for the given brokers and security settings. Fails with
  * `ConfigurationError` when the installed kafkajs lacks Skein's patch (see
- * `patchCheck.ts`: no client is ever built on an unpatched kafkajs) or the
+ * `patchedKafkajs.ts`: no client is ever built on an unpatched kafkajs) or the
  * security settings are incomplete, and with a `SecurityError` when a first
  * connection cannot authenticate or verify the brokers.
  */
@@ -204,19 +203,19 @@ export const makeKafka = (
   options: ConnectionOptions
 ): Effect.Effect<Kafka, ConfigurationError | SecurityError> =>
   Effect.gen(function*() {
-    yield* verifyPatched
+    const kafkajs = yield* PatchedKafkajs.load
     const security = yield* securityOptions(options)
     const config: KafkaConfig = {
       clientId: options.clientId,
       brokers: [...options.brokers],
-      logLevel: configuredLevel(),
+      logLevel: configuredLevel(kafkajs.logLevel),
       logCreator,
       retry: { initialRetryTime: 100, retries: 8 },
       ...security
     }
     const secured = (options.securityProtocol ?? "PLAINTEXT") !== "PLAINTEXT"
-    if (secured) yield* preflight(config, options)
-    const kafka = new KafkaClass(config)
+    if (secured) yield* preflight(kafkajs, config, options)
+    const kafka = new kafkajs.Kafka(config)
     if (secured) securedClients.add(kafka)
     return kafka
   })

@@ -12,15 +12,14 @@
  */
 import { Deferred, Duration, Effect, FiberId, Queue } from "effect"
 import type { Scope } from "effect"
-import kafkajs from "kafkajs"
 import type { Consumer, EachBatchPayload } from "kafkajs"
 import { KafkaError } from "../../SkeinError.ts"
 import type { TopicPartition } from "../../TopicPartition.ts"
 import * as Assignor from "./assignor.ts"
 import type { Kafka } from "./client.ts"
 import { isRebalancing, toKafkaError } from "./errors.ts"
+import * as PatchedKafkajs from "./patchedKafkajs.ts"
 
-const { KafkaJSProtocolError } = kafkajs
 
 /**
  * Header values exactly as fetched: the bytes of each value, a list of them
@@ -162,7 +161,7 @@ const fetchedOffsetOf = (batch: EachBatchPayload["batch"]): number => {
   return typeof value === "string" || typeof value === "number" ? Number(value) : Number(batch.firstOffset() ?? batch.lastOffset())
 }
 
-const rejoinError = () =>
+const rejoinError = ({ KafkaJSProtocolError }: PatchedKafkajs.KafkaJS) =>
   new KafkaJSProtocolError(
     Object.assign(new Error("Skein requested a rejoin after a task migrated"), {
       type: "REBALANCE_IN_PROGRESS",
@@ -197,6 +196,7 @@ const sleep = (ms: number) => new Promise<undefined>((resolve) => setTimeout(() 
 /** Joins the group and starts fetching; leaves the group when the scope closes. */
 export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsumer, KafkaError, Scope.Scope> =>
   Effect.gen(function*() {
+    const kafkajs = yield* PatchedKafkajs.ofExistingClient
     const events = yield* Queue.unbounded<ConsumerEvent>()
     const access = { topics: options.topics, topicOperation: "READ", group: options.groupId, groupOperation: "READ" } as const
     const inFlight = new Set<(outcome: BatchOutcome) => void>()
@@ -212,7 +212,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       sessionTimeout: Duration.toMillis(options.sessionTimeout),
       rebalanceTimeout: Duration.toMillis(options.rebalanceTimeout),
       heartbeatInterval: heartbeatMs,
-      partitionAssigners: [Assignor.make(options.owner)],
+      partitionAssigners: [Assignor.make(kafkajs.AssignerProtocol, options.owner)],
       readUncommitted: false,
       maxWaitTimeInMs: 500,
       ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
@@ -296,7 +296,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
         if (outcome !== undefined) {
           if (outcome === "Committed") resolveOffset(batch.lastOffset())
           if (pendingError !== undefined) throw pendingError
-          if (outcome === "Rejoin") throw rejoinError()
+          if (outcome === "Rejoin") throw rejoinError(kafkajs)
           return
         }
         if (pendingError === undefined) {
