@@ -65,7 +65,18 @@ export const HealthSnapshot = Schema.Struct({
     tasksStopped: Schema.Number
   }),
   /** Tasks restoring their state: changelog records read so far and in total. */
-  restoring: Schema.Array(Schema.Struct({ partition: Partition, restored: Schema.Number, total: Schema.Number }))
+  restoring: Schema.Array(Schema.Struct({ partition: Partition, restored: Schema.Number, total: Schema.Number })),
+  /**
+   * How each running task restored its store: from its kept checkpoint (`tail`)
+   * or in full, why, the changelog records read and the start's duration.
+   */
+  restores: Schema.Array(Schema.Struct({
+    partition: Partition,
+    mode: Schema.Literal("tail", "full"),
+    reason: Schema.String,
+    records: Schema.Number,
+    millis: Schema.Number
+  }))
 })
 
 /**
@@ -150,7 +161,8 @@ const read = (stats: Stats): HealthSnapshot => {
       partition,
       restored,
       total
-    }))
+    })),
+    restores: [...stats.restores].sort(([a], [b]) => a - b).map(([partition, restore]) => ({ partition, ...restore }))
   }
 }
 
@@ -365,6 +377,18 @@ export const prometheus = (stats: Stats, labels: Labels = {}): string => {
         labels: { partition: String(partition) },
         value: total === 0 ? 1 : Math.min(1, restored / total)
       }))
+    ),
+    metric(
+      "skein_task_restored_records",
+      "gauge",
+      "Changelog records a running task read at its start, by restore mode (tail: from its kept checkpoint).",
+      s.restores.map(({ mode, partition, records }) => ({ labels: { partition: String(partition), mode }, value: records }))
+    ),
+    metric(
+      "skein_task_start_seconds",
+      "gauge",
+      "How long a running task's start took, its restore included.",
+      s.restores.map(({ millis, partition }) => ({ labels: { partition: String(partition) }, value: millis / 1000 }))
     ),
     metric(
       "skein_last_commit_timestamp_seconds",

@@ -10,7 +10,6 @@
 import { Effect, Option, Scope } from "effect"
 import type { Semaphore } from "effect/Effect"
 import { randomUUID } from "node:crypto"
-import * as fs from "node:fs/promises"
 import * as path from "node:path"
 import type { SkeinConfig } from "../SkeinConfig.ts"
 import type { RunnerError } from "../SkeinError.ts"
@@ -71,8 +70,8 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     // One applicationId, one transformer: a group already running another one is refused.
     yield* GroupOwnership.check(admin, { groupId: config.applicationId, owner: transformer.name })
 
-    const storeDir = path.join(config.stateDir, `${config.applicationId}-${randomUUID()}`)
-    yield* Effect.addFinalizer(() => Effect.promise(() => fs.rm(storeDir, { recursive: true, force: true })))
+    // Kept across runs: a task that finds its store restores only the changelog's tail.
+    const storeDir = path.join(config.stateDir, encodeURIComponent(config.applicationId), encodeURIComponent(transformer.name))
     const consumer = yield* Consumer.make(kafka, {
       groupId: config.applicationId,
       topics: inputTopics,

@@ -30,6 +30,18 @@ export interface RestoreProgress {
   readonly total: number
 }
 
+/** How a running task's store was restored at its start. */
+export interface TaskRestore {
+  /** `tail`: from the kept store's checkpoint; `full`: the whole changelog. */
+  readonly mode: "tail" | "full"
+  /** Why (for a full restore: no local state, or why the kept one was not trusted). */
+  readonly reason: string
+  /** Changelog records read. */
+  readonly records: number
+  /** Milliseconds the task's start took, restore included. */
+  readonly millis: number
+}
+
 /** Batch latency counts per `batchLatencyBounds` bucket (not cumulative), plus +Inf last. */
 export interface BatchLatency {
   readonly count: number
@@ -70,6 +82,8 @@ export interface Stats {
   readonly lag: ReadonlyMap<string, PartitionLag>
   /** Restore progress of tasks being restored: changelog records read and total. */
   readonly restoring: ReadonlyMap<number, RestoreProgress>
+  /** How each running task of a stateful transformer restored its store. */
+  readonly restores: ReadonlyMap<number, TaskRestore>
   /** Batch latency (fetch to commit) histogram: counts per `batchLatencyBounds` bucket, plus +Inf last. */
   readonly batchLatency: BatchLatency
   /** @internal For tests: the largest batch taken from the poll buffer. */
@@ -96,6 +110,7 @@ export class RunnerStats implements Stats {
   readonly #stopped = new Map<number, string>()
   readonly #lag = new Map<string, PartitionLag>()
   readonly #restoring = new Map<number, RestoreProgress>()
+  readonly #restores = new Map<number, TaskRestore>()
   #lastCommitAt: number | undefined = undefined
   #healthPort: number | undefined = undefined
   #maxBatchRecords = 0
@@ -171,6 +186,9 @@ export class RunnerStats implements Stats {
   }
   get restoring(): ReadonlyMap<number, RestoreProgress> {
     return this.#restoring
+  }
+  get restores(): ReadonlyMap<number, TaskRestore> {
+    return this.#restores
   }
   get batchLatency(): BatchLatency {
     const state = Metrics.batchLatency.unsafeValue(this.#labels)
@@ -284,10 +302,13 @@ export class RunnerStats implements Stats {
     this.#pending.delete(partition)
     this.#partitionsChanged()
   }
-  /** A task started after restoring `restored` changelog records. */
-  recordTaskStarted(partition: number, restored: number): void {
+  /** A task started, after restoring its store when it has one. */
+  recordTaskStarted(partition: number, restore: TaskRestore | undefined): void {
     this.#add(Metrics.tasksStarted)
-    this.#add(Metrics.restoredRecords, restored)
+    if (restore !== undefined) {
+      this.#add(Metrics.restoredRecords, restore.records)
+      this.#restores.set(partition, restore)
+    }
     this.#assigned.add(partition)
     this.#partitionsChanged()
   }
@@ -295,6 +316,7 @@ export class RunnerStats implements Stats {
   removeTask(partition: number): void {
     this.#assigned.delete(partition)
     this.#restoring.delete(partition)
+    this.#restores.delete(partition)
     this.#partitionsChanged()
   }
   /** A task's scope closed. */

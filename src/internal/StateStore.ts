@@ -4,13 +4,19 @@
  *
  * A store holds only committed state: the runtime writes a batch's final
  * values after its transaction commits, so an aborted transaction never
- * reaches the store. Stores never outlive their task: closing one deletes it,
- * and a new task restores from the changelog.
+ * reaches the store. Each write carries the store's checkpoint in the same
+ * LevelDB batch: a changelog offset at or below the first changelog record the
+ * store does not reflect yet, so a task that opens the store again restores
+ * only from there. Stores are kept on disk when their task closes; LevelDB's
+ * own lock keeps a second process from opening one that is open.
+ *
+ * Keys: `d` + the state key for data, `m` + a name for the store's own
+ * metadata (the checkpoint), so no state key can collide with it.
  *
  * @internal
  */
 import { ClassicLevel } from "classic-level"
-import { Effect } from "effect"
+import { Effect, Either, Schema } from "effect"
 import type { Scope } from "effect"
 import * as fs from "node:fs/promises"
 import { StateStoreError } from "../SkeinError.ts"
@@ -21,13 +27,33 @@ export interface StoreWrite {
   readonly value: string | null
 }
 
+/**
+ * Where restoring the store resumes: the changelog (topic and partition) it
+ * reflects, and an offset at or below the first record of it not in the store.
+ */
+export interface Checkpoint {
+  readonly topic: string
+  readonly partition: number
+  readonly offset: number
+}
+
+const CheckpointJson = Schema.parseJson(Schema.Struct({
+  topic: Schema.String,
+  partition: Schema.Int,
+  offset: Schema.Int
+}))
+
 export interface StateStore {
   readonly path: string
   readonly get: (key: string) => Effect.Effect<string | undefined, StateStoreError>
   /** Reads several keys in one call (`undefined` for a missing key). */
   readonly getMany: (keys: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string | undefined>, StateStoreError>
-  /** Applies writes atomically (one LevelDB batch). */
-  readonly write: (writes: ReadonlyArray<StoreWrite>) => Effect.Effect<void, StateStoreError>
+  /** Applies writes atomically (one LevelDB batch), with the new checkpoint when given. */
+  readonly write: (writes: ReadonlyArray<StoreWrite>, checkpoint?: Checkpoint) => Effect.Effect<void, StateStoreError>
+  /** The checkpoint last written: `"missing"` for a new (or cleared) store, `"unreadable"` when it does not decode. */
+  readonly checkpoint: Effect.Effect<Checkpoint | "missing" | "unreadable", StateStoreError>
+  /** Deletes every key and the checkpoint (before a full restore). */
+  readonly clear: Effect.Effect<void, StateStoreError>
   /** Number of keys, for tests and metrics. */
   readonly count: Effect.Effect<number, StateStoreError>
 }
@@ -35,38 +61,65 @@ export interface StateStore {
 const attempt = <A>(operation: string, path: string, f: () => Promise<A>) =>
   Effect.tryPromise({ try: f, catch: (cause) => new StateStoreError({ operation, path, cause }) })
 
-/** Opens a fresh, empty store at `path`; closes and deletes it when the scope closes. */
+const dataKey = (key: string): string => `d${key}`
+const checkpointKey = "mcheckpoint"
+
+/** True for LevelDB's answer to opening a store another process (or handle) holds open. */
+export const isLocked = (error: StateStoreError): boolean => {
+  for (let cause: unknown = error.cause; typeof cause === "object" && cause !== null; cause = Reflect.get(cause, "cause")) {
+    if (Reflect.get(cause, "code") === "LEVEL_LOCKED") return true
+  }
+  return false
+}
+
+/**
+ * Opens the store at `path`, creating it when missing and keeping what it
+ * holds; closes it (kept on disk) when the scope closes. Fails with a
+ * `StateStoreError` that `isLocked` recognises when another process has it open.
+ */
 export const open = (path: string): Effect.Effect<StateStore, StateStoreError, Scope.Scope> =>
   Effect.acquireRelease(
     attempt("open", path, async () => {
-      await fs.rm(path, { recursive: true, force: true })
       await fs.mkdir(path, { recursive: true })
       const db = new ClassicLevel<string, string>(path, { keyEncoding: "utf8", valueEncoding: "utf8" })
       await db.open()
       return db
     }),
-    (db) =>
-      Effect.promise(async () => {
-        await db.close().catch(() => undefined)
-        await fs.rm(path, { recursive: true, force: true }).catch(() => undefined)
-      })
+    (db) => Effect.promise(() => db.close().catch(() => undefined))
   ).pipe(Effect.map((db): StateStore => ({
     path,
-    get: (key) => attempt("get", path, () => db.get(key)),
-    getMany: (keys) => attempt("getMany", path, () => db.getMany([...keys])),
-    write: (writes) =>
-      writes.length === 0 ? Effect.void : attempt("write", path, () =>
-        db.batch(writes.map((w) =>
-          w.value === null
-            ? { type: "del" as const, key: w.key }
-            : { type: "put" as const, key: w.key, value: w.value }
-        ))),
+    get: (key) => attempt("get", path, () => db.get(dataKey(key))),
+    getMany: (keys) => attempt("getMany", path, () => db.getMany(keys.map(dataKey))),
+    write: (writes, checkpoint) =>
+      writes.length === 0 && checkpoint === undefined ? Effect.void : attempt("write", path, () =>
+        db.batch([
+          ...writes.map((w) =>
+            w.value === null
+              ? { type: "del" as const, key: dataKey(w.key) }
+              : { type: "put" as const, key: dataKey(w.key), value: w.value }
+          ),
+          ...(checkpoint === undefined
+            ? []
+            : [{ type: "put" as const, key: checkpointKey, value: Schema.encodeSync(CheckpointJson)(checkpoint) }])
+        ])),
+    checkpoint: attempt("get", path, () => db.get(checkpointKey)).pipe(
+      Effect.map((text) =>
+        text === undefined
+          ? "missing"
+          : Either.getOrElse(Schema.decodeUnknownEither(CheckpointJson)(text), () => "unreadable" as const)
+      )
+    ),
+    clear: attempt("clear", path, () => db.clear()),
     count: attempt("count", path, async () => {
       let n = 0
-      for await (const _ of db.keys()) n++
+      for await (const _ of db.keys({ gte: "d", lt: "e" })) n++
       return n
     })
   })))
+
+/** Deletes the store folder at `path` (it must not be open). */
+export const remove = (path: string): Effect.Effect<void> =>
+  Effect.promise(() => fs.rm(path, { recursive: true, force: true }).catch(() => undefined))
 
 /** True when a store directory exists at `path` (for tests of stateless transformers). */
 export const exists = (path: string): Effect.Effect<boolean> =>

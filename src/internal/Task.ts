@@ -4,18 +4,22 @@
  *
  * Startup, in its scope, in an order the types enforce: producer -> fence (a
  * `FencedProducer` for this partition) -> committed offsets and changelog
- * end are final -> restore the store from its changelog partition -> seek and
- * resume fetching (one step with its pause finalizer). Closing the scope
- * releases them in reverse order: pause, close the store, release the producer.
+ * end are final -> open the task's store (kept on disk across restarts) and
+ * restore it from its changelog partition, from the store's checkpoint when
+ * that is still valid, else in full -> seek and resume fetching (one step with
+ * its pause finalizer). Closing the scope releases them in reverse order:
+ * pause, close the store (kept), release the producer.
  *
  * Each poll, `processSlices` runs the task's records and commits what finished in
  * one uninterruptible step: the transaction (outputs, changelog writes,
- * offsets), then the store, the state cache and the caller's cursors.
+ * offsets), then the store with its new checkpoint, the state cache and the
+ * caller's cursors.
  *
  * @internal
  */
 import { Cause, Effect, Option } from "effect"
 import type { Duration, Scope } from "effect"
+import { randomUUID } from "node:crypto"
 import * as path from "node:path"
 import type { ProcessingGuarantee } from "../SkeinConfig.ts"
 import type { RunnerError, StateStoreError, TaskMigrated } from "../SkeinError.ts"
@@ -50,7 +54,21 @@ export interface Task {
   readonly store: Option.Option<StateStore.StateStore>
   /** The store's committed states, decoded. */
   readonly cache: StateCache
-  readonly restored: number
+  /** How the store was restored (`None`: a stateless transformer). */
+  readonly restore: Option.Option<Restore>
+}
+
+/** How a task's store was restored at its start. */
+export interface Restore {
+  /** `tail`: from the kept store's checkpoint; `full`: the whole changelog into an empty store. */
+  readonly mode: "tail" | "full"
+  /** Why a full restore (no local state, or why the kept one was not trusted). */
+  readonly reason: string
+  /** The changelog offsets read: from, until (exclusive). */
+  readonly from: number
+  readonly until: number
+  /** Changelog records read. */
+  readonly records: number
 }
 
 /** What every task of a runner shares. */
@@ -100,31 +118,97 @@ const committedOffsets = (context: TaskContext, permit: RestorePermit, partition
       }))
   })
 
-/** Restores `store` from the task's changelog partition, up to its end offset (stable once fenced). */
+/**
+ * Where to restore from: the store's checkpoint when it is of this changelog
+ * partition and inside its offsets, else the earliest offset of an emptied
+ * store, with the reason.
+ */
+const restoreStart = (
+  stored: StateStore.Checkpoint | "missing" | "unreadable",
+  changelog: { readonly topic: string; readonly partition: number },
+  range: { readonly low: number; readonly end: number }
+): { readonly mode: "tail"; readonly from: number } | { readonly mode: "full"; readonly reason: string } => {
+  if (stored === "missing") return { mode: "full", reason: "no local state (no checkpoint)" }
+  if (stored === "unreadable") return { mode: "full", reason: "the checkpoint is unreadable" }
+  if (stored.topic !== changelog.topic || stored.partition !== changelog.partition) {
+    return { mode: "full", reason: `the checkpoint is of ${stored.topic}/${stored.partition}` }
+  }
+  if (stored.offset < range.low) {
+    return {
+      mode: "full",
+      reason: `the checkpoint ${stored.offset} is below the changelog's earliest offset ${range.low} (records were deleted)`
+    }
+  }
+  if (stored.offset > range.end) {
+    return {
+      mode: "full",
+      reason: `the checkpoint ${stored.offset} is beyond the changelog's end ${range.end} (was the changelog recreated?)`
+    }
+  }
+  return { mode: "tail", from: stored.offset }
+}
+
+/**
+ * Restores `store` from the task's changelog partition up to its end offset
+ * (stable once fenced): from its checkpoint when valid, else in full after
+ * clearing it. The checkpoint moves to the end only once every record is in.
+ */
 const restore = (
   context: TaskContext,
   permit: RestorePermit,
   store: StateStore.StateStore,
+  changelog: { readonly topic: string; readonly reader: Effect.Effect<ChangelogReader, RunnerError> },
   partition: number
-): Effect.Effect<number, RunnerError> =>
-  Option.match(context.changelog, {
-    onNone: () => Effect.succeed(0),
-    onSome: (changelog) =>
-      Effect.gen(function*() {
-        yield* checkPermit(permit, partition)
-        const range = yield* context.admin.offsetRange(changelog.topic, partition)
-        const reader = yield* changelog.reader
-        const total = range.end - range.low
-        let restored = 0
-        context.onRestoreProgress(partition, 0, total)
-        return yield* reader.read(permit, partition, { from: range.low, until: range.end }, (records) =>
-          store.write(records.map((r) => ({ key: r.key?.toString("utf8") ?? "", value: r.value?.toString("utf8") ?? null })))
-            .pipe(Effect.tap(() => {
-              restored += records.length
-              context.onRestoreProgress(partition, restored, total)
-            })))
-      })
+): Effect.Effect<Restore, RunnerError> =>
+  Effect.gen(function*() {
+    yield* checkPermit(permit, partition)
+    const range = yield* context.admin.offsetRange(changelog.topic, partition)
+    const start = restoreStart(yield* store.checkpoint, { topic: changelog.topic, partition }, range)
+    if (start.mode === "full") yield* store.clear
+    const from = start.mode === "tail" ? start.from : range.low
+    const total = range.end - from
+    let restored = 0
+    context.onRestoreProgress(partition, 0, total)
+    if (total > 0) {
+      const reader = yield* changelog.reader
+      yield* reader.read(permit, partition, { from, until: range.end }, (records) =>
+        store.write(records.map((r) => ({ key: r.key?.toString("utf8") ?? "", value: r.value?.toString("utf8") ?? null })))
+          .pipe(Effect.tap(() => {
+            restored += records.length
+            context.onRestoreProgress(partition, restored, total)
+          })))
+    }
+    yield* store.write([], { topic: changelog.topic, partition, offset: range.end })
+    const summary: Restore = start.mode === "tail"
+      ? { mode: "tail", reason: "local state kept", from, until: range.end, records: restored }
+      : { mode: "full", reason: start.reason, from, until: range.end, records: restored }
+    yield* Effect.logInfo(
+      `task ${partition}: restored ${restored} changelog records (${summary.mode}: ${summary.reason}), ` +
+        `offsets ${from} to ${range.end}`
+    )
+    return summary
   })
+
+/**
+ * Opens the store of task `partition`, kept under the runner's store folder;
+ * when another process holds it open (two instances share `stateDir`), a
+ * temporary folder of this task's own instead, deleted when it closes.
+ */
+const openStore = (context: TaskContext, partition: number): Effect.Effect<StateStore.StateStore, StateStoreError, Scope.Scope> => {
+  const kept = path.join(context.storeDir, String(partition))
+  return StateStore.open(kept).pipe(
+    Effect.catchIf(StateStore.isLocked, () => {
+      const own = path.join(context.storeDir, `${partition}.${randomUUID()}.tmp`)
+      return Effect.logWarning(
+        `task ${partition}: the store at ${kept} is open in another process (two instances share stateDir); ` +
+          `this task uses ${own} and restores in full. Give each instance its own stateDir to keep state across restarts`
+      ).pipe(
+        Effect.zipRight(Effect.acquireRelease(Effect.void, () => StateStore.remove(own))),
+        Effect.zipRight(StateStore.open(own))
+      )
+    })
+  )
+}
 
 /** Starts task `partition` in the current scope; closing the scope tears it down. */
 export const make = (context: TaskContext, partition: number): Effect.Effect<Task, RunnerError, Scope.Scope> =>
@@ -153,14 +237,15 @@ export const make = (context: TaskContext, partition: number): Effect.Effect<Tas
       }
     const permit: RestorePermit = delivery.producer
     const startOffsets = yield* committedOffsets(context, permit, partition)
-    const store = yield* Option.match(context.changelog, {
-      onNone: () => Effect.succeed(Option.none<StateStore.StateStore>()),
-      onSome: () => Effect.map(StateStore.open(path.join(context.storeDir, String(partition))), Option.some)
+    const stateful = yield* Option.match(context.changelog, {
+      onNone: () => Effect.succeed(Option.none<{ store: StateStore.StateStore; restore: Restore }>()),
+      onSome: (changelog) =>
+        Effect.gen(function*() {
+          const store = yield* openStore(context, partition)
+          return Option.some({ store, restore: yield* restore(context, permit, store, changelog, partition) })
+        })
     })
-    const restored = yield* Option.match(store, {
-      onNone: () => Effect.succeed(0),
-      onSome: (s) => restore(context, permit, s, partition)
-    })
+    const store = Option.map(stateful, ({ store }) => store)
     const inputs: ReadonlyArray<TopicPartition> = startOffsets.map(({ topic }) => ({ topic, partition }))
     // Seek and resume in one step with the pause that undoes it: no interruption can leave it fetching.
     yield* Effect.acquireRelease(
@@ -170,7 +255,14 @@ export const make = (context: TaskContext, partition: number): Effect.Effect<Tas
       ),
       () => context.consumer.pause(inputs)
     )
-    return { partition, startOffsets, delivery, store, cache: makeStateCache(stateCacheCapacity), restored }
+    return {
+      partition,
+      startOffsets,
+      delivery,
+      store,
+      cache: makeStateCache(stateCacheCapacity),
+      restore: Option.map(stateful, ({ restore }) => restore)
+    }
   })
 
 /** How a task's share of a poll ended. */
@@ -184,6 +276,22 @@ export type Outcome<E> =
 export interface Committed {
   readonly result: Batch.TaskBatchResult<unknown>
   readonly offsets: ReadonlyArray<PartitionOffset>
+}
+
+/**
+ * The store's checkpoint after a commit: the base offset of the last batch the
+ * broker appended to the task's changelog partition (at or below its first
+ * record after the commit). `undefined` when the commit wrote no changelog record.
+ */
+const checkpointAfter = (
+  appended: ReadonlyArray<Producer.Appended>,
+  changelog: Option.Option<string>,
+  partition: number
+): StateStore.Checkpoint | undefined => {
+  if (Option.isNone(changelog)) return undefined
+  const topic = changelog.value
+  const written = appended.find((a) => a.topic === topic && a.partition === partition)
+  return written === undefined ? undefined : { topic, partition, offset: written.baseOffset }
 }
 
 /** A record's failure that is the runtime's, not the record's: the partition rewinds and retries. */
@@ -225,7 +333,12 @@ export const processSlices = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         : task.delivery.producer.deliver(records)
       const committed = yield* Effect.either(Effect.uninterruptible(
         options.inTransaction(send).pipe(
-          Effect.zipRight(Option.match(task.store, { onNone: () => Effect.void, onSome: (store) => store.write(result.writes) })),
+          Effect.flatMap((appended) =>
+            Option.match(task.store, {
+              onNone: () => Effect.void,
+              onSome: (store) => store.write(result.writes, checkpointAfter(appended, options.changelog, partition))
+            })
+          ),
           Effect.tap(() => {
             for (const [key, state] of result.states) task.cache.set(key, state)
           }),

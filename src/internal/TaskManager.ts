@@ -196,6 +196,7 @@ export const make = (options: {
         // any point leaves it to the teardown, which closes it.
         const scope = yield* Scope.fork(managerScope, ExecutionStrategy.sequential)
         scopes.set(partition, scope)
+        const began = Date.now()
         const started = yield* Effect.uninterruptibleMask((restore) =>
           Effect.exit(restore(Effect.raceFirst(
             Scope.extend(Task.make(context, partition), scope),
@@ -207,7 +208,15 @@ export const make = (options: {
                 if (Exit.isSuccess(exit)) {
                   running.set(partition, exit.value)
                   buffer.expect(exit.value.startOffsets)
-                  stats.recordTaskStarted(partition, exit.value.restored)
+                  stats.recordTaskStarted(
+                    partition,
+                    Option.getOrUndefined(Option.map(exit.value.restore, ({ mode, reason, records }) => ({
+                      mode,
+                      reason,
+                      records,
+                      millis: Date.now() - began
+                    })))
+                  )
                 }
               })
             ),

@@ -1,5 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import { Topic, Transformer } from "../../src/index.ts"
 import { caughtUp, createTopics, kafka, produce, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
 
@@ -46,10 +49,14 @@ describe("restore", () => {
         }))
       )
 
-      const second = yield* startInstance(summer, { applicationId, maxPollRecords: 7 })
+      // Another instance: its own stateDir, no local state, so it restores in full.
+      const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), "skein-restore-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(elsewhere, { recursive: true, force: true })))
+      const second = yield* startInstance(summer, { applicationId, maxPollRecords: 7, stateDir: elsewhere })
       yield* produce(input, keys.map((key) => ({ key, value: "10" })))
       yield* caughtUp(applicationId, input)
       assert.isAbove(second.stats.restoredRecords, 0)
+      assert.deepStrictEqual([...second.stats.restores.values()].map((r) => r.mode), ["full", "full"])
       yield* Effect.promise(() => Promise.all(zombies.map((p) => p.disconnect())))
 
       const records = yield* readCommitted(output)

@@ -12,7 +12,7 @@
  */
 import { Duration, Effect } from "effect"
 import type { Scope } from "effect"
-import type { IHeaders, Message, Producer, Transaction } from "kafkajs"
+import type { IHeaders, Message, Producer, RecordMetadata, Transaction } from "kafkajs"
 import { KafkaError, TaskMigrated } from "../../SkeinError.ts"
 import type { EncodedRecord } from "../../Topic.ts"
 import { probeTransactionalId } from "./client.ts"
@@ -26,6 +26,26 @@ export interface TransactionalProducer {
   readonly transactionalId: string
   /** Fences every previous owner of the transactional id. */
   readonly fence: Effect.Effect<FencedProducer, KafkaError>
+}
+
+/** Where the broker appended a send's records of one partition: the first offset of the last batch it took. */
+export interface Appended {
+  readonly topic: string
+  readonly partition: number
+  readonly baseOffset: number
+}
+
+/** What each send of a delivery appended, per partition: the highest base offset. */
+const appendedOf = (acks: ReadonlyArray<RecordMetadata>, into: Map<string, Appended>): void => {
+  for (const ack of acks) {
+    const baseOffset = Number(ack.baseOffset ?? -1)
+    if (!Number.isSafeInteger(baseOffset) || baseOffset < 0) continue
+    const key = `${ack.topicName}/${ack.partition}`
+    const known = into.get(key)
+    if (known === undefined || known.baseOffset < baseOffset) {
+      into.set(key, { topic: ack.topicName, partition: ack.partition, baseOffset })
+    }
+  }
 }
 
 /** Offsets to commit in a transaction: the next offset to read per partition. */
@@ -55,7 +75,7 @@ export interface FencedProducer {
   readonly commit: (
     records: ReadonlyArray<EncodedRecord>,
     offsets: TransactionOffsets
-  ) => Effect.Effect<void, KafkaError | TaskMigrated>
+  ) => Effect.Effect<ReadonlyArray<Appended>, KafkaError | TaskMigrated>
 }
 
 const toMessage = (record: EncodedRecord): Message => {
@@ -82,7 +102,7 @@ export interface AtLeastOnceProducer {
   readonly [issuedBy]: typeof issuedBy
   readonly _tag: "AtLeastOnceProducer"
   readonly partition: number
-  readonly deliver: (records: ReadonlyArray<EncodedRecord>) => Effect.Effect<void, KafkaError>
+  readonly deliver: (records: ReadonlyArray<EncodedRecord>) => Effect.Effect<ReadonlyArray<Appended>, KafkaError>
 }
 
 /**
@@ -151,11 +171,12 @@ export const runTransaction = async (
   records: ReadonlyArray<EncodedRecord>,
   offsets: TransactionOffsets,
   limits: Limits
-): Promise<void> => {
+): Promise<ReadonlyArray<Appended>> => {
   const transaction: Transaction = await producer.transaction()
+  const appended = new Map<string, Appended>()
   try {
     for (const topicMessages of sendCalls(records, limits.maxMessageBytes, limits.limitOf)) {
-      await transaction.sendBatch({ topicMessages })
+      appendedOf(await transaction.sendBatch({ topicMessages }), appended)
     }
     if (offsets.offsets.length > 0) {
       const topics = new Map<string, Array<{ partition: number; offset: string }>>()
@@ -170,6 +191,7 @@ export const runTransaction = async (
       })
     }
     await transaction.commit()
+    return [...appended.values()]
   } catch (error) {
     if (transaction.isActive()) {
       // The abort's own failure is kept with the error, never dropped: the producer is discarded either way.
@@ -301,9 +323,11 @@ export const atLeastOnce = (
       deliver: (records: ReadonlyArray<EncodedRecord>) =>
         Effect.tryPromise({
           try: async () => {
+            const appended = new Map<string, Appended>()
             for (const topicMessages of sendCalls(records, options.maxMessageBytes, options.limitOf ?? unknownLimits)) {
-              await producer.sendBatch({ topicMessages, acks: -1 })
+              appendedOf(await producer.sendBatch({ topicMessages, acks: -1 }), appended)
             }
+            return [...appended.values()]
           },
           catch: toKafkaError("send", {
             topics: [...new Set(records.map((r) => r.topic))],
