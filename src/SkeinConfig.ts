@@ -38,8 +38,17 @@ export interface SkeinConfig {
   readonly clientId: string
   /** Records per batch across all partitions: one transaction per task per batch. */
   readonly maxPollRecords: number
-  /** Directory of the LevelDB state stores. */
+  /**
+   * Directory of the LevelDB state stores, kept across restarts (a task that
+   * finds its store restores only the changelog's tail). Give each instance
+   * its own.
+   */
   readonly stateDir: string
+  /**
+   * How long a kept store may go unused before a runner's start deletes it
+   * (Kafka Streams' `state.cleanup.delay.ms`; default 10 minutes).
+   */
+  readonly stateCleanupDelay: Duration.Duration
   /** Consumer group session timeout. */
   readonly sessionTimeout: Duration.Duration
   /** How long the group waits for members to rejoin during a rebalance. */
@@ -257,6 +266,7 @@ export const defaults = {
   clientId: "skein",
   maxPollRecords: 5000,
   stateDir: ".skein/state",
+  stateCleanupDelay: Duration.minutes(10),
   sessionTimeout: Duration.seconds(10),
   rebalanceTimeout: Duration.seconds(30),
   heartbeatInterval: Duration.seconds(1),
@@ -370,6 +380,10 @@ export const config: Config.Config<SkeinConfig> = Config.all({
   stateDir: Config.string("SKEIN_STATE_DIR").pipe(
     Config.withDefault(defaults.stateDir),
     Config.withDescription("Directory of the LevelDB state stores")
+  ),
+  stateCleanupDelay: Config.duration("SKEIN_STATE_CLEANUP_DELAY").pipe(
+    Config.withDefault(defaults.stateCleanupDelay),
+    Config.withDescription("How long a kept state store may go unused before a runner's start deletes it")
   ),
   sessionTimeout: Config.duration("SKEIN_SESSION_TIMEOUT").pipe(Config.withDefault(defaults.sessionTimeout)),
   rebalanceTimeout: Config.duration("SKEIN_REBALANCE_TIMEOUT").pipe(Config.withDefault(defaults.rebalanceTimeout)),

@@ -24,6 +24,7 @@ import { makeKafka } from "./kafka/client.ts"
 import * as Consumer from "./kafka/consumer.ts"
 import { memoizeSuccess } from "./memoizeSuccess.ts"
 import * as Outputs from "./outputs.ts"
+import * as StoreCleanup from "./StoreCleanup.ts"
 import * as PollBuffer from "./PollBuffer.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 import * as StateKeyCheck from "./StateKeyCheck.ts"
@@ -72,6 +73,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 
     // Kept across runs: a task that finds its store restores only the changelog's tail.
     const storeDir = path.join(config.stateDir, encodeURIComponent(config.applicationId), encodeURIComponent(transformer.name))
+    yield* StoreCleanup.run(storeDir, config.stateCleanupDelay)
     const consumer = yield* Consumer.make(kafka, {
       groupId: config.applicationId,
       topics: inputTopics,

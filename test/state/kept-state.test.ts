@@ -5,7 +5,7 @@
  * (what a crash between a commit and the store write leaves) catches up.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option, Schema } from "effect"
+import { Duration, Effect, Option, Schema } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -236,5 +236,25 @@ describe("state kept across restarts", () => {
       assert.strictEqual(yield* held.count, 1)
       const left = fs.readdirSync(path.dirname(storePath(0))).sort()
       assert.deepStrictEqual(left, ["0", "1"])
+    }))
+
+  it.scopedLive("a kept store unused for stateCleanupDelay is deleted at the next start; a recent one is kept", () =>
+    Effect.gen(function*() {
+      const { applicationId, counter, input, stateDir, storePath } = yield* setup
+      yield* produceKeys(input, 0, 100)
+      const first = yield* startInstance(counter, { applicationId, stateDir })
+      yield* caughtUp(applicationId, input)
+      yield* first.stop
+      // Partition 1's store was last used two hours ago; partition 0's just now.
+      const twoHoursAgo = new Date(Date.now() - 2 * 60 * 60 * 1000)
+      fs.utimesSync(storePath(1), twoHoursAgo, twoHoursAgo)
+      const second = yield* startInstance(counter, { applicationId, stateDir, stateCleanupDelay: Duration.hours(1) })
+      const restores = yield* restoresOf(second.stats)
+      assert.deepStrictEqual(
+        [...second.stats.restores].sort(([a], [b]) => a - b).map(([, r]) => r.mode),
+        ["tail", "full"],
+        JSON.stringify(restores)
+      )
+      yield* second.stop
     }))
 })
