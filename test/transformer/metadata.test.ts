@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Cause, Effect, Exit, Fiber, Option, Schema } from "effect"
 import type { IHeaders, Message } from "kafkajs"
-import { ErrorRule, Topic, Transformer } from "../../src/index.ts"
-import { caughtUp, createTopics, produceRaw, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
+import { ErrorRule, SkeinError, Topic, Transformer } from "../../src/index.ts"
+import { caughtUp, createTopics, groupOffsets, produce, produceRaw, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
 
 /** Header values per name as hex, in order (kafkajs gives a Buffer, or an array for a repeated name). */
 const headerHex = (headers: IHeaders): Record<string, Array<string>> =>
@@ -92,5 +92,32 @@ describe("record metadata through a transformer", () => {
       assert.include(dead[0]?.headers["skein.error"] ?? "", "names partition 7, but the topic has 3")
       assert.deepStrictEqual(dead[0]?.raw.value, Buffer.from("v"))
       assert.isTrue(Option.isNone(yield* instance.exit))
+    }), 120_000)
+
+  it.scopedLive("without a rule, a partition out of range ends the run with PartitionOutOfRange; the records before it commit", () =>
+    Effect.gen(function*() {
+      const input = unique("part-in")
+      const output = unique("part-out")
+      yield* createTopics([{ name: input, partitions: 1 }, { name: output, partitions: 2 }])
+      const In = Topic.make({ name: input, key: Schema.String, value: Schema.NumberFromString })
+      const Out = Topic.make({ name: output, key: Schema.String, value: Schema.NumberFromString })
+      const route = Transformer.stateless({
+        name: "route",
+        inputs: [In],
+        transform: (record) =>
+          Effect.succeed({ emit: [Topic.record(Out, record.key, record.value, undefined, { partition: record.value })] })
+      })
+      yield* produce(input, ["1", "0", "2", "1"].map((value, i) => ({ key: `k${i}`, value })))
+      const applicationId = unique("part-app")
+      const instance = yield* startInstance(route, { applicationId })
+      const exit = yield* Fiber.await(instance.fiber).pipe(Effect.timeout("60 seconds"))
+      const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+      assert.ok(error instanceof SkeinError.PartitionOutOfRange, String(error))
+      assert.deepStrictEqual([error.topic, error.partition, error.partitions], [output, 2, 2])
+      assert.deepStrictEqual(error.source, { topic: input, partition: 0, offset: 2 })
+      assert.strictEqual(instance.stats.aborts, 0, "no transaction was aborted")
+      const out = yield* readCommitted(output)
+      assert.deepStrictEqual(out.map((r) => [r.key, r.partition]).sort(), [["k0", 1], ["k1", 0]])
+      assert.strictEqual((yield* groupOffsets(applicationId, input)).get(0), 2, "nothing past the record")
     }), 120_000)
 })
