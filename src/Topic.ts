@@ -316,6 +316,7 @@ export type Value<T> = T extends Topic<infer _K, infer V> ? V : never
  * ```ts
  * const Lines = Topic.make({ name: "lines", key: Schema.String, value: Schema.String })
  * const Counts = Topic.make({ name: "counts", key: Schema.String, value: Topic.json(Schema.Number) })
+ * const Blobs = Topic.make({ name: "blobs", key: Schema.String, value: Topic.bytes }) // binary values
  * ```
  *
  * @since 0.1.0
