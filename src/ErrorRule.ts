@@ -11,7 +11,8 @@
  *
  * Errors no rule matches, and defects, are fatal. An output too large to send
  * fails its transform with `SkeinError.OutputTooLarge`, which only a rule made
- * with `tagged("OutputTooLarge", ...)` handles.
+ * with `tagged("OutputTooLarge", ...)` handles; an output naming a partition
+ * its topic does not have, with `SkeinError.PartitionOutOfRange` (likewise).
  *
  * @since 0.1.0
  */
@@ -36,7 +37,7 @@ export type Disposition = "dlq" | "fail" | "skip"
 
 /**
  * A rule for the errors its `when` accepts, made with `make`. It never sees
- * Skein's own errors (`OutputTooLarge`, `EncodeError`).
+ * Skein's own errors (`OutputTooLarge`, `PartitionOutOfRange`, `EncodeError`).
  *
  * @example
  * ```ts
@@ -63,7 +64,8 @@ export interface PredicateRule<in E> {
 /**
  * A rule for the errors with one `_tag`, made with `tagged`. Its `retry`
  * schedule receives the failed attempts' errors (`E`; `unknown` when it reads
- * none). Tagged rules also see Skein's runtime errors such as `OutputTooLarge`.
+ * none). Tagged rules also see Skein's runtime errors such as `OutputTooLarge`
+ * and `PartitionOutOfRange`.
  *
  * @example
  * ```ts
@@ -152,7 +154,7 @@ export const make = <E>(rule: Omit<PredicateRule<E>, "tag">): PredicateRule<E> =
 /**
  * A rule for errors with the given `_tag`. Inline in a transformer's
  * `rules: [...]` it needs no annotation: the tag is checked against the
- * transform's errors (and `OutputTooLarge`), and a `retry` schedule receives
+ * transform's errors (and `OutputTooLarge`, `PartitionOutOfRange`), and a `retry` schedule receives
  * the transform's errors.
  *
  * @example

@@ -454,6 +454,43 @@ export class OutputTooLarge extends Data.TaggedError("OutputTooLarge")<{
 }
 
 /**
+ * An output record names a partition its topic does not have (its topic has
+ * `partitions` partitions, numbered from 0). Raised as the transform's
+ * failure before the record reaches the transaction, so an error rule can
+ * handle it (`ErrorRule.tagged("PartitionOutOfRange", { then: "dlq" })`);
+ * unhandled, it is fatal.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ErrorRule, Topic, Transformer } from "skein"
+ *
+ * const Route = Transformer.stateless({
+ *   name: "route",
+ *   inputs: [Orders],
+ *   rules: [ErrorRule.tagged("PartitionOutOfRange", { then: "dlq" })],
+ *   transform: (order) =>
+ *     Effect.succeed({ emit: [Topic.record(Routed, order.key, order.value, undefined, { partition: order.value.region })] })
+ * })
+ * ```
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class PartitionOutOfRange extends Data.TaggedError("PartitionOutOfRange")<{
+  readonly topic: string
+  readonly partition: number
+  readonly partitions: number
+  readonly source: { readonly topic: string; readonly partition: number; readonly offset: number }
+}> {
+  override get message(): string {
+    return `An output for ${this.topic} names partition ${this.partition}, but the topic has ${this.partitions} ` +
+      `(0 to ${this.partitions - 1}) (from ${this.source.topic}/${this.source.partition}@${this.source.offset}). ` +
+      `Pick a partition the topic has, add partitions to it, or add an error rule for PartitionOutOfRange.`
+  }
+}
+
+/**
  * Delivering a partition's work failed `attempts` times in a row (a produce,
  * an offset commit or a transaction failed; each failure rewound the
  * partition to its last committed offset and retried after a backoff).
@@ -664,6 +701,7 @@ export type RunnerError =
   | OffsetOutOfRange
   | ConfigurationError
   | OutputTooLarge
+  | PartitionOutOfRange
   | DeliveryFailed
   | HealthServerError
   | AuthenticationFailed
@@ -682,7 +720,8 @@ export type RunnerError =
  *   timeout, deliveries failing in a row). Restarting later may succeed; the
  *   runner already retried what it could.
  * - `"record"`: one record cannot be processed (a poison record without a
- *   dead letter topic, an output that does not encode or is too large).
+ *   dead letter topic, an output that does not encode, is too large or names a
+ *   partition its topic does not have).
  *   Restarting fails on the same record: route it with a dead letter topic or
  *   an error rule, or fix the producer.
  *
@@ -731,6 +770,7 @@ export const category = (error: RunnerError): Category => {
     case "DecodeError":
     case "EncodeError":
     case "OutputTooLarge":
+    case "PartitionOutOfRange":
       return "record"
     case "PartitionCountMismatch":
     case "ChangelogPartitionMismatch":
@@ -774,6 +814,7 @@ const runnerErrorTags: ReadonlySet<string> = new Set([
   "DecodeError",
   "EncodeError",
   "OutputTooLarge",
+  "PartitionOutOfRange",
   "PartitionCountMismatch",
   "ChangelogPartitionMismatch",
   "TopicNotFound",

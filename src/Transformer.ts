@@ -8,18 +8,26 @@ import { Option } from "effect"
 import type { Effect, Schema } from "effect"
 import type { PredicateRule, TaggedRule, TaggedRuleFor } from "./ErrorRule.ts"
 import { defaultStateKey } from "./internal/StateKeyCheck.ts"
-import type { OutputTooLarge } from "./SkeinError.ts"
+import type { OutputTooLarge, PartitionOutOfRange } from "./SkeinError.ts"
 import * as Topic from "./Topic.ts"
 
 /**
- * A consumed record, decoded with its topic's Schemas.
+ * A consumed record, decoded with its topic's codecs.
+ *
+ * `headers` is a convenience view: the first value of each header name, as
+ * text (bytes that are not UTF-8 are decoded leniently). `rawHeaders` has
+ * them all as Kafka has them: every value's bytes, a repeated name once per
+ * value in record order (a header without a value has empty bytes). Pass it
+ * to `Topic.record` to write the headers back byte for byte; read one name's
+ * values with `Transformer.headerValues`.
  *
  * @example
  * ```ts
  * import type { Transformer } from "skein"
  *
  * const describe = (record: Transformer.InputRecord<string, string>): string =>
- *   `${record.topic}/${record.partition}@${record.offset}: ${record.key} = ${record.value}`
+ *   `${record.topic}/${record.partition}@${record.offset} at ${new Date(record.timestamp).toISOString()}: ` +
+ *   `${record.key} = ${record.value} (${record.rawHeaders.length} headers)`
  * ```
  *
  * @since 0.1.0
@@ -31,8 +39,40 @@ export interface InputRecord<K, V> {
   readonly offset: number
   readonly key: K | null
   readonly value: V
+  /** The first value of each header, as text. */
   readonly headers: Readonly<Record<string, string>>
+  /**
+   * Every header as name and value bytes, in record order (a repeated name's values in order).
+   *
+   * @since 0.2.0
+   */
+  readonly rawHeaders: ReadonlyArray<readonly [string, Buffer]>
+  /** The record's timestamp, in milliseconds since the epoch (-1 for none). */
   readonly timestamp: number
+}
+
+/**
+ * Every value of a header of a record, as bytes, in record order (empty when
+ * it has none).
+ *
+ * @example
+ * ```ts
+ * import { Transformer } from "skein"
+ *
+ * // in a transform: every hop a tracing system appended, byte for byte
+ * const hops: ReadonlyArray<Buffer> = Transformer.headerValues(record, "trace-hop")
+ * ```
+ *
+ * @since 0.2.0
+ * @category utils
+ */
+export const headerValues = (
+  record: { readonly rawHeaders: ReadonlyArray<readonly [string, Buffer]> },
+  name: string
+): ReadonlyArray<Buffer> => {
+  const values: Array<Buffer> = []
+  for (const [header, value] of record.rawHeaders) if (header === name) values.push(value)
+  return values
 }
 
 /**
@@ -156,7 +196,8 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
 
 /**
  * An error rule of a transformer: a predicate over its own errors, or a
- * tagged rule for one of their tags or for `OutputTooLarge`.
+ * tagged rule for one of their tags or for `OutputTooLarge` or
+ * `PartitionOutOfRange`.
  *
  * @example
  * ```ts
@@ -172,7 +213,11 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
  * @since 0.1.0
  * @category models
  */
-export type Rule<E> = PredicateRule<E> | TaggedRuleFor<E> | TaggedRule<"OutputTooLarge", OutputTooLarge>
+export type Rule<E> =
+  | PredicateRule<E>
+  | TaggedRuleFor<E>
+  | TaggedRule<"OutputTooLarge", OutputTooLarge>
+  | TaggedRule<"PartitionOutOfRange", PartitionOutOfRange>
 
 /**
  * Declares a stateful transformer. The transform receives a private copy of

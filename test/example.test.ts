@@ -54,3 +54,17 @@ describe("dead-letters example", () => {
       assert.match(stdout, /p7: Cannot decode the value/)
     }), 150_000)
 })
+
+// The record-metadata example: Protobuf codecs, binary and repeated headers, partitions, timestamps.
+describe("record-metadata example", () => {
+  it.live("keeps headers byte for byte, sets partitions, carries timestamps, dead-letters a missing partition", () =>
+    Effect.gen(function*() {
+      const stdout = yield* runExample(process.execPath, ["--import", "tsx", "examples/record-metadata.ts"])
+      assert.include(stdout, "o1 1250 partition=0 timestamp=order's trace=0001,fffe,beef source=web")
+      assert.include(stdout, "o2 99 partition=2 timestamp=order's trace=0001,fffe,beef source=web")
+      assert.include(stdout, "o3 4000 partition=1 timestamp=order's trace=0001,fffe,beef source=web")
+      assert.include(stdout, "dead letters (1):")
+      assert.include(stdout, "o4: PartitionOutOfRange: An output for")
+      assert.include(stdout, "names partition 9, but the topic has 3 (0 to 2)")
+    }), 150_000)
+})

@@ -24,6 +24,7 @@ import { makeKafka } from "./kafka/client.ts"
 import * as Consumer from "./kafka/consumer.ts"
 import { memoizeSuccess } from "./memoizeSuccess.ts"
 import * as Outputs from "./outputs.ts"
+import * as PartitionCounts from "./partitionCounts.ts"
 import * as StoreCleanup from "./StoreCleanup.ts"
 import * as PollBuffer from "./PollBuffer.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
@@ -39,6 +40,7 @@ export interface RunnerResources {
   /** The changelog topic, for a stateful transformer. */
   readonly changelog: Option.Option<string>
   readonly messageLimits: Outputs.MessageLimits
+  readonly partitionCounts: PartitionCounts.PartitionCounts
   readonly deadLetterTopic: Option.Option<string>
   /** Permits for transform calls (`maxConcurrency`). */
   readonly permits: Option.Option<Semaphore>
@@ -97,6 +99,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         )
     })
     const messageLimits = Outputs.makeMessageLimits(config.maxMessageBytes, admin.maxMessageBytes)
+    const partitionCounts = PartitionCounts.make(admin.partitionCount)
     const buffer = PollBuffer.make()
     const manager = yield* TaskManager.make({
       config,
@@ -129,6 +132,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       buffer,
       changelog,
       messageLimits,
+      partitionCounts,
       deadLetterTopic: Option.fromNullable(config.deadLetterTopic),
       permits,
       stateKeys

@@ -14,15 +14,17 @@ import { Cause, Effect, Either, Exit, Option, Schema } from "effect"
 import type { ParseResult } from "effect"
 import type { Semaphore } from "effect/Effect"
 import type { KafkaError } from "../SkeinError.ts"
-import { DecodeError, EncodeError, OutputTooLarge, StateStoreError } from "../SkeinError.ts"
+import { DecodeError, EncodeError, OutputTooLarge, PartitionOutOfRange, StateStoreError } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { RecordOf, Result, Transformer } from "../Transformer.ts"
 import * as Cut from "./cut.ts"
 import { deadLetter } from "./deadLetter.ts"
 import { decodeRecord } from "./decode.ts"
 import { describe } from "./errorText.ts"
+import { headerPairs } from "./headers.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
 import * as Outputs from "./outputs.ts"
+import type * as PartitionCounts from "./partitionCounts.ts"
 import * as Rules from "./rules.ts"
 import type { StateCache } from "./StateCache.ts"
 import * as StateCopy from "./stateCopy.ts"
@@ -39,7 +41,14 @@ export interface Slice {
 }
 
 /** The errors that end processing at a record. */
-export type RecordError<E> = E | DecodeError | EncodeError | StateStoreError | OutputTooLarge | KafkaError
+export type RecordError<E> =
+  | E
+  | DecodeError
+  | EncodeError
+  | StateStoreError
+  | OutputTooLarge
+  | PartitionOutOfRange
+  | KafkaError
 
 export interface Options {
   readonly deadLetterTopic: Option.Option<string>
@@ -49,6 +58,8 @@ export interface Options {
   readonly permits: Option.Option<Semaphore>
   /** The size limit of a record for each output topic. */
   readonly messageLimits: Outputs.MessageLimits
+  /** The partition counts of output topics, for outputs that name their partition. */
+  readonly partitionCounts: PartitionCounts.PartitionCounts
   /** The task's committed states, decoded (a read-through cache of its store). */
   readonly cache: StateCache
   /** Warns about state keys that span input partitions (`checkStateKeys`); unset: no check. */
@@ -115,6 +126,7 @@ const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       key: decoded.right.key,
       value: decoded.right.value,
       headers: record.headers,
+      rawHeaders: headerPairs(record.rawHeaders),
       timestamp: record.timestamp
     } as RecordOf<Inputs>
     const stateKey = stateKeyOf(transformer, value)
@@ -231,7 +243,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         ),
         (result) =>
           Effect.map(
-            Outputs.encode(result.emit ?? [], options.messageLimits, source),
+            Outputs.encode(result.emit ?? [], options.messageLimits, options.partitionCounts, source),
             (outputs): Attempt<S> => ({ outputs, change: changeOf(result) })
           )
       )

@@ -12,40 +12,12 @@
  */
 import { Either, ParseResult, Schema } from "effect"
 import { DecodeError } from "../SkeinError.ts"
-import type * as Topic from "../Topic.ts"
+import * as Topic from "../Topic.ts"
 import { describe } from "./errorText.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
+import { notText, strictText } from "./utf8.ts"
 
-/**
- * One strict decoder for the whole process (the hot path): `fatal` rejects
- * invalid bytes instead of replacing them; `ignoreBOM` keeps a leading byte
- * order mark as text instead of dropping it. A standard API on Node, Bun and
- * Deno; a non-streaming `decode` leaves no state behind after a failure. On
- * Node 20 it costs about as much as `Buffer#toString("utf8")` (within 10%).
- */
-const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
-
-/**
- * The UTF-8 text of `bytes`, `null` for none, or `undefined` when the bytes
- * are not valid UTF-8.
- */
-export const strictText = (bytes: Buffer | null): string | null | undefined => {
-  if (bytes === null) return null
-  try {
-    return utf8.decode(bytes)
-  } catch {
-    return undefined
-  }
-}
-
-const notText = (part: "key" | "value", bytes: Buffer): ParseResult.ParseError =>
-  new ParseResult.ParseError({
-    issue: new ParseResult.Type(
-      Schema.String.ast,
-      bytes,
-      `the ${part} is not valid UTF-8 text (${bytes.length} bytes); it is kept as sent in the dead letter`
-    )
-  })
+export { strictText }
 
 const threw = (error: unknown): ParseResult.ParseError =>
   new ParseResult.ParseError({
@@ -53,8 +25,9 @@ const threw = (error: unknown): ParseResult.ParseError =>
   })
 
 /**
- * A record's key and value decoded by its topic: strict UTF-8 first (the key,
- * then the value), then the topic's codecs. Never throws.
+ * A record's key and value decoded by its topic: strict UTF-8 first for the
+ * parts with a text codec (the key, then the value), then the topic's codecs;
+ * a binary codec gets the bytes as fetched. Never throws.
  */
 export const decodeRecord = (
   topic: Topic.Any,
@@ -62,9 +35,9 @@ export const decodeRecord = (
 ): Either.Either<{ readonly key: unknown; readonly value: unknown }, DecodeError> => {
   const fail = (part: "key" | "value", cause: ParseResult.ParseError) =>
     Either.left(new DecodeError({ topic: record.topic, partition: record.partition, offset: record.offset, part, cause }))
-  const key = strictText(record.key)
+  const key = topic.format.key === "bytes" ? record.key : strictText(record.key)
   if (key === undefined) return fail("key", notText("key", record.key ?? Buffer.alloc(0)))
-  const value = strictText(record.value)
+  const value = topic.format.value === "bytes" ? record.value : strictText(record.value)
   if (value === undefined) return fail("value", notText("value", record.value ?? Buffer.alloc(0)))
   try {
     const decoded = topic.decode(key, value)
@@ -77,10 +50,15 @@ export const decodeRecord = (
 }
 
 /** Whether a topic's key codec accepts `key` (`true` when the topic has none to ask). */
-const keyDecodes = (topic: Topic.Any, key: string | null): boolean => {
-  if (key === null || !("key" in topic) || !Schema.isSchema(topic.key)) return true
+const keyDecodes = (topic: Topic.Any, key: string | Buffer | null): boolean => {
+  if (key === null || !("key" in topic)) return true
+  const codec: unknown = topic.key
+  const schema: unknown = typeof codec === "object" && codec !== null && Topic.BinaryTypeId in codec && "schema" in codec
+    ? codec.schema
+    : codec
+  if (!Schema.isSchema(schema)) return true
   try {
-    return Either.isRight(Schema.decodeUnknownEither(topic.key as Schema.Schema<unknown, unknown>)(key))
+    return Either.isRight(Schema.decodeUnknownEither(schema as Schema.Schema<unknown, unknown>)(key))
   } catch {
     return false
   }

@@ -1,16 +1,20 @@
 /**
  * A transform's outputs in their wire form: encoded with their topics'
- * Schemas and checked against each topic's record size limit before they
- * reach the transaction, so an oversized record fails its transform
- * (`OutputTooLarge`, which a rule can handle) instead of poisoning the batch.
+ * Schemas, stamped with the input record's timestamp unless they set their
+ * own, and checked against each topic's record size limit and, when they name
+ * one, its partitions before they reach the transaction, so an oversized
+ * record or a missing partition fails its transform (`OutputTooLarge`,
+ * `PartitionOutOfRange`, which a rule can handle) instead of poisoning the
+ * batch.
  *
  * @internal
  */
 import { Effect, Either } from "effect"
 import type { EncodeError, KafkaError } from "../SkeinError.ts"
-import { OutputTooLarge } from "../SkeinError.ts"
+import { OutputTooLarge, PartitionOutOfRange } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
+import * as PartitionCounts from "./partitionCounts.ts"
 import { recordBytes, recordSizeBound } from "./recordSize.ts"
 
 /** The size limit of a record per output topic: known synchronously once looked up. */
@@ -61,33 +65,75 @@ const checkSize = (
   )
 }
 
+/** An output with its input's timestamp, unless it sets its own (or the input has none: -1). */
+const stamped = (encoded: Topic.EncodedRecord, source: FetchedRecord): Topic.EncodedRecord =>
+  encoded.timestamp !== undefined || !(source.timestamp >= 0) ? encoded : { ...encoded, timestamp: source.timestamp }
+
+/** True when an output names no partition, or one its topic is known to have. */
+const knownInRange = (encoded: Topic.EncodedRecord, counts: PartitionCounts.PartitionCounts): boolean => {
+  if (encoded.partition === undefined) return true
+  const count = counts.known(encoded.topic)
+  return count !== undefined && PartitionCounts.inRange(encoded.partition, count)
+}
+
+/** Checks an output's partition against its topic's count, looked up again before refusing it. */
+const checkPartition = (
+  encoded: Topic.EncodedRecord,
+  counts: PartitionCounts.PartitionCounts,
+  source: FetchedRecord
+): Effect.Effect<void, PartitionOutOfRange | KafkaError> => {
+  const partition = encoded.partition
+  if (partition === undefined) return Effect.void
+  return Effect.gen(function*() {
+    const count = yield* counts.lookup(encoded.topic)
+    if (PartitionCounts.inRange(partition, count)) return
+    const current = count === null ? count : yield* counts.refresh(encoded.topic)
+    if (PartitionCounts.inRange(partition, current)) return
+    return yield* Effect.fail(
+      new PartitionOutOfRange({
+        topic: encoded.topic,
+        partition,
+        partitions: current ?? 0,
+        source: { topic: source.topic, partition: source.partition, offset: source.offset }
+      })
+    )
+  })
+}
+
 /**
- * Encodes outputs and checks their sizes: synchronous (an `Either`) once each
- * topic's limit is known. A failed limit lookup is a runtime `KafkaError`,
- * never the transform's own error.
+ * Encodes outputs and checks their partitions and sizes: synchronous (an
+ * `Either`) once each topic's limit (and, for an output naming its
+ * partition, its partition count) is known. A failed lookup is a runtime
+ * `KafkaError`, never the transform's own error.
  */
 export const encode = (
   emit: ReadonlyArray<Topic.OutputRecord>,
   limits: MessageLimits,
+  counts: PartitionCounts.PartitionCounts,
   source: FetchedRecord
-): Effect.Effect<ReadonlyArray<Topic.EncodedRecord>, EncodeError | OutputTooLarge | KafkaError> => {
+): Effect.Effect<
+  ReadonlyArray<Topic.EncodedRecord>,
+  EncodeError | OutputTooLarge | PartitionOutOfRange | KafkaError
+> => {
   const outputs: Array<Topic.EncodedRecord> = []
   for (let i = 0; i < emit.length; i++) {
     const encoded = emit[i]!.encode()
     if (Either.isLeft(encoded)) return Either.left(encoded.left)
-    const limit = limits.known(encoded.right.topic)
-    if (limit === undefined) {
-      // The first output for this topic: look its limit up, then go on.
+    const output = stamped(encoded.right, source)
+    const limit = limits.known(output.topic)
+    if (limit === undefined || !knownInRange(output, counts)) {
+      // The first output for this topic (or a partition to check): look up what is missing, then go on.
       const rest = emit.slice(i)
       return Effect.gen(function*() {
-        for (const output of rest) {
-          const next = yield* output.encode()
+        for (const record of rest) {
+          const next = stamped(yield* record.encode(), source)
+          yield* checkPartition(next, counts, source)
           outputs.push(yield* checkSize(next, yield* limits.lookup(next.topic), source))
         }
         return outputs
       })
     }
-    const checked = checkSize(encoded.right, limit, source)
+    const checked = checkSize(output, limit, source)
     if (Either.isLeft(checked)) return Either.left(checked.left)
     outputs.push(checked.right)
   }

@@ -2,8 +2,8 @@
  * Error rules applied to one record: retries on the matching rule's
  * schedule, then its disposition.
  *
- * A rule sees only the transform's own errors, and `OutputTooLarge` when it
- * is made with `ErrorRule.tagged("OutputTooLarge", ...)`. Runtime errors
+ * A rule sees only the transform's own errors, and `OutputTooLarge` (or
+ * `PartitionOutOfRange`) when it is made with `ErrorRule.tagged` for its tag. Runtime errors
  * (`KafkaError`: the broker failed while the outputs were prepared) and
  * `EncodeError` (the transform returned a value its topic cannot encode)
  * never reach a rule: they fail the record as they are.
@@ -11,7 +11,7 @@
  * @internal
  */
 import { Effect, Either, Schedule } from "effect"
-import { EncodeError, KafkaError, OutputTooLarge } from "../SkeinError.ts"
+import { EncodeError, KafkaError, OutputTooLarge, PartitionOutOfRange } from "../SkeinError.ts"
 import type { Rule } from "../Transformer.ts"
 
 /** How a record ended under the rules: its attempt's value, or a disposition for its error. */
@@ -32,7 +32,7 @@ export const matches = <E>(rule: Rule<E>, error: unknown): boolean => {
   if (rule.tag !== undefined) {
     return typeof error === "object" && error !== null && "_tag" in error && error._tag === rule.tag
   }
-  if (error instanceof OutputTooLarge) return false
+  if (error instanceof OutputTooLarge || error instanceof PartitionOutOfRange) return false
   return (rule.when as (e: unknown) => boolean)(error)
 }
 

@@ -41,7 +41,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   stats: RunnerStats = makeStats()
 ): Effect.Effect<never, RunnerError | E, R | Scope.Scope> =>
   Effect.gen(function*() {
-    const { buffer, changelog, consumer, deadLetterTopic, manager, messageLimits, permits, stateKeys } =
+    const { buffer, changelog, consumer, deadLetterTopic, manager, messageLimits, partitionCounts, permits, stateKeys } =
       yield* RunnerSetup.acquire(transformer, config, stats)
     const shutdown = yield* Deferred.make<void>()
     const exactlyOnce = config.processingGuarantee === "exactly-once"
@@ -132,6 +132,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             stop,
             permits,
             messageLimits,
+            partitionCounts,
             cache: task.cache,
             stateKeys,
             groupId: config.applicationId,

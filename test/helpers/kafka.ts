@@ -153,6 +153,8 @@ export interface ReadRecord {
   readonly key: string | null
   readonly value: string | null
   readonly headers: Readonly<Record<string, string>>
+  /** The record's timestamp (milliseconds since the epoch). */
+  readonly timestamp: number
   /** The record as fetched: key and value bytes, headers as kafkajs decodes them (repeated names: arrays). */
   readonly raw: { readonly key: Buffer | null; readonly value: Buffer | null; readonly headers: IHeaders }
 }
@@ -207,6 +209,7 @@ export const readCommitted = (topic: string) =>
                 key: m.key?.toString("utf8") ?? null,
                 value: m.value?.toString("utf8") ?? null,
                 headers: Object.fromEntries(Object.entries(m.headers ?? {}).map(([k, v]) => [k, String(v)])),
+                timestamp: Number(m.timestamp),
                 raw: { key: m.key, value: m.value, headers: m.headers ?? {} }
               })
             }

@@ -20,6 +20,15 @@ describe("SkeinError.category", () => {
       ),
       "record"
     )
+    const outOfRange = new SkeinError.PartitionOutOfRange({
+      topic: "t",
+      partition: 3,
+      partitions: 2,
+      source: { topic: "i", partition: 0, offset: 7 }
+    })
+    assert.strictEqual(SkeinError.category(outOfRange), "record")
+    assert.isTrue(SkeinError.isSkeinError(outOfRange))
+    assert.include(outOfRange.message, "partition 3, but the topic has 2")
     assert.isFalse(SkeinError.isTransient(new SkeinError.ConfigurationError({ problem: "p", fix: "f" })))
   })
 

@@ -82,6 +82,7 @@ const toMessage = (record: EncodedRecord): Message => {
   // Buffers (a dead letter's original bytes) pass through as they are.
   const message: Message = { key: record.key, value: record.value }
   if (record.partition !== undefined) message.partition = record.partition
+  if (record.timestamp !== undefined) message.timestamp = String(record.timestamp)
   if (record.headers !== undefined) {
     const headers: IHeaders = {}
     for (const [name, value] of Object.entries(record.headers)) {

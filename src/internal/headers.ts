@@ -1,0 +1,43 @@
+/**
+ * Headers between their forms: the list of name and value pairs a transform
+ * reads (`InputRecord.rawHeaders`) and may write back, and the by-name form
+ * kafkajs sends (an array for a repeated name, in order).
+ *
+ * @internal
+ */
+import type { HeaderValue, Headers } from "../Topic.ts"
+import type { FetchedHeaders } from "./kafka/consumer.ts"
+
+const noPairs: ReadonlyArray<readonly [string, Buffer]> = []
+const empty = Buffer.alloc(0)
+
+/**
+ * Fetched headers as pairs, each value's bytes as fetched (a header without a
+ * value as empty bytes: kafkajs cannot send a null one), a repeated name's
+ * values in record order.
+ */
+export const headerPairs = (headers: FetchedHeaders): ReadonlyArray<readonly [string, Buffer]> => {
+  let pairs: Array<readonly [string, Buffer]> | undefined
+  for (const name in headers) {
+    const value = headers[name]!
+    pairs ??= []
+    if (Buffer.isBuffer(value) || value === null) pairs.push([name, value ?? empty])
+    else for (const item of value) pairs.push([name, item ?? empty])
+  }
+  return pairs ?? noPairs
+}
+
+/** An output's headers by name: pairs grouped (a repeated name's values in order), a by-name object as it is. */
+export const headerRecord = (headers: Headers): Readonly<Record<string, HeaderValue>> => {
+  if (!isPairs(headers)) return headers
+  // A Map, then own properties: a header may be named `__proto__`.
+  const byName = new Map<string, Array<string | Buffer>>()
+  for (const [name, value] of headers) {
+    const values = byName.get(name)
+    if (values === undefined) byName.set(name, [value])
+    else values.push(value)
+  }
+  return Object.fromEntries(Array.from(byName, ([name, values]) => [name, values.length === 1 ? values[0]! : values]))
+}
+
+const isPairs = (headers: Headers): headers is ReadonlyArray<readonly [string, string | Buffer]> => Array.isArray(headers)

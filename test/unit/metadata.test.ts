@@ -1,0 +1,147 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Either, ParseResult, Schema } from "effect"
+import { decodeRecord } from "../../src/internal/decode.ts"
+import { headerPairs, headerRecord } from "../../src/internal/headers.ts"
+import type { FetchedHeaders, FetchedRecord } from "../../src/internal/kafka/consumer.ts"
+import * as Outputs from "../../src/internal/outputs.ts"
+import * as PartitionCounts from "../../src/internal/partitionCounts.ts"
+import { Topic, Transformer } from "../../src/index.ts"
+
+const record = (key: Buffer | null, value: Buffer | null, rawHeaders: FetchedHeaders = {}): FetchedRecord => ({
+  topic: "in",
+  partition: 1,
+  offset: 42,
+  key,
+  value,
+  headers: {},
+  rawHeaders,
+  timestamp: 1700000000000
+})
+
+const notUtf8 = Buffer.from([0x00, 0xff, 0xfe, 0x80])
+
+/** A big-endian 32-bit unsigned integer: a hand-written binary codec. */
+const UInt32 = Topic.binary(Schema.transformOrFail(Schema.Uint8ArrayFromSelf, Schema.Number, {
+  strict: true,
+  decode: (bytes, _, ast) =>
+    bytes.length === 4
+      ? ParseResult.succeed(Buffer.from(bytes.buffer, bytes.byteOffset, 4).readUInt32BE(0))
+      : ParseResult.fail(new ParseResult.Type(ast, bytes, "expected 4 bytes")),
+  encode: (n) => {
+    const bytes = Buffer.alloc(4)
+    bytes.writeUInt32BE(n, 0)
+    return ParseResult.succeed(bytes)
+  }
+}))
+
+describe("binary codecs", () => {
+  it("Topic.bytes decodes and encodes the bytes themselves, UTF-8 or not", () => {
+    const Blobs = Topic.make({ name: "in", key: Topic.bytes, value: Topic.bytes })
+    assert.deepStrictEqual(Blobs.format, { key: "bytes", value: "bytes" })
+    const decoded = decodeRecord(Blobs, record(notUtf8, Buffer.from([0xc0, 0x80])))
+    assert.deepStrictEqual(decoded, Either.right({ key: notUtf8, value: Buffer.from([0xc0, 0x80]) }))
+    assert.deepStrictEqual(Blobs.encodeValue(new Uint8Array([1, 2, 3])), Either.right(Buffer.from([1, 2, 3])))
+  })
+
+  it("a binary value codec beside a text key; a failing binary codec is a poison value", () => {
+    const Counts = Topic.make({ name: "in", key: Schema.String, value: UInt32 })
+    assert.deepStrictEqual(Counts.format, { key: "text", value: "bytes" })
+    const four = Buffer.from([0, 0, 1, 0])
+    assert.deepStrictEqual(decodeRecord(Counts, record(Buffer.from("k"), four)), Either.right({ key: "k", value: 256 }))
+    const bad = decodeRecord(Counts, record(Buffer.from("k"), Buffer.from([1, 2])))
+    assert.isTrue(Either.isLeft(bad) && bad.left.part === "value" && bad.left.message.includes("expected 4 bytes"))
+    // The text key stays strict UTF-8.
+    const badKey = decodeRecord(Counts, record(notUtf8, four))
+    assert.isTrue(Either.isLeft(badKey) && badKey.left.part === "key")
+    const encoded = Topic.record(Counts, "k", 256).encode()
+    assert.deepStrictEqual(Either.map(encoded, (e) => [e.key, e.value]), Either.right(["k", four]))
+  })
+
+  it("Topic.decode takes text or bytes for either kind of codec", () => {
+    const Text = Topic.make({ name: "in", key: Schema.String, value: Schema.String })
+    assert.deepStrictEqual(Text.decode(Buffer.from("k"), "v"), Either.right({ key: "k", value: "v" }))
+    assert.isTrue(Either.isLeft(Text.decode(null, notUtf8)))
+    const Blobs = Topic.make({ name: "in", key: Topic.bytes, value: Topic.bytes })
+    assert.deepStrictEqual(Blobs.decode("k", null).pipe(Either.isLeft), true, "a tombstone is not a value")
+    assert.deepStrictEqual(Blobs.decode("k", "v"), Either.right({ key: Buffer.from("k"), value: Buffer.from("v") }))
+    assert.isTrue(Topic.isBinary(Topic.bytes))
+    assert.isFalse(Topic.isBinary(Schema.String))
+  })
+})
+
+describe("headers", () => {
+  it("fetched headers as pairs: every value's bytes, repeated names in order, no value as empty bytes", () => {
+    const pairs = headerPairs({ bin: notUtf8, rep: [Buffer.from("a"), notUtf8, null], none: null })
+    assert.deepStrictEqual(pairs, [
+      ["bin", notUtf8],
+      ["rep", Buffer.from("a")],
+      ["rep", notUtf8],
+      ["rep", Buffer.alloc(0)],
+      ["none", Buffer.alloc(0)]
+    ])
+    assert.deepStrictEqual(headerPairs({}), [])
+    assert.deepStrictEqual(Transformer.headerValues({ rawHeaders: pairs }, "rep"), [Buffer.from("a"), notUtf8, Buffer.alloc(0)])
+    assert.deepStrictEqual(Transformer.headerValues({ rawHeaders: pairs }, "missing"), [])
+  })
+
+  it("output headers as pairs are grouped by name, in order; by name they stay as given", () => {
+    const grouped = headerRecord([["a", "1"], ["b", notUtf8], ["a", Buffer.from("2")], ["__proto__", "x"]])
+    assert.deepStrictEqual(Object.keys(grouped), ["a", "b", "__proto__"])
+    assert.deepStrictEqual(grouped["a"], ["1", Buffer.from("2")])
+    assert.deepStrictEqual(grouped["b"], notUtf8)
+    assert.strictEqual(grouped["__proto__"], "x")
+    const byName = { a: "1", b: [notUtf8, "2"] }
+    assert.strictEqual(headerRecord(byName), byName)
+  })
+})
+
+describe("output partition and timestamp", () => {
+  const Out = Topic.make({ name: "out", key: Schema.String, value: Schema.String })
+  const limits = Outputs.makeMessageLimits(1 << 20, () => Effect.succeed(undefined))
+  const counts = (count: number | undefined, lookups: Array<string> = []) =>
+    PartitionCounts.make((topic) => Effect.sync(() => {
+      lookups.push(topic)
+      return count
+    }))
+  const source = record(null, Buffer.from("v"))
+
+  it.effect("an output gets its input's timestamp unless it sets one", () =>
+    Effect.gen(function*() {
+      const [plain, own] = yield* Outputs.encode(
+        [Topic.record(Out, "k", "v"), Topic.record(Out, "k", "v", undefined, { timestamp: 5, partition: 1 })],
+        limits,
+        counts(2),
+        source
+      )
+      assert.strictEqual(plain?.timestamp, 1700000000000)
+      assert.strictEqual(own?.timestamp, 5)
+      assert.strictEqual(own?.partition, 1)
+      const untimed = yield* Outputs.encode([Topic.record(Out, "k", "v")], limits, counts(2), { ...source, timestamp: -1 })
+      assert.isUndefined(untimed[0]?.timestamp, "no input timestamp: the producer's")
+    }))
+
+  it.effect("a partition out of range fails with PartitionOutOfRange, after looking the count up again", () =>
+    Effect.gen(function*() {
+      const lookups: Array<string> = []
+      const error = yield* Effect.flip(
+        Outputs.encode([Topic.record(Out, "k", "v", undefined, { partition: 2 })], limits, counts(2, lookups), source)
+      )
+      assert.strictEqual(error._tag, "PartitionOutOfRange")
+      if (error._tag === "PartitionOutOfRange") {
+        assert.deepStrictEqual([error.topic, error.partition, error.partitions], ["out", 2, 2])
+        assert.deepStrictEqual(error.source, { topic: "in", partition: 1, offset: 42 })
+      }
+      assert.deepStrictEqual(lookups, ["out", "out"])
+      const negative = yield* Effect.flip(
+        Outputs.encode([Topic.record(Out, "k", "v", undefined, { partition: -1 })], limits, counts(undefined), source)
+      )
+      assert.strictEqual(negative._tag, "PartitionOutOfRange")
+    }))
+
+  it("a timestamp that is not a non-negative integer is an EncodeError", () => {
+    for (const timestamp of [-1, 1.5, Number.NaN]) {
+      const encoded = Topic.record(Out, "k", "v", undefined, { timestamp }).encode()
+      assert.isTrue(Either.isLeft(encoded) && encoded.left._tag === "EncodeError", String(timestamp))
+    }
+  })
+})
