@@ -5,6 +5,9 @@
  *                    [--keys N] [--value-bytes N] [--rate N] [--latency-seconds N]
  *                    [--warmup-seconds N] [--commit-interval-ms N] [--no-latency] [--no-restore]
  *                    [--out bench/results/NAME.md]
+ *
+ * A secured cluster: KAFKA_BROKERS plus Skein's SKEIN_SECURITY_PROTOCOL, SKEIN_SASL_*, SKEIN_SSL_*
+ * (bench/lib/security.ts); every contender connects with them.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { cpus, homedir, loadavg, totalmem } from "node:os"
@@ -33,6 +36,13 @@ import {
   type Workload,
 } from "./lib/kafka.ts"
 import { AppProcess, type Command } from "./lib/proc.ts"
+import {
+  describeSecurity,
+  removeClientConfigFiles,
+  securityFromEnv,
+  writeClientConfigFiles,
+  type ClientConfigFiles,
+} from "./lib/security.ts"
 import { renderMarkdown, renderText, type ContenderReport, type ReportMeta, type RunResult } from "./lib/report.ts"
 import { exec } from "./lib/setup.ts"
 import { fmtInt, sleep } from "./lib/stats.ts"
@@ -101,6 +111,10 @@ const main = async (): Promise<void> => {
     valueBytes: int("value-bytes"),
     seed: 42,
   }
+  const security = securityFromEnv()
+  if (security.protocol !== "PLAINTEXT" && (process.env["KAFKA_BROKERS"] ?? "").trim() === "") {
+    throw new Error(`SKEIN_SECURITY_PROTOCOL is ${security.protocol}: set KAFKA_BROKERS to the secured cluster (the private broker is PLAINTEXT)`)
+  }
   const runs = Math.max(1, int("runs"))
   const rate = Math.max(1, int("rate"))
   const latencySeconds = int("latency-seconds")
@@ -122,6 +136,7 @@ const main = async (): Promise<void> => {
   mkdirSync(workDir, { recursive: true })
   const defaultName = w.records === 1_000_000 && only === undefined ? date : `${date}-${w.records >= 1000 ? `${w.records / 1000}k` : w.records}`
   const outMd = opt.out ?? join("bench", "results", `${defaultName}.md`)
+  if (security.protocol !== "PLAINTEXT") log(`security: ${describeSecurity(security)} (SKEIN_* settings)`)
   log(`run ${runId}: ${fmtInt(w.records)} records, ${w.partitions} partitions, ${fmtInt(w.keys)} keys, ${runs} run(s); logs in ${workDir}`)
 
   // Setup (idempotent, cached).
@@ -134,16 +149,20 @@ const main = async (): Promise<void> => {
   }
 
   const broker = await acquireBroker(log)
+  // The JVM and Python peers' connection settings (0600, removed at the end: they hold the password).
+  let clientConfig: ClientConfigFiles | undefined
   const onSignal = (sig: string): void => {
     log(`${sig}: stopping the broker and exiting`)
+    if (clientConfig !== undefined) removeClientConfigFiles(clientConfig)
     void broker.release().finally(() => process.exit(130))
   }
   process.once("SIGINT", () => onSignal("SIGINT"))
   process.once("SIGTERM", () => onSignal("SIGTERM"))
   log(`broker: ${broker.origin}`)
-  const kafka = makeKafka(broker.brokers, "skein-bench")
+  const kafka = makeKafka(broker.brokers, "skein-bench", security)
   const admin = kafka.admin()
   await admin.connect()
+  clientConfig = writeClientConfigFiles(security, workDir)
 
   const seq = keySequence(w)
   const expected = expectedCounts(w, seq)
@@ -157,8 +176,8 @@ const main = async (): Promise<void> => {
         log(`── ${c.name} run ${r}/${runs}`)
         await waitForQuiet(idleWaitMs)
         const res: RunResult = await (c.kind === "process"
-          ? runProcess(c, r, prefix, { kafka, admin, brokers: broker.brokers, w, seq, expected, workDir, commitIntervalMs, timeoutMs, doLatency, doRestore, rate, latencySeconds, warmupSeconds })
-          : runCeiling(c, r, prefix, { admin, brokers: broker.brokers, w, workDir, rate, latencySeconds })
+          ? runProcess(c, r, prefix, { kafka, admin, brokers: broker.brokers, clientConfig, w, seq, expected, workDir, commitIntervalMs, timeoutMs, doLatency, doRestore, rate, latencySeconds, warmupSeconds })
+          : runCeiling(c, r, prefix, { admin, brokers: broker.brokers, clientConfig, w, workDir, rate, latencySeconds })
         ).catch((e: unknown): RunResult => ({ run: r, notes: [`run failed: ${String(e).slice(0, 300)}`] }))
         results.get(c.name)?.push(res)
         log(
@@ -172,6 +191,7 @@ const main = async (): Promise<void> => {
     }
   } finally {
     await admin.disconnect().catch(() => undefined)
+    if (clientConfig !== undefined) removeClientConfigFiles(clientConfig)
     await broker.release().catch((e: unknown) => log(`broker release failed: ${String(e)}`))
   }
 
@@ -193,7 +213,8 @@ const main = async (): Promise<void> => {
   const jsonPath = `${stem}.json`
   const meta = {
     date,
-    brokerOrigin: broker.origin.replace(/at [\d.]+:\d+$/, "(local)").replace(/=[\d.:,]+$/, "=<host>"),
+    brokerOrigin: broker.origin.replace(/at [\d.]+:\d+$/, "(local)").replace(/=[\d.:,]+$/, "=<host>") +
+      (security.protocol === "PLAINTEXT" ? "" : ` (${describeSecurity(security, { detail: false })})`),
     records: w.records,
     partitions: w.partitions,
     keys: w.keys,
@@ -241,6 +262,7 @@ interface ProcessRunCtx {
   readonly kafka: Kafka
   readonly admin: Admin
   readonly brokers: string
+  readonly clientConfig: ClientConfigFiles | undefined
   readonly w: Workload
   readonly seq: Uint32Array
   readonly expected: Int32Array
@@ -282,7 +304,7 @@ const runProcessInner = async (
   const stateDir = join(x.workDir, `${c.name}-r${run}`, "state")
   const logFile = join(x.workDir, `${c.name}-r${run}.log`)
   mkdirSync(stateDir, { recursive: true })
-  const spec = { brokers: x.brokers, input, output, group: prefix, stateDir, commitIntervalMs: x.commitIntervalMs }
+  const spec = { brokers: x.brokers, input, output, group: prefix, stateDir, commitIntervalMs: x.commitIntervalMs, clientConfig: x.clientConfig }
 
   await createTopics(x.admin, [input, output], x.w.partitions)
   const preloadSec = await preload(x.kafka, input, x.w, x.seq)
@@ -394,7 +416,7 @@ const runCeiling = async (
   c: CeilingContender,
   run: number,
   prefix: string,
-  x: { admin: Admin; brokers: string; w: Workload; workDir: string; rate: number; latencySeconds: number },
+  x: { admin: Admin; brokers: string; clientConfig: ClientConfigFiles | undefined; w: Workload; workDir: string; rate: number; latencySeconds: number },
 ): Promise<RunResult> => {
   const r = await c.run({
     brokers: x.brokers,
@@ -405,6 +427,7 @@ const runCeiling = async (
     rate: x.rate,
     latencySeconds: x.latencySeconds,
     logFile: join(x.workDir, `${c.name}-r${run}.log`),
+    clientConfig: x.clientConfig,
     createTopic: (name) => createTopics(x.admin, [name], x.w.partitions),
   })
   return {

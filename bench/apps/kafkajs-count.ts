@@ -4,9 +4,12 @@
  * acks. At-least-once; state is not durable (lost on a crash, so no restore to measure).
  *
  * node --import tsx bench/apps/kafkajs-count.ts --brokers B --input T --output T --group G
+ *
+ * Connects with the SKEIN_* security settings of its environment (bench/lib/security.ts).
  */
 import { parseArgs } from "node:util"
 import { Kafka, logLevel, type Message } from "kafkajs"
+import { kafkajsSecurity, securityFromEnv } from "../lib/security.ts"
 
 process.env["KAFKAJS_NO_PARTITIONER_WARNING"] = "1"
 
@@ -28,7 +31,12 @@ if (brokers === undefined || input === undefined || output === undefined || grou
 
 const emit = (event: string): void => console.log(JSON.stringify({ event, ts: Date.now() }))
 
-const kafka = new Kafka({ clientId: "bench-kafkajs-count", brokers: brokers.split(","), logLevel: logLevel.WARN })
+const kafka = new Kafka({
+  clientId: "bench-kafkajs-count",
+  brokers: brokers.split(","),
+  logLevel: logLevel.WARN,
+  ...kafkajsSecurity(securityFromEnv()),
+})
 const consumer = kafka.consumer({ groupId: group, maxBytes: 10 * 1024 * 1024 })
 const producer = kafka.producer({ allowAutoTopicCreation: false })
 const counts = new Map<string, number>()

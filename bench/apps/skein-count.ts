@@ -17,12 +17,15 @@
  *    the first task started; ts = the last change, records = restoredRecords.
  * --commit-interval-ms: Skein's commitInterval in alos mode (how often offsets of acknowledged
  * work are committed); ignored in eos mode, which commits one transaction per poll batch.
+ * Connection security: the SKEIN_* settings of its environment (bench/lib/security.ts), given to
+ * SkeinConfig, so Skein's own client boundary connects.
  */
 import { existsSync, readdirSync } from "node:fs"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { Cause, Duration, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { Runner, SkeinConfig, Topic, Transformer } from "../../src/index.ts"
+import { securityFromEnv, skeinSecurity } from "../lib/security.ts"
 
 const { values } = parseArgs({
   options: {
@@ -116,6 +119,7 @@ const program = Runner.runWithStats(Count, stats).pipe(
     stateDir,
     processingGuarantee: guarantees[mode],
     commitInterval: Duration.millis(commitIntervalMs),
+    ...skeinSecurity(securityFromEnv()),
   })),
 )
 const fiber = Effect.runFork(program)

@@ -5,11 +5,13 @@
  *    (throughput); then throttled to the latency rate: p50/p99 = produce->ack latency.
  *  - kafka-perf-consume: ConsumerPerformance over N records (fetch.nMsg.sec, i.e. excluding the
  *    group join); latency = EndToEndLatency (one record at a time, produce -> consume, acks=all).
- * Jars come from Maven Central into <cache>/jars/tools.
+ * Jars come from Maven Central into <cache>/jars/tools. On a secured cluster every tool gets the
+ * harness's Java client properties (bench/lib/security.ts) with --command-config.
  */
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { runToEnd } from "../lib/proc.ts"
+import type { ClientConfigFiles } from "../lib/security.ts"
 import { mavenJars } from "../lib/setup.ts"
 import type { CeilingContender, SetupContext } from "./types.ts"
 
@@ -43,7 +45,18 @@ const java = (main: string, args: ReadonlyArray<string>) => {
   return { cmd: "java", args: [...javaBase, `org.apache.kafka.tools.${main}`, ...args] }
 }
 
-const producerPerf = (brokers: string, topic: string, n: number, size: number, throughput: number) =>
+/** The tools' --command-config of a secured cluster (none for PLAINTEXT). */
+const commandConfig = (files: ClientConfigFiles | undefined): ReadonlyArray<string> =>
+  files === undefined ? [] : ["--command-config", files.java]
+
+const producerPerf = (
+  brokers: string,
+  topic: string,
+  n: number,
+  size: number,
+  throughput: number,
+  files: ClientConfigFiles | undefined,
+) =>
   java("ProducerPerformance", [
     "--bootstrap-server",
     brokers,
@@ -57,6 +70,7 @@ const producerPerf = (brokers: string, topic: string, n: number, size: number, t
     String(throughput),
     "--command-property",
     "acks=all",
+    ...commandConfig(files),
   ])
 
 // "1000000 records sent, 104895.1 records/sec (10.00 MB/sec), 449.98 ms avg latency, 669.00 ms max
@@ -80,11 +94,11 @@ export const kafkaPerfProduce: CeilingContender = {
   setup,
   run: async (a) => {
     await a.createTopic(`${a.topic}.tp`)
-    const t = await runToEnd(producerPerf(a.brokers, `${a.topic}.tp`, a.records, a.valueBytes, -1), a.logFile, 600_000)
+    const t = await runToEnd(producerPerf(a.brokers, `${a.topic}.tp`, a.records, a.valueBytes, -1, a.clientConfig), a.logFile, 600_000)
     const tp = parseProducer(t.stdout)
     await a.createTopic(`${a.topic}.lat`)
     const n = Math.max(1, Math.round(a.rate * a.latencySeconds))
-    const l = await runToEnd(producerPerf(a.brokers, `${a.topic}.lat`, n, a.valueBytes, a.rate), a.logFile, 600_000)
+    const l = await runToEnd(producerPerf(a.brokers, `${a.topic}.lat`, n, a.valueBytes, a.rate, a.clientConfig), a.logFile, 600_000)
     const lat = parseProducer(l.stdout)
     return {
       ...(tp.rps !== undefined ? { throughput: tp.rps } : {}),
@@ -105,7 +119,7 @@ export const kafkaPerfConsume: CeilingContender = {
   run: async (a) => {
     const topic = `${a.topic}.tc`
     await a.createTopic(topic)
-    await runToEnd(producerPerf(a.brokers, topic, a.records, a.valueBytes, -1), a.logFile, 600_000)
+    await runToEnd(producerPerf(a.brokers, topic, a.records, a.valueBytes, -1, a.clientConfig), a.logFile, 600_000)
     const c = await runToEnd(
       java("ConsumerPerformance", [
         "--bootstrap-server",
@@ -118,6 +132,7 @@ export const kafkaPerfConsume: CeilingContender = {
         `${topic}.g`,
         "--timeout",
         "60000",
+        ...commandConfig(a.clientConfig),
       ]),
       a.logFile,
       600_000,
@@ -143,6 +158,7 @@ export const kafkaPerfConsume: CeilingContender = {
         "all",
         "--record-size",
         String(a.valueBytes),
+        ...commandConfig(a.clientConfig),
       ]),
       a.logFile,
       300_000,

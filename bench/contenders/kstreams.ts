@@ -42,6 +42,7 @@ export const kafkaStreams: ProcessContender = {
         ...appArgs(s, { stateful: true }),
         "--mode",
         "eos",
+        ...(s.clientConfig === undefined ? [] : ["--client-config", s.clientConfig.java]),
       ],
     }
   },

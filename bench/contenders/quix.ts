@@ -31,6 +31,7 @@ export const quixStreams: ProcessContender = {
         ...appArgs(s, { stateful: true }),
         "--mode",
         "eos",
+        ...(s.clientConfig === undefined ? [] : ["--client-config", s.clientConfig.librdkafka]),
       ],
     }
   },

@@ -17,6 +17,7 @@
  *   {"event":"restore-end","ts":<epoch ms>,"records":<changelog records applied>}
  */
 import type { Command } from "../lib/proc.ts"
+import type { ClientConfigFiles } from "../lib/security.ts"
 
 export interface AppSpec {
   readonly brokers: string
@@ -25,6 +26,12 @@ export interface AppSpec {
   readonly group: string
   readonly stateDir: string
   readonly commitIntervalMs: number
+  /**
+   * A secured cluster's connection settings for JVM and Python peers (from SKEIN_*, see
+   * bench/lib/security.ts); absent for PLAINTEXT. Node apps read the SKEIN_* environment
+   * they inherit instead.
+   */
+  readonly clientConfig?: ClientConfigFiles | undefined
 }
 
 export type Availability = { readonly ok: true } | { readonly ok: false; readonly reason: string }
@@ -72,6 +79,8 @@ export interface CeilingContender {
     readonly rate: number
     readonly latencySeconds: number
     readonly logFile: string
+    /** As `AppSpec.clientConfig`. */
+    readonly clientConfig?: ClientConfigFiles | undefined
     readonly createTopic: (name: string) => Promise<void>
   }) => Promise<CeilingResult>
 }

@@ -4,6 +4,7 @@
  * All of it uses kafkajs from the harness process.
  */
 import { Kafka, logLevel, type Admin, type Consumer, type Producer, type Message } from "kafkajs"
+import { kafkajsSecurity, plaintext, type BenchSecurity } from "./security.ts"
 import { mulberry32, sleep } from "./stats.ts"
 
 process.env["KAFKAJS_NO_PARTITIONER_WARNING"] = "1"
@@ -19,12 +20,14 @@ export interface Workload {
 export const keyName = (i: number): string => `key-${String(i).padStart(6, "0")}`
 const keyIndex = (k: string): number => Number.parseInt(k.slice(4), 10)
 
-export const makeKafka = (brokers: string, clientId: string): Kafka =>
+/** The harness's kafkajs client, connecting with the SKEIN_* security settings (`securityFromEnv`). */
+export const makeKafka = (brokers: string, clientId: string, security: BenchSecurity = plaintext): Kafka =>
   new Kafka({
     clientId,
     brokers: brokers.split(","),
     logLevel: logLevel.NOTHING,
     retry: { retries: 10, initialRetryTime: 100 },
+    ...kafkajsSecurity(security),
   })
 
 export const createTopics = async (

@@ -10,7 +10,11 @@ Speaks the contender protocol: JSON lines on stdout, e.g.
   {"event":"restore-end","ts":...,"records":12345}
 
 Run: bench/.venv/bin/python bench/peers/quix/quix_count.py --brokers B --input T --output T
-     --group G --state-dir D [--mode eos|alos] [--commit-interval-ms N]
+     --group G --state-dir D [--mode eos|alos] [--commit-interval-ms N] [--client-config FILE.json]
+
+--client-config: a JSON object of librdkafka connection properties (security.protocol,
+sasl.mechanisms, sasl.username, sasl.password, ssl.ca.location, ...), written by the harness from
+the SKEIN_* settings (bench/lib/security.ts).
 """
 
 import argparse
@@ -20,6 +24,7 @@ import sys
 import time
 
 from quixstreams import Application, State
+from quixstreams.kafka.configuration import ConnectionConfig
 from quixstreams.state import recovery as quix_recovery
 
 
@@ -59,13 +64,19 @@ def main() -> None:
     ap.add_argument("--state-dir", required=True)
     ap.add_argument("--mode", choices=["eos", "alos"], default="eos")
     ap.add_argument("--commit-interval-ms", type=int, default=None)
+    ap.add_argument("--client-config", default=None)
     a = ap.parse_args()
+
+    connection: dict[str, object] = {"bootstrap.servers": a.brokers}
+    if a.client_config is not None:
+        with open(a.client_config, encoding="utf-8") as f:
+            connection.update(json.load(f))
 
     kwargs: dict[str, object] = {}
     if a.commit_interval_ms is not None:
         kwargs["commit_interval"] = a.commit_interval_ms / 1000.0
     app = Application(
-        broker_address=a.brokers,
+        broker_address=ConnectionConfig.from_librdkafka_dict(connection),
         consumer_group=a.group,
         auto_offset_reset="earliest",
         processing_guarantee="exactly-once" if a.mode == "eos" else "at-least-once",

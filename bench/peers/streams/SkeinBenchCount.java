@@ -11,7 +11,13 @@
 //   {"event":"running","ts":...}
 //   {"event":"restore-start","ts":...}
 //   {"event":"restore-end","ts":...,"records":12345}
+//
+// --client-config FILE: Java client properties for a secured cluster (security.protocol,
+// sasl.*, ssl.*), written by the harness from the SKEIN_* settings (bench/lib/security.ts);
+// Kafka Streams hands them to its consumers, producers and admin client.
 
+import java.io.FileInputStream;
+import java.io.InputStream;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -89,11 +95,17 @@ public final class SkeinBenchCount {
         String threads = a.getOrDefault("threads", "1");
         if (brokers == null || input == null || output == null || group == null || stateDir == null) {
             System.err.println("usage: SkeinBenchCount --brokers B --input T --output T --group G --state-dir D"
-                    + " [--mode eos|alos] [--commit-interval-ms N] [--threads N]");
+                    + " [--mode eos|alos] [--commit-interval-ms N] [--threads N] [--client-config FILE]");
             System.exit(2);
         }
 
         Properties p = new Properties();
+        String clientConfig = a.get("client-config");
+        if (clientConfig != null) {
+            try (InputStream in = new FileInputStream(clientConfig)) {
+                p.load(in);
+            }
+        }
         p.put(StreamsConfig.APPLICATION_ID_CONFIG, group);
         p.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, brokers);
         p.put(StreamsConfig.STATE_DIR_CONFIG, stateDir);
