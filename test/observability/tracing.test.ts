@@ -164,7 +164,7 @@ describe("tracing", () => {
       assert.strictEqual(traced.links.length, 1)
       const linked = byId.get(traced.links[0]!.span.spanId)
       assert.strictEqual(linked?.name, "skein.batch", "linked to its batch span")
-      assert.strictEqual(parentOf(linked!)?.spanId !== undefined && byId.get(parentOf(linked!)!.spanId)?.name, "skein.poll")
+      assert.strictEqual(byId.get(parentOf(linked!)?.spanId ?? "")?.name, "skein.poll", "the linked batch is a poll's")
       const out = outputs.get("traced")
       assert.strictEqual(out?.headers["traceparent"], `00-${upstreamTrace}-${traced.spanId}-01`)
       assert.strictEqual(out?.headers["tracestate"], "vendor=opaque", "the input's tracestate goes on")
