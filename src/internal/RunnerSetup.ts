@@ -110,6 +110,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         admin,
         consumer,
         applicationId: config.applicationId,
+        transformer: transformer.name,
         inputTopics,
         changelog: restoreFrom,
         storeDir,

@@ -77,6 +77,8 @@ export interface TaskContext {
   readonly admin: KafkaAdmin
   readonly consumer: GroupConsumer
   readonly applicationId: string
+  /** The transformer's name (for span attributes). */
+  readonly transformer: string
   readonly inputTopics: ReadonlyArray<string>
   readonly changelog: Option.Option<{ readonly topic: string; readonly reader: Effect.Effect<ChangelogReader, RunnerError> }>
   readonly storeDir: string
@@ -97,6 +99,13 @@ const checkPermit = (permit: RestorePermit, partition: number): Effect.Effect<vo
   Producer.isPermit(permit, partition)
     ? Effect.void
     : Effect.dieMessage(`Skein invariant broken: task ${partition} used a restore permit it was not given`)
+
+/** The attributes of a task's spans. */
+const spanAttributes = (context: TaskContext, partition: number) => ({
+  "skein.application_id": context.applicationId,
+  "skein.transformer": context.transformer,
+  "messaging.destination.partition.id": String(partition)
+})
 
 /**
  * The next offset to read of each input partition, read after fencing: only
@@ -186,8 +195,23 @@ const restore = (
       `task ${partition}: restored ${restored} changelog records (${summary.mode}: ${summary.reason}), ` +
         `offsets ${from} to ${range.end}`
     )
+    yield* Effect.annotateCurrentSpan({
+      "skein.restore.mode": summary.mode,
+      "skein.restore.reason": summary.reason,
+      "skein.restore.from": from,
+      "skein.restore.until": range.end,
+      "skein.restore.records": restored
+    })
     return summary
-  })
+  }).pipe(
+    Effect.withSpan("skein.restore", {
+      captureStackTrace: false,
+      attributes: {
+        ...spanAttributes(context, partition),
+        "skein.changelog": changelog.topic
+      }
+    })
+  )
 
 /**
  * Opens the store of task `partition`, kept under the runner's store folder;
@@ -316,10 +340,16 @@ export const processSlices = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     readonly inTransaction: <A, E2, R2>(commit: Effect.Effect<A, E2, R2>) => Effect.Effect<A, E2, R2>
     readonly onCommitted: (committed: Committed) => Effect.Effect<void>
   }
-): Effect.Effect<Outcome<E>, never, R> =>
-  Effect.gen(function*() {
+): Effect.Effect<Outcome<E>, never, R> => {
+  const processed: Effect.Effect<Outcome<E>, never, R> = Effect.gen(function*() {
     const partition = task.partition
     const result = yield* Batch.run(transformer, task.store, slices, { ...options, cache: task.cache })
+    yield* Effect.annotateCurrentSpan({
+      "skein.processed": result.processed,
+      "skein.skipped": result.skipped,
+      "skein.dead_lettered": result.deadLettered,
+      "skein.retries": result.retries
+    })
     options.onRetries(result.retries)
     if (result.processed > 0) {
       const changelogRecords = Option.match(options.changelog, {
@@ -342,7 +372,20 @@ export const processSlices = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           Effect.tap(() => {
             for (const [key, state] of result.states) task.cache.set(key, state)
           }),
-          Effect.tap(() => options.onCommitted({ result, offsets }))
+          Effect.tap(() => options.onCommitted({ result, offsets })),
+          Effect.withSpan("skein.commit", {
+            kind: "producer",
+            captureStackTrace: false,
+            attributes: {
+              "skein.application_id": options.groupId,
+              "skein.transformer": transformer.name,
+              "messaging.destination.partition.id": String(partition),
+              "skein.processing_guarantee": task.delivery._tag === "ExactlyOnce" ? "exactly-once" : "at-least-once",
+              "skein.commit.records": result.processed,
+              "skein.commit.outputs": result.outputs.length,
+              "skein.commit.changelog_records": changelogRecords.length
+            }
+          })
         )
       ))
       if (committed._tag === "Left") {
@@ -364,3 +407,19 @@ export const processSlices = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     }
     return { _tag: "Committed", partition }
   })
+  return processed.pipe(
+    Effect.tap((outcome) => Effect.annotateCurrentSpan("skein.outcome", outcome._tag)),
+    Effect.withSpan("skein.batch", {
+      kind: "consumer",
+      captureStackTrace: false,
+      attributes: {
+        "skein.application_id": options.groupId,
+        "skein.transformer": transformer.name,
+        "messaging.system": "kafka",
+        "messaging.operation.type": "process",
+        "messaging.destination.partition.id": String(task.partition),
+        "messaging.batch.message_count": slices.reduce((n, slice) => n + slice.records.length, 0)
+      }
+    })
+  )
+}

@@ -199,7 +199,20 @@ export const make = (options: {
         const began = Date.now()
         const started = yield* Effect.uninterruptibleMask((restore) =>
           Effect.exit(restore(Effect.raceFirst(
-            Scope.extend(Task.make(context, partition), scope),
+            Scope.extend(Task.make(context, partition), scope).pipe(
+              Effect.tap((task) =>
+                Effect.annotateCurrentSpan("skein.restore.mode", Option.match(task.restore, { onNone: () => "none", onSome: (r) => r.mode }))
+              ),
+              Effect.withSpan("skein.task.start", {
+                captureStackTrace: false,
+                attributes: {
+                  "skein.application_id": config.applicationId,
+                  "skein.transformer": context.transformer,
+                  "messaging.destination.partition.id": String(partition),
+                  "skein.generation": generation
+                }
+              })
+            ),
             Effect.zipRight(shutdown, Effect.interrupt)
           ))).pipe(
             Effect.tap((exit) =>

@@ -30,6 +30,7 @@ import type { StateCache } from "./StateCache.ts"
 import * as StateCopy from "./stateCopy.ts"
 import * as StateKeyCheck from "./StateKeyCheck.ts"
 import type { StateStore, StoreWrite } from "./StateStore.ts"
+import * as Tracing from "./tracing.ts"
 
 /** The records of one input partition in a poll. */
 export interface Slice {
@@ -189,6 +190,11 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const stateCodecName = `state of ${transformer.name}`
     const states = new Map<string, Option.Option<S>>()
     let retries = 0
+    // Outputs carry trace context only under a tracer the program installed; the batch span
+    // is the parent of each record's transform span, or its link when the record has a remote parent.
+    const propagate = Tracing.propagates(yield* Effect.tracer)
+    const batchSpan = Option.getOrUndefined(yield* Effect.option(Effect.currentSpan))
+    const batchLinks = batchSpan === undefined ? [] : [Tracing.linkTo(batchSpan)]
 
     const lanesPerSlice = slices.map((slice) => {
       const topic = topics.get(slice.topic)
@@ -235,7 +241,12 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       result.state === undefined ? undefined : result.state._tag === "Set" ? Option.some(result.state.value) : Option.none()
 
     /** One transform call on a private copy of the state, with its outputs encoded. */
-    const attempt = (decoded: RecordOf<Inputs>, state: Option.Option<S>, source: FetchedRecord) => {
+    const attempt = (
+      decoded: RecordOf<Inputs>,
+      state: Option.Option<S>,
+      source: FetchedRecord,
+      trace: Tracing.TraceHeaders | undefined
+    ) => {
       const call = Effect.flatMap(
         Effect.flatMap(
           Either.mapLeft(copyState(state), (cause) => new EncodeError({ topic: stateCodecName, cause })),
@@ -243,7 +254,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         ),
         (result) =>
           Effect.map(
-            Outputs.encode(result.emit ?? [], options.messageLimits, options.partitionCounts, source),
+            Outputs.encode(result.emit ?? [], options.messageLimits, options.partitionCounts, source, trace),
             (outputs): Attempt<S> => ({ outputs, change: changeOf(result) })
           )
       )
@@ -264,13 +275,14 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       entry: Entry<Inputs>,
       stateKey: string,
       decoded: RecordOf<Inputs>,
-      state: Option.Option<S>
+      state: Option.Option<S>,
+      trace: Tracing.TraceHeaders | undefined
     ): Effect.Effect<Cut.Done<S>, unknown, R> => {
       if (transformer.rules.length === 0) {
-        return Effect.map(attempt(decoded, state, entry.record), (finished) => finish(entry, stateKey, finished, "processed"))
+        return Effect.map(attempt(decoded, state, entry.record, trace), (finished) => finish(entry, stateKey, finished, "processed"))
       }
       return Effect.flatMap(
-        Rules.apply(transformer.rules, () => attempt(decoded, state, entry.record), {
+        Rules.apply(transformer.rules, () => attempt(decoded, state, entry.record, trace), {
           hasDeadLetterTopic: Option.isSome(options.deadLetterTopic),
           onRetry: () => {
             retries++
@@ -301,7 +313,10 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       )
     }
 
-    const processEntry = (entry: Entry<Inputs>): Effect.Effect<Cut.Done<S>, unknown, R> => {
+    const processEntry = (
+      entry: Entry<Inputs>,
+      trace: Tracing.TraceHeaders | undefined
+    ): Effect.Effect<Cut.Done<S>, unknown, R> => {
       if (Either.isLeft(entry.decoded)) {
         // A poison record never reaches the transform: it goes to the dead letter
         // topic inside this batch's transaction, or, with none configured, fails the run.
@@ -321,8 +336,34 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const decoded = entry.decoded.right
       const known = knownState(stateKey)
       return known === undefined
-        ? Effect.flatMap(readState(stateKey), (state) => processKnown(entry, stateKey, decoded, state))
-        : processKnown(entry, stateKey, decoded, known)
+        ? Effect.flatMap(readState(stateKey), (state) => processKnown(entry, stateKey, decoded, state, trace))
+        : processKnown(entry, stateKey, decoded, known, trace)
+    }
+
+    /**
+     * A record in its `skein.transform` span: a child of the record's remote
+     * span (its `traceparent`) linked to the batch span, else of the batch span.
+     */
+    const tracedEntry = (entry: Entry<Inputs>): Effect.Effect<Cut.Done<S>, unknown, R> => {
+      const record = entry.record
+      const remote = Tracing.remoteParent(record)
+      const attributes = {
+        "messaging.system": "kafka",
+        "messaging.operation.type": "process",
+        "messaging.destination.name": record.topic,
+        "messaging.destination.partition.id": String(record.partition),
+        "messaging.kafka.offset": record.offset
+      }
+      const spanOptions = remote === undefined
+        ? { kind: "consumer" as const, captureStackTrace: false, attributes }
+        : { kind: "consumer" as const, captureStackTrace: false, attributes, parent: remote, links: batchLinks }
+      return Effect.useSpan("skein.transform", spanOptions, (span) =>
+        Effect.withParentSpan(
+          Effect.tap(processEntry(entry, propagate ? Tracing.traceHeaders(span, record) : undefined), (done) => {
+            if (done.disposition !== "processed") span.attribute("skein.disposition", done.disposition)
+          }),
+          span
+        ))
     }
 
     const runLane = (lane: Lane<Inputs, S>) =>
@@ -331,7 +372,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         const next: Effect.Effect<void, unknown, R> = Effect.suspend(() => {
           const entry = lane.entries[index]
           if (entry === undefined) return Effect.void
-          return Effect.flatMap(processEntry(entry), (done) => {
+          return Effect.flatMap(tracedEntry(entry), (done) => {
             lane.done.push(done)
             index++
             return next

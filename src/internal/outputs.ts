@@ -1,7 +1,8 @@
 /**
  * A transform's outputs in their wire form: encoded with their topics'
  * Schemas, stamped with the input record's timestamp unless they set their
- * own, and checked against each topic's record size limit and, when they name
+ * own (and, when traced, with their transform's trace context: `tracing.ts`),
+ * and checked against each topic's record size limit and, when they name
  * one, its partitions before they reach the transaction, so an oversized
  * record or a missing partition fails its transform (`OutputTooLarge`,
  * `PartitionOutOfRange`, which a rule can handle) instead of poisoning the
@@ -16,6 +17,7 @@ import type * as Topic from "../Topic.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
 import * as PartitionCounts from "./partitionCounts.ts"
 import { recordBytes, recordSizeBound } from "./recordSize.ts"
+import * as Tracing from "./tracing.ts"
 
 /** The size limit of a record per output topic: known synchronously once looked up. */
 export interface MessageLimits {
@@ -65,9 +67,14 @@ const checkSize = (
   )
 }
 
-/** An output with its input's timestamp, unless it sets its own (or the input has none: -1). */
-const stamped = (encoded: Topic.EncodedRecord, source: FetchedRecord): Topic.EncodedRecord =>
-  encoded.timestamp !== undefined || !(source.timestamp >= 0) ? encoded : { ...encoded, timestamp: source.timestamp }
+/**
+ * An output with its input's timestamp, unless it sets its own (or the input
+ * has none: -1), and with the trace context of its transform when traced.
+ */
+const stamped = (encoded: Topic.EncodedRecord, source: FetchedRecord, trace: Tracing.TraceHeaders | undefined): Topic.EncodedRecord => {
+  const timed = encoded.timestamp !== undefined || !(source.timestamp >= 0) ? encoded : { ...encoded, timestamp: source.timestamp }
+  return trace === undefined ? timed : Tracing.withTraceHeaders(timed, trace)
+}
 
 /** True when an output names no partition, or one its topic is known to have. */
 const knownInRange = (encoded: Topic.EncodedRecord, counts: PartitionCounts.PartitionCounts): boolean => {
@@ -110,7 +117,8 @@ export const encode = (
   emit: ReadonlyArray<Topic.OutputRecord>,
   limits: MessageLimits,
   counts: PartitionCounts.PartitionCounts,
-  source: FetchedRecord
+  source: FetchedRecord,
+  trace?: Tracing.TraceHeaders | undefined
 ): Effect.Effect<
   ReadonlyArray<Topic.EncodedRecord>,
   EncodeError | OutputTooLarge | PartitionOutOfRange | KafkaError
@@ -119,14 +127,14 @@ export const encode = (
   for (let i = 0; i < emit.length; i++) {
     const encoded = emit[i]!.encode()
     if (Either.isLeft(encoded)) return Either.left(encoded.left)
-    const output = stamped(encoded.right, source)
+    const output = stamped(encoded.right, source, trace)
     const limit = limits.known(output.topic)
     if (limit === undefined || !knownInRange(output, counts)) {
       // The first output for this topic (or a partition to check): look up what is missing, then go on.
       const rest = emit.slice(i)
       return Effect.gen(function*() {
         for (const record of rest) {
-          const next = stamped(yield* record.encode(), source)
+          const next = stamped(yield* record.encode(), source, trace)
           yield* checkPartition(next, counts, source)
           outputs.push(yield* checkSize(next, yield* limits.lookup(next.topic), source))
         }

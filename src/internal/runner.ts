@@ -104,17 +104,21 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       return [...Option.toArray(first), ...(yield* ready())]
     })
 
+    const pollAttributes = { "skein.application_id": config.applicationId, "skein.transformer": transformer.name }
+    /** One poll: its records, by task, processed and committed in a `skein.poll` span (each task's a `skein.batch`). */
     const processPoll = Effect.gen(function*() {
       const started = yield* Clock.currentTimeMillis
       const slices = buffer.take(config.maxPollRecords)
       const total = slices.reduce((n, s) => n + s.end - s.cursor.index, 0)
       stats.recordBatch(total)
+      yield* Effect.annotateCurrentSpan("messaging.batch.message_count", total)
       const byTask = new Map<number, Array<PollBuffer.PollSlice>>()
       for (const slice of slices) {
         const list = byTask.get(slice.cursor.batch.partition) ?? []
         list.push(slice)
         byTask.set(slice.cursor.batch.partition, list)
       }
+      yield* Effect.annotateCurrentSpan("skein.partitions", byTask.size)
       // Running handlers get a grace period once a revocation or a shutdown begins.
       const rebalance = yield* consumer.nextRebalance
       const stop = Effect.raceFirst(
@@ -155,7 +159,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       })
       buffer.completeProcessed()
       stats.observeBatchLatency((yield* Clock.currentTimeMillis) - started)
-    })
+    }).pipe(Effect.withSpan("skein.poll", { captureStackTrace: false, attributes: pollAttributes }))
 
     const loop = Effect.gen(function*() {
       yield* stats.setPhase("running")

@@ -254,16 +254,20 @@ export interface RunningInstance<E> {
   readonly exit: Effect.Effect<Option.Option<Exit.Exit<never, E>>>
 }
 
-/** Starts a runner instance in this process. */
+/**
+ * Starts a runner instance in this process; `layer` is provided to it besides
+ * its config (e.g. `Layer.setTracer(tracer)`).
+ */
 export const startInstance = <Inputs extends ReadonlyArray<Topic.Any>, S, E>(
   transformer: Transformer.Transformer<Inputs, S, E, never>,
-  options: Omit<SkeinConfig.Options, "brokers">
+  options: Omit<SkeinConfig.Options, "brokers">,
+  layer: Layer.Layer<never> = Layer.empty
 ): Effect.Effect<RunningInstance<E | SkeinError.RunnerError>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const stats = Runner.makeStats()
     const fiber = yield* Effect.forkDaemon(
       Runner.runWithStats(transformer, stats).pipe(
-        Effect.provide(Layer.succeed(SkeinConfig.SkeinConfig, SkeinConfig.make({ brokers: brokers(), ...options })))
+        Effect.provide(Layer.merge(Layer.succeed(SkeinConfig.SkeinConfig, SkeinConfig.make({ brokers: brokers(), ...options })), layer))
       )
     )
     yield* Effect.addFinalizer(() => Fiber.interrupt(fiber))
