@@ -1,0 +1,35 @@
+/**
+ * A task's state store in memory, for `TestDriver`: the `StateStore`
+ * interface over a `Map`, with the same semantics as the LevelDB store
+ * (atomic writes with their checkpoint, a delete as a `null` value, `clear`
+ * removing the checkpoint too). Never fails.
+ *
+ * @internal
+ */
+import { Effect } from "effect"
+import type { Checkpoint, StateStore } from "./StateStore.ts"
+
+/** A store kept in memory; `path` only names it in errors. */
+export const make = (path: string): StateStore => {
+  const data = new Map<string, string>()
+  let checkpoint: Checkpoint | undefined
+  return {
+    path,
+    get: (key) => Effect.sync(() => data.get(key)),
+    getMany: (keys) => Effect.sync(() => keys.map((key) => data.get(key))),
+    write: (writes, next) =>
+      Effect.sync(() => {
+        for (const w of writes) {
+          if (w.value === null) data.delete(w.key)
+          else data.set(w.key, w.value)
+        }
+        if (next !== undefined) checkpoint = next
+      }),
+    checkpoint: Effect.sync(() => checkpoint ?? "missing"),
+    clear: Effect.sync(() => {
+      data.clear()
+      checkpoint = undefined
+    }),
+    count: Effect.sync(() => data.size)
+  }
+}
