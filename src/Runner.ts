@@ -8,10 +8,12 @@ import { Effect, Option } from "effect"
 import { SkeinConfig } from "./SkeinConfig.ts"
 import { ConfigurationError } from "./SkeinError.ts"
 import type { RunnerError } from "./SkeinError.ts"
+import * as internalRunAll from "./internal/runAll.ts"
 import * as internalRunMain from "./internal/runMain.ts"
 import * as internal from "./internal/runner.ts"
 import * as internalStats from "./internal/RunnerStats.ts"
 import type * as Topic from "./Topic.ts"
+import type * as T from "./Transformer.ts"
 import type { Transformer } from "./Transformer.ts"
 
 /**
@@ -104,6 +106,125 @@ export const runWithStats = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     onSome: (runnerStats) =>
       Effect.flatMap(SkeinConfig, (config) => Effect.scoped(internal.run(transformer, config, runnerStats)))
   })
+
+/**
+ * Options of `runAll`.
+ *
+ * @example
+ * ```ts
+ * import { Runner } from "skein"
+ *
+ * const options: Runner.RunAllOptions = { failureIsolation: "transformer" }
+ * Runner.runAll([WordCount, Shout], options)
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface RunAllOptions {
+  /**
+   * `"run"` (default): the first transformer to fail ends the whole run with
+   * its error; the others are interrupted and stop cleanly. `"transformer"`:
+   * a failed transformer is logged and reported `failed` by the health
+   * endpoint while the others go on; the run ends (with the first failure)
+   * only once every transformer has failed.
+   */
+  readonly failureIsolation?: internalRunAll.FailureIsolation | undefined
+}
+
+/**
+ * One `Runner.Stats` per transformer of `runAllWithStats`, in the same order.
+ *
+ * @example
+ * ```ts
+ * import { Runner } from "skein"
+ *
+ * const stats: Runner.StatsOf<[typeof WordCount, typeof Shout]> = [Runner.makeStats(), Runner.makeStats()]
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type StatsOf<Ts extends ReadonlyArray<T.Any>> = { readonly [I in keyof Ts]: Stats }
+
+/**
+ * Runs several transformers in one process, concurrently, until interrupted
+ * or until a failure (see `RunAllOptions.failureIsolation`).
+ *
+ * Each transformer is its own run under the same `SkeinConfig` except its
+ * application id, `{applicationId}-{transformer.name}`: its own consumer
+ * group, transactional ids (`{applicationId}-{name}-{partition}`), changelog
+ * (`{applicationId}-{name}-{name}-changelog`) and state directory, so the
+ * transformers never share a group or fence each other. Names must be
+ * distinct (else `ConfigurationError`). Each run makes its own Kafka client.
+ *
+ * With `healthPort` set, one endpoint serves them all: `/health/ready` is
+ * 200 only when every transformer is ready, its body
+ * `{ ready, transformers: { [name]: HealthSnapshot } }`; `/health/live` is
+ * 200 while every transformer is live (with failure isolation
+ * `"transformer"`: while any is); `/metrics` has every transformer's
+ * samples, labelled `application_id` and `transformer`.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner, SkeinConfig } from "skein"
+ *
+ * // groups "shop-word-count" and "shop-shout"
+ * Runner.runAll([WordCount, Shout]).pipe(
+ *   Effect.provide(SkeinConfig.layer({ applicationId: "shop", brokers, healthPort: 8080 })),
+ *   Runner.runMain
+ * )
+ * ```
+ *
+ * @since 0.2.0
+ * @category running
+ */
+export const runAll = <const Ts extends ReadonlyArray<T.Any>>(
+  transformers: Ts,
+  options: RunAllOptions = {}
+): Effect.Effect<never, RunnerError | T.ErrorOf<Ts[number]>, T.ContextOf<Ts[number]> | SkeinConfig> =>
+  runAllWithStats(transformers, transformers.map(() => makeStats()) as StatsOf<Ts>, options)
+
+/**
+ * Like `runAll`, updating one `Runner.Stats` per transformer (in the same
+ * order) as it goes.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Health, Runner } from "skein"
+ *
+ * const [counts, shouts] = [Runner.makeStats(), Runner.makeStats()]
+ * const program = Runner.runAllWithStats([WordCount, Shout], [counts, shouts])
+ * const lag = Effect.map(Health.snapshot(counts), (s) => s.lag.total)
+ * ```
+ *
+ * @since 0.2.0
+ * @category running
+ */
+export const runAllWithStats = <const Ts extends ReadonlyArray<T.Any>>(
+  transformers: Ts,
+  stats: StatsOf<Ts>,
+  options: RunAllOptions = {}
+): Effect.Effect<never, RunnerError | T.ErrorOf<Ts[number]>, T.ContextOf<Ts[number]> | SkeinConfig> => {
+  const runnerStats = Option.all((stats as ReadonlyArray<Stats>).map(internalStats.fromStats))
+  if (Option.isNone(runnerStats)) {
+    return Effect.fail(
+      new ConfigurationError({
+        problem: "A Runner.Stats object given to Runner.runAllWithStats was not made by Runner.makeStats()",
+        fix: "Pass a fresh Runner.makeStats() per transformer"
+      })
+    )
+  }
+  return Effect.flatMap(SkeinConfig, (config) =>
+    internalRunAll.runAll(
+      transformers as ReadonlyArray<T.Any> as ReadonlyArray<internalRunAll.SomeTransformer>,
+      config,
+      runnerStats.value,
+      options.failureIsolation ?? "run"
+    )) as Effect.Effect<never, RunnerError | T.ErrorOf<Ts[number]>, T.ContextOf<Ts[number]> | SkeinConfig>
+}
 
 /**
  * Runs a program as the process's main entry point, under Node, Bun or Deno:

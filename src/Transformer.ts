@@ -316,3 +316,54 @@ export const stateless = <const Inputs extends ReadonlyArray<Topic.Any>, E = nev
  */
 export const changelogTopic = (applicationId: string, transformer: { readonly name: string }): string =>
   `${applicationId}-${transformer.name}-changelog`
+
+/**
+ * Any transformer, whatever its inputs, state, errors and requirements: the
+ * element type of `Runner.runAll`'s list. Read a transformer's error and
+ * requirement types with `ErrorOf` and `ContextOf`.
+ *
+ * @example
+ * ```ts
+ * import type { Transformer } from "skein"
+ *
+ * const names = (transformers: ReadonlyArray<Transformer.Any>) => transformers.map((t) => t.name)
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Any {
+  readonly name: string
+  readonly inputs: ReadonlyArray<Topic.Any>
+  readonly transform: (record: never, state: never) => Effect.Effect<Result<unknown>, unknown, unknown>
+}
+
+/**
+ * The error type `E` of a transformer (a union over a union of transformers).
+ *
+ * @example
+ * ```ts
+ * import type { Transformer } from "skein"
+ *
+ * type Errors = Transformer.ErrorOf<typeof WordCount | typeof Shout>
+ * ```
+ *
+ * @since 0.2.0
+ * @category type-level
+ */
+export type ErrorOf<T> = T extends Transformer<infer _Inputs, infer _S, infer E, infer _R> ? E : never
+
+/**
+ * The requirements `R` of a transformer (a union over a union of transformers).
+ *
+ * @example
+ * ```ts
+ * import type { Transformer } from "skein"
+ *
+ * type Needs = Transformer.ContextOf<typeof WordCount | typeof Shout>
+ * ```
+ *
+ * @since 0.2.0
+ * @category type-level
+ */
+export type ContextOf<T> = T extends Transformer<infer _Inputs, infer _S, infer _E, infer R> ? R : never

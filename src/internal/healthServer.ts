@@ -7,7 +7,7 @@
  */
 import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { Scope } from "effect"
 import * as Http from "node:http"
 import * as Health from "../Health.ts"
@@ -80,5 +80,107 @@ export const serve = (
     const server = yield* NodeHttpServer.make(() => Http.createServer(), { port: options.port, host: options.host })
       .pipe(Effect.mapError((error) => listenError(error.cause, options)))
     yield* server.serve(routes(stats, options.labels))
+    return { port: server.address._tag === "TcpAddress" ? server.address.port : options.port }
+  })
+
+/** One transformer of a shared endpoint (`Runner.runAll`). */
+export interface Entry {
+  readonly name: string
+  readonly stats: Stats
+  readonly labels: Health.Labels
+}
+
+/** The JSON of the shared readiness endpoint: ready when every transformer is, and each one's snapshot by name. */
+export const AllSnapshot = Schema.Struct({
+  ready: Schema.Boolean,
+  transformers: Schema.Record({ key: Schema.String, value: Health.HealthSnapshot })
+})
+
+/**
+ * Several Prometheus expositions as one: each metric family once (its
+ * `# HELP` and `# TYPE` from the first), then the samples of every exposition.
+ */
+export const mergeExpositions = (texts: ReadonlyArray<string>): string => {
+  const order: Array<string> = []
+  const families = new Map<string, { header: Array<string>; samples: Array<string> }>()
+  for (const text of texts) {
+    let current: { header: Array<string>; samples: Array<string> } | undefined
+    for (const line of text.split("\n")) {
+      if (line === "") continue
+      const help = /^# HELP (\S+)/.exec(line)
+      if (help !== null) {
+        const name = help[1]!
+        const existing = families.get(name)
+        if (existing === undefined) {
+          current = { header: [line], samples: [] }
+          families.set(name, current)
+          order.push(name)
+        } else {
+          current = existing
+        }
+      } else if (line.startsWith("# TYPE ")) {
+        if (current !== undefined && current.header.length === 1) current.header.push(line)
+      } else {
+        current?.samples.push(line)
+      }
+    }
+  }
+  return order.map((name) => {
+    const family = families.get(name)!
+    return [...family.header, ...family.samples].join("\n")
+  }).join("\n") + "\n"
+}
+
+const routesAll = (entries: ReadonlyArray<Entry>, isolated: boolean) => {
+  const snapshots = Effect.forEach(entries, (entry) => Effect.map(Health.snapshot(entry.stats), (s) => [entry.name, s] as const))
+  return HttpRouter.empty.pipe(
+    HttpRouter.get(
+      "/health/live",
+      Effect.map(snapshots, (all) => {
+        // Failure isolation "transformer": live while any transformer is; otherwise while all are.
+        const live = isolated ? all.some(([, s]) => Health.isLive(s)) : all.every(([, s]) => Health.isLive(s))
+        return HttpServerResponse.unsafeJson(
+          { status: live ? "live" : "failed", phases: Object.fromEntries(all.map(([name, s]) => [name, s.phase])) },
+          { status: live ? 200 : 503 }
+        )
+      })
+    ),
+    HttpRouter.get(
+      "/health/ready",
+      Effect.flatMap(snapshots, (all) => {
+        const ready = all.every(([, s]) => Health.isReady(s))
+        return HttpServerResponse.schemaJson(AllSnapshot)({ ready, transformers: Object.fromEntries(all) }, {
+          status: ready ? 200 : 503
+        })
+      })
+    ),
+    HttpRouter.get(
+      "/metrics",
+      Effect.sync(() =>
+        HttpServerResponse.text(
+          mergeExpositions(entries.map((entry) => Health.prometheus(entry.stats, entry.labels))),
+          { contentType: metricsContentType }
+        )
+      )
+    )
+  )
+}
+
+/**
+ * Serves one health endpoint for several runs (`Runner.runAll`) until the scope closes:
+ *
+ * - `GET /health/live`: 200 `{"status":"live","phases":{name: phase}}` while every run is live
+ *   (with `isolated`, while any is), else 503.
+ * - `GET /health/ready`: 200 when every run is ready, else 503; the body is `AllSnapshot`.
+ * - `GET /metrics`: every run's metrics, told apart by their `application_id` and `transformer` labels.
+ */
+export const serveAll = (
+  entries: ReadonlyArray<Entry>,
+  options: Omit<Options, "labels"> & { readonly isolated: boolean }
+): Effect.Effect<{ readonly port: number }, HealthServerError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const server = yield* NodeHttpServer.make(() => Http.createServer(), { port: options.port, host: options.host })
+      .pipe(Effect.mapError((error) => listenError(error.cause, options)))
+    yield* server.serve(routesAll(entries, options.isolated))
     return { port: server.address._tag === "TcpAddress" ? server.address.port : options.port }
   })
