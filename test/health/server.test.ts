@@ -77,4 +77,30 @@ describe("health server", () => {
       const after = yield* Effect.tryPromise(() => fetch(`http://127.0.0.1:${port}/health/live`)).pipe(Effect.flip)
       assert.match(String(after.cause), /fetch failed|ECONNREFUSED/)
     }))
+
+  it.scopedLive("serveAll: one endpoint for several runs, ready when all are, each metric family once", () =>
+    Effect.gen(function*() {
+      const a = makeStats()
+      const b = makeStats()
+      const { port } = yield* HealthServer.serveAll([
+        { name: "a", stats: a, labels: { applicationId: "app-a", transformer: "a" } },
+        { name: "b", stats: b, labels: { applicationId: "app-b", transformer: "b" } }
+      ], { port: 0, host: "127.0.0.1", isolated: false })
+      yield* a.setPhase("running")
+      const one = yield* get(port, "/health/ready")
+      assert.strictEqual(one.status, 503, "b is still starting")
+      assert.deepStrictEqual(Object.keys(JSON.parse(one.body).transformers), ["a", "b"])
+      yield* b.setPhase("running")
+      const both = yield* get(port, "/health/ready")
+      assert.strictEqual(both.status, 200)
+      assert.strictEqual(JSON.parse(both.body).ready, true)
+      const metrics = (yield* get(port, "/metrics")).body
+      assert.strictEqual(metrics.split("# HELP skein_up ").length, 2)
+      assert.strictEqual(metrics.split("# TYPE skein_up ").length, 2)
+      assert.include(metrics, `skein_up{application_id="app-a",transformer="a"} 1\nskein_up{application_id="app-b",transformer="b"} 1\n`)
+      yield* b.setPhase("failed")
+      const live = yield* get(port, "/health/live")
+      assert.strictEqual(live.status, 503)
+      assert.deepStrictEqual(JSON.parse(live.body).phases, { a: "running", b: "failed" })
+    }))
 })
