@@ -343,6 +343,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     /**
      * A record in its `skein.transform` span: a child of the record's remote
      * span (its `traceparent`) linked to the batch span, else of the batch span.
+     * Only under a tracer the program installed: with Effect's default one
+     * nobody reads the spans, and a span per record costs throughput.
      */
     const tracedEntry = (entry: Entry<Inputs>): Effect.Effect<Cut.Done<S>, unknown, R> => {
       const record = entry.record
@@ -372,7 +374,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         const next: Effect.Effect<void, unknown, R> = Effect.suspend(() => {
           const entry = lane.entries[index]
           if (entry === undefined) return Effect.void
-          return Effect.flatMap(tracedEntry(entry), (done) => {
+          return Effect.flatMap(propagate ? tracedEntry(entry) : processEntry(entry, undefined), (done) => {
             lane.done.push(done)
             index++
             return next
