@@ -413,10 +413,25 @@ const kafkajsState = async (dir: string): Promise<string> => {
 }
 
 const testCase = async (root: string, registry: string, brokers: ReadonlyArray<string>, c: Case): Promise<string> => {
-  const env = { npm_config_registry: registry, NPM_CONFIG_REGISTRY: registry, BUN_CONFIG_REGISTRY: registry }
+  const caches = path.join(root, "caches")
+  const env = {
+    npm_config_registry: registry,
+    NPM_CONFIG_REGISTRY: registry,
+    BUN_CONFIG_REGISTRY: registry,
+    // Every tool caches registry metadata under the registry's host and port, and pnpm (exact
+    // versions), Bun and Deno trust a cached skein@0.1.0 without asking the registry: a run
+    // whose random port an earlier run had would install that run's tarball. Caches of this run.
+    npm_config_cache: path.join(caches, "npm"),
+    BUN_INSTALL_CACHE_DIR: path.join(caches, "bun"),
+    DENO_DIR: path.join(caches, "deno")
+  }
   const dir = await makeProject(root, registry, c)
   const began = Date.now()
-  for (const command of c.install) await mustRun(command[0], command.slice(1), { cwd: dir, env })
+  for (const command of c.install) {
+    const pnpm = command[0] === "npx" && command[2]?.startsWith("pnpm@") === true
+    const args = pnpm ? [...command.slice(1), "--cache-dir", path.join(caches, "pnpm")] : command.slice(1)
+    await mustRun(command[0], args, { cwd: dir, env })
+  }
   const installed = await kafkajsState(dir)
   log(`${c.name}: installed in ${((Date.now() - began) / 1000).toFixed(0)} s, kafkajs on disk ${installed}`)
   // Skein has no install script: kafkajs stays as published, and Skein patches it when it loads it.
@@ -443,7 +458,9 @@ const testCase = async (root: string, registry: string, brokers: ReadonlyArray<s
 // The local registry
 
 const startRegistry = async (root: string, tarball: string) => {
-  const port = await freePort()
+  // A fixed port (SKEIN_PACKAGE_REGISTRY_PORT) reproduces a run whose port an earlier run had.
+  const fixedPort = Number(process.env.SKEIN_PACKAGE_REGISTRY_PORT)
+  const port = Number.isInteger(fixedPort) && fixedPort > 0 ? fixedPort : await freePort()
   const registry = `http://127.0.0.1:${port}/`
   const dir = path.join(root, "registry")
   await fs.mkdir(dir)
