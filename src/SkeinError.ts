@@ -70,6 +70,37 @@ export class TaskMigrated extends Data.TaggedError("TaskMigrated")<{
 }
 
 /**
+ * A durable workflow's run paused (a durable sleep beyond the in-memory
+ * threshold, a `DurableDeferred` not yet done, an interrupt): nothing resumes
+ * a run inside a Kafka handler, so the record fails at once instead of
+ * stalling its partition. The transformer's error rules decide what follows
+ * (retry, then `dlq`, `skip` or `fail`).
+ *
+ * @example
+ * ```ts
+ * import { ErrorRule } from "skein"
+ *
+ * const rules = [ErrorRule.tagged("WorkflowSuspended", { then: "dlq" })]
+ * ```
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class WorkflowSuspended extends Data.TaggedError("WorkflowSuspended")<{
+  readonly workflow: string
+  readonly executionId: string
+  readonly topic: string
+  readonly partition: number
+  readonly offset: number
+}> {
+  override get message(): string {
+    return `Workflow ${this.workflow} (execution ${this.executionId}) paused at ${this.topic}/${this.partition}@${this.offset}: ` +
+      `a Kafka handler's run cannot wait (a durable sleep, a deferred, an interrupt). ` +
+      `Sleep at most the in-memory threshold (DurableClock.sleep's inMemoryThreshold), or route the record with an ErrorRule for "WorkflowSuspended"`
+  }
+}
+
+/**
  * The input topics of a transformer have different partition counts.
  *
  * @example

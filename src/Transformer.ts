@@ -192,6 +192,13 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
   readonly transform: (record: RecordOf<Inputs>, state: Option.Option<S>) => Effect.Effect<Result<S>, E, R>
   /** What happens when the transform fails with one of its errors; unmatched errors are fatal. */
   readonly rules: ReadonlyArray<Rule<E>>
+  /**
+   * Whether each task keeps a run store (a durable `KafkaWorkflow`): its
+   * topic is created at startup and each task restores its partition first.
+   *
+   * @since 0.3.0
+   */
+  readonly runStore?: boolean
 }
 
 /**

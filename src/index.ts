@@ -34,3 +34,5 @@ export * as Topic from "./Topic.ts"
 export * as TopicPartition from "./TopicPartition.ts"
 /** @since 0.1.0 */
 export * as Transformer from "./Transformer.ts"
+/** @since 0.3.0 */
+export * as KafkaWorkflow from "./KafkaWorkflow.ts"

@@ -20,6 +20,7 @@ import * as GroupOwnership from "./GroupOwnership.ts"
 import * as HealthServer from "./healthServer.ts"
 import * as Admin from "./kafka/admin.ts"
 import * as ChangelogReader from "./kafka/changelogReader.ts"
+import * as RunStore from "./workflow/RunStore.ts"
 import { makeKafka } from "./kafka/client.ts"
 import * as Consumer from "./kafka/consumer.ts"
 import { memoizeSuccess } from "./memoizeSuccess.ts"
@@ -70,6 +71,16 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       replicationFactor: config.changelogReplicationFactor,
       deadLetterTopic: config.deadLetterTopic
     })
+    const runsTopic = transformer.runStore === true
+      ? Option.some(RunStore.topicOf(config.applicationId, transformer))
+      : Option.none<string>()
+    // The run store topic is created and checked like a changelog: compacted, co-partitioned.
+    if (Option.isSome(runsTopic)) {
+      yield* validateTopics(admin, inputTopics, runsTopic, {
+        replicationFactor: config.changelogReplicationFactor,
+        deadLetterTopic: undefined
+      })
+    }
     // One applicationId, one transformer: a group already running another one is refused.
     yield* GroupOwnership.check(admin, { groupId: config.applicationId, owner: transformer.name })
 
@@ -98,6 +109,18 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           (reader) => Option.some({ topic, reader })
         )
     })
+    const runsFrom = yield* Option.match(runsTopic, {
+      onNone: () => Effect.succeed(Option.none()),
+      onSome: (topic) =>
+        Effect.map(
+          memoizeSuccess(
+            ChangelogReader.make(kafka, { topic, groupId: `${config.applicationId}-restore-${randomUUID()}` }).pipe(
+              Scope.extend(runnerScope)
+            )
+          ),
+          (reader) => Option.some({ topic, reader })
+        )
+    })
     const messageLimits = Outputs.makeMessageLimits(config.maxMessageBytes, admin.maxMessageBytes)
     const partitionCounts = PartitionCounts.make(admin.partitionCount)
     const buffer = PollBuffer.make()
@@ -113,6 +136,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         transformer: transformer.name,
         inputTopics,
         changelog: restoreFrom,
+        runs: runsFrom,
         storeDir,
         transactionTimeout: config.transactionTimeout,
         processingGuarantee: config.processingGuarantee,

@@ -56,6 +56,8 @@ export interface StateStore {
   readonly clear: Effect.Effect<void, StateStoreError>
   /** Number of keys, for tests and metrics. */
   readonly count: Effect.Effect<number, StateStoreError>
+  /** The keys that start with `prefix`, in key order. */
+  readonly keys: (prefix: string) => Effect.Effect<ReadonlyArray<string>, StateStoreError>
 }
 
 const attempt = <A>(operation: string, path: string, f: () => Promise<A>) =>
@@ -114,7 +116,14 @@ export const open = (path: string): Effect.Effect<StateStore, StateStoreError, S
       let n = 0
       for await (const _ of db.keys({ gte: "d", lt: "e" })) n++
       return n
-    })
+    }),
+    keys: (prefix) =>
+      attempt("keys", path, async () => {
+        const found: Array<string> = []
+        // Every key with the prefix sorts between it and it followed by the highest code unit.
+        for await (const key of db.keys({ gte: dataKey(prefix), lt: dataKey(`${prefix}\uffff`) })) found.push(key.slice(1))
+        return found
+      })
   })))
 
 /** Deletes the store folder at `path` (it must not be open). */

@@ -22,8 +22,8 @@ import type { Duration, Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
 import type { ProcessingGuarantee } from "../SkeinConfig.ts"
-import type { RunnerError, StateStoreError, TaskMigrated } from "../SkeinError.ts"
-import { KafkaError, OffsetOutOfRange } from "../SkeinError.ts"
+import type { RunnerError, StateStoreError } from "../SkeinError.ts"
+import { KafkaError, OffsetOutOfRange, TaskMigrated } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { PartitionOffset, TopicPartition } from "../TopicPartition.ts"
 import type { Transformer } from "../Transformer.ts"
@@ -37,6 +37,7 @@ import type { AtLeastOnceProducer, FencedProducer, RestorePermit } from "./kafka
 import { makeStateCache } from "./StateCache.ts"
 import type { StateCache } from "./StateCache.ts"
 import * as StateStore from "./StateStore.ts"
+import * as RunStore from "./workflow/RunStore.ts"
 
 /** Decoded states a task keeps in memory, on top of its store. */
 const stateCacheCapacity = 100_000
@@ -56,6 +57,8 @@ export interface Task {
   readonly cache: StateCache
   /** How the store was restored (`None`: a stateless transformer). */
   readonly restore: Option.Option<Restore>
+  /** The task's run store (a durable workflow), restored before its first record. */
+  readonly runs: Option.Option<RunStore.RunStore>
 }
 
 /** How a task's store was restored at its start. */
@@ -81,6 +84,8 @@ export interface TaskContext {
   readonly transformer: string
   readonly inputTopics: ReadonlyArray<string>
   readonly changelog: Option.Option<{ readonly topic: string; readonly reader: Effect.Effect<ChangelogReader, RunnerError> }>
+  /** The run store topic and its reader, for a durable workflow. */
+  readonly runs: Option.Option<{ readonly topic: string; readonly reader: Effect.Effect<ChangelogReader, RunnerError> }>
   readonly storeDir: string
   readonly transactionTimeout: Duration.Duration
   readonly processingGuarantee: ProcessingGuarantee
@@ -218,11 +223,15 @@ const restore = (
  * when another process holds it open (two instances share `stateDir`), a
  * temporary folder of this task's own instead, deleted when it closes.
  */
-const openStore = (context: TaskContext, partition: number): Effect.Effect<StateStore.StateStore, StateStoreError, Scope.Scope> => {
-  const kept = path.join(context.storeDir, String(partition))
+const openStore = (
+  context: TaskContext,
+  partition: number,
+  name: string = String(partition)
+): Effect.Effect<StateStore.StateStore, StateStoreError, Scope.Scope> => {
+  const kept = path.join(context.storeDir, name)
   return StateStore.open(kept).pipe(
     Effect.catchIf(StateStore.isLocked, () => {
-      const own = path.join(context.storeDir, `${partition}.${randomUUID()}.tmp`)
+      const own = path.join(context.storeDir, `${name}.${randomUUID()}.tmp`)
       return Effect.logWarning(
         `task ${partition}: the store at ${kept} is open in another process (two instances share stateDir); ` +
           `this task uses ${own} and restores in full. Give each instance its own stateDir to keep state across restarts`
@@ -269,6 +278,25 @@ export const make = (context: TaskContext, partition: number): Effect.Effect<Tas
           return Option.some({ store, restore: yield* restore(context, permit, store, changelog, partition) })
         })
     })
+    const runs = yield* Option.match(context.runs, {
+      onNone: () => Effect.succeed(Option.none<RunStore.RunStore>()),
+      onSome: (runs) =>
+        Effect.gen(function*() {
+          // A producer of its own, fenced before its partition is read: a zombie's late step write is rejected.
+          const producer = yield* Effect.flatMap(
+            Producer.make(context.kafka, {
+              partition,
+              transactionalId: RunStore.transactionalId(context.applicationId, partition),
+              transactionTimeout: context.transactionTimeout,
+              maxMessageBytes: context.maxMessageBytes
+            }),
+            (producer) => producer.fence
+          )
+          const store = yield* openStore(context, partition, `${partition}.runs`)
+          yield* restore(context, producer, store, runs, partition)
+          return Option.some(yield* RunStore.make({ topic: runs.topic, partition, store, producer }))
+        })
+    })
     const store = Option.map(stateful, ({ store }) => store)
     const inputs: ReadonlyArray<TopicPartition> = startOffsets.map(({ topic }) => ({ topic, partition }))
     // Seek and resume in one step with the pause that undoes it: no interruption can leave it fetching.
@@ -285,7 +313,8 @@ export const make = (context: TaskContext, partition: number): Effect.Effect<Tas
       delivery,
       store,
       cache: makeStateCache(stateCacheCapacity),
-      restore: Option.map(stateful, ({ restore }) => restore)
+      restore: Option.map(stateful, ({ restore }) => restore),
+      runs
     }
   })
 
@@ -322,6 +351,10 @@ const checkpointAfter = (
 const runtimeFailure = <E>(cause: Cause.Cause<Batch.RecordError<E>>): Option.Option<KafkaError> =>
   Option.filter(Cause.failureOption(cause), (error): error is KafkaError => error instanceof KafkaError)
 
+/** A record's failure because a newer owner fenced the task's run-store producer: the task moved. */
+const migratedFailure = (cause: Cause.Cause<unknown>): Option.Option<TaskMigrated> =>
+  Option.flatMap(Cause.failureOption(cause), (error) => error instanceof TaskMigrated ? Option.some(error) : Option.none())
+
 /**
  * Runs the task's slices of a poll and commits the work that finished (all of
  * it, or up to a failed or interrupted record). The commit is one
@@ -343,7 +376,9 @@ export const processSlices = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 ): Effect.Effect<Outcome<E>, never, R> => {
   const processed: Effect.Effect<Outcome<E>, never, R> = Effect.gen(function*() {
     const partition = task.partition
-    const result = yield* Batch.run(transformer, task.store, slices, { ...options, cache: task.cache })
+    const result = yield* Batch.run(transformer, task.store, slices, { ...options, cache: task.cache }).pipe(
+      Effect.locally(RunStore.current, task.runs)
+    )
     yield* Effect.annotateCurrentSpan({
       "skein.processed": result.processed,
       "skein.skipped": result.skipped,
@@ -401,6 +436,8 @@ export const processSlices = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       }
     }
     if (Option.isSome(result.failure)) {
+      const migrated = migratedFailure(result.failure.value)
+      if (Option.isSome(migrated)) return { _tag: "Migrated", partition, error: migrated.value }
       const runtime = runtimeFailure(result.failure.value)
       if (Option.isSome(runtime)) return { _tag: "DeliveryFailed", partition, error: runtime.value }
       return { _tag: "Failed", partition, cause: result.failure.value }

@@ -30,6 +30,7 @@ export const make = (path: string): StateStore => {
       data.clear()
       checkpoint = undefined
     }),
-    count: Effect.sync(() => data.size)
+    count: Effect.sync(() => data.size),
+    keys: (prefix) => Effect.sync(() => [...data.keys()].filter((key) => key.startsWith(prefix)).sort())
   }
 }
