@@ -35,7 +35,7 @@
  * @since 0.3.0
  */
 import type { Workflow, WorkflowEngine } from "@effect/workflow"
-import { Effect, Exit, FiberRef, Option, Schema } from "effect"
+import { Duration, Effect, Exit, FiberRef, Option, Schema } from "effect"
 import * as Engine from "./internal/workflow/engine.ts"
 import * as RunStore from "./internal/workflow/RunStore.ts"
 import type { KafkaError, StateStoreError, TaskMigrated } from "./SkeinError.ts"
@@ -53,6 +53,9 @@ import { defaultStateKey } from "./internal/StateKeyCheck.ts"
  * @category models
  */
 export type HandlerError<E> = E | WorkflowSuspended | KafkaError | TaskMigrated | StateStoreError | EncodeError
+
+/** How long a completed run is remembered by default. */
+const defaultRetention = Duration.days(7)
 
 /**
  * A topic whose values are a workflow's payload, as JSON decoded through the
@@ -135,6 +138,12 @@ export const make = <
   readonly emit: (result: Success["Type"], record: InputRecord<string, Payload["Type"]>) => ReadonlyArray<Topic.OutputRecord>
   /** Keep a run store (default `true`); `false` re-runs the whole body on every retry and redelivery. */
   readonly durable?: boolean
+  /**
+   * How long a completed run is remembered (default 7 days): a redelivery
+   * within it is read back, after it the record would run again. Keep it
+   * above the input topic's retention to never run a record twice.
+   */
+  readonly retention?: Duration.DurationInput
   readonly rules?: ReadonlyArray<Rule<NoInfer<HandlerError<Error["Type"]>>>>
 }): Transformer<
   [Topic.Topic<string, Payload["Type"]>],
@@ -158,7 +167,7 @@ export const make = <
     inputs: [options.input],
     state: Option.none(),
     stateKey: defaultStateKey,
-    runStore: durable,
+    ...(durable ? { runStore: { retention: Duration.decode(options.retention ?? defaultRetention) } } : {}),
     rules: options.rules ?? [],
     transform: (record) =>
       Effect.gen(function*() {

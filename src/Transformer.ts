@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import { Option } from "effect"
-import type { Effect, Schema } from "effect"
+import type { Duration, Effect, Schema } from "effect"
 import type { PredicateRule, TaggedRule, TaggedRuleFor } from "./ErrorRule.ts"
 import { defaultStateKey } from "./internal/StateKeyCheck.ts"
 import type { OutputTooLarge, PartitionOutOfRange } from "./SkeinError.ts"
@@ -193,12 +193,13 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
   /** What happens when the transform fails with one of its errors; unmatched errors are fatal. */
   readonly rules: ReadonlyArray<Rule<E>>
   /**
-   * Whether each task keeps a run store (a durable `KafkaWorkflow`): its
-   * topic is created at startup and each task restores its partition first.
+   * Set when each task keeps a run store (a durable `KafkaWorkflow`): its
+   * topic is created at startup, each task restores its partition first, and
+   * completed runs are remembered for `retention`.
    *
    * @since 0.3.0
    */
-  readonly runStore?: boolean
+  readonly runStore?: { readonly retention: Duration.Duration }
 }
 
 /**

@@ -68,3 +68,19 @@ describe("record-metadata example", () => {
       assert.include(stdout, "names partition 9, but the topic has 3 (0 to 2)")
     }), 150_000)
 })
+
+// The workflow example: a durable @effect/workflow workflow as a Kafka handler.
+describe("workflow example", () => {
+  it.live("ships each order once; the retried charge does not re-run the reservation; failures are dead-lettered", () =>
+    Effect.gen(function*() {
+      const stdout = yield* runExample(process.execPath, ["--import", "tsx", "examples/workflow.ts"])
+      assert.include(stdout, `o1: "stock-kettle paid-o1 courier-2"`)
+      assert.include(stdout, `o2: "stock-lamp paid-o2 courier-3"`)
+      assert.match(stdout, /reserve o1\s+1\n/)
+      assert.match(stdout, /charge o1\s+2\n/)
+      assert.match(stdout, /book-courier o1\s+1\n/)
+      assert.include(stdout, "dead letters (2):")
+      assert.match(stdout, /o3: OutOfStock/)
+      assert.match(stdout, /o4: Cannot decode the value/)
+    }), 150_000)
+})

@@ -7,7 +7,7 @@
  *
  * @internal
  */
-import { Effect, Option, Scope } from "effect"
+import { Duration, Effect, Option, Scope } from "effect"
 import type { Semaphore } from "effect/Effect"
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
@@ -71,9 +71,10 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       replicationFactor: config.changelogReplicationFactor,
       deadLetterTopic: config.deadLetterTopic
     })
-    const runsTopic = transformer.runStore === true
+    const runsTopic = transformer.runStore !== undefined
       ? Option.some(RunStore.topicOf(config.applicationId, transformer))
       : Option.none<string>()
+    const retention = transformer.runStore?.retention ?? Duration.zero
     // The run store topic is created and checked like a changelog: compacted, co-partitioned.
     if (Option.isSome(runsTopic)) {
       yield* validateTopics(admin, inputTopics, runsTopic, {
@@ -118,7 +119,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
               Scope.extend(runnerScope)
             )
           ),
-          (reader) => Option.some({ topic, reader })
+          (reader) => Option.some({ topic, reader, retention })
         )
     })
     const messageLimits = Outputs.makeMessageLimits(config.maxMessageBytes, admin.maxMessageBytes)

@@ -17,8 +17,8 @@
  *
  * @internal
  */
-import { Cause, Effect, Option } from "effect"
-import type { Duration, Scope } from "effect"
+import { Cause, Duration, Effect, Option } from "effect"
+import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
 import type { ProcessingGuarantee } from "../SkeinConfig.ts"
@@ -85,7 +85,11 @@ export interface TaskContext {
   readonly inputTopics: ReadonlyArray<string>
   readonly changelog: Option.Option<{ readonly topic: string; readonly reader: Effect.Effect<ChangelogReader, RunnerError> }>
   /** The run store topic and its reader, for a durable workflow. */
-  readonly runs: Option.Option<{ readonly topic: string; readonly reader: Effect.Effect<ChangelogReader, RunnerError> }>
+  readonly runs: Option.Option<{
+    readonly topic: string
+    readonly reader: Effect.Effect<ChangelogReader, RunnerError>
+    readonly retention: Duration.Duration
+  }>
   readonly storeDir: string
   readonly transactionTimeout: Duration.Duration
   readonly processingGuarantee: ProcessingGuarantee
@@ -172,7 +176,8 @@ const restore = (
   permit: RestorePermit,
   store: StateStore.StateStore,
   changelog: { readonly topic: string; readonly reader: Effect.Effect<ChangelogReader, RunnerError> },
-  partition: number
+  partition: number,
+  what: "changelog" | "run store" = "changelog"
 ): Effect.Effect<Restore, RunnerError> =>
   Effect.gen(function*() {
     yield* checkPermit(permit, partition)
@@ -197,7 +202,7 @@ const restore = (
       ? { mode: "tail", reason: "local state kept", from, until: range.end, records: restored }
       : { mode: "full", reason: start.reason, from, until: range.end, records: restored }
     yield* Effect.logInfo(
-      `task ${partition}: restored ${restored} changelog records (${summary.mode}: ${summary.reason}), ` +
+      `task ${partition}: restored ${restored} ${what} records (${summary.mode}: ${summary.reason}), ` +
         `offsets ${from} to ${range.end}`
     )
     yield* Effect.annotateCurrentSpan({
@@ -293,8 +298,16 @@ export const make = (context: TaskContext, partition: number): Effect.Effect<Tas
             (producer) => producer.fence
           )
           const store = yield* openStore(context, partition, `${partition}.runs`)
-          yield* restore(context, producer, store, runs, partition)
-          return Option.some(yield* RunStore.make({ topic: runs.topic, partition, store, producer }))
+          yield* restore(context, producer, store, runs, partition, "run store")
+          const runStore = yield* RunStore.make({ topic: runs.topic, partition, store, producer, retention: runs.retention })
+          // Fenced this early, another instance took the partition: retried like any failed task start.
+          const expired = yield* Effect.catchTag(
+            runStore.sweep,
+            "TaskMigrated",
+            (error) => Effect.fail(new KafkaError({ reason: "Fenced", operation: "run store sweep", cause: error }))
+          )
+          if (expired > 0) yield* Effect.logInfo(`task ${partition}: forgot ${expired} completed runs older than ${Duration.format(runs.retention)}`)
+          return Option.some(runStore)
         })
     })
     const store = Option.map(stateful, ({ store }) => store)

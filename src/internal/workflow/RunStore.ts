@@ -15,13 +15,17 @@
  * Entries (keys of the topic and the store, values JSON):
  * - `step/{executionId}/{attempt}/{activity}`: an activity's encoded success;
  *   failures are never stored (a transient error must not become permanent).
- * - `done/{executionId}`: a completed run's encoded success. Completing a run
- *   deletes its step entries in the same transaction.
+ * - `done/{executionId}`: a completed run's encoded success and when it
+ *   completed (`{"completedAt":ms,"result":...}`). Completing a run deletes its
+ *   step entries in the same transaction; completions older than the
+ *   retention are deleted at the task's start and then once an hour (after
+ *   that, a redelivery of that record would run it again).
  *
  * @internal
  */
-import { Effect, FiberRef, Option } from "effect"
-import type { KafkaError, StateStoreError, TaskMigrated } from "../../SkeinError.ts"
+import { Clock, Duration, Effect, FiberRef, Option, Schema } from "effect"
+import type { KafkaError, TaskMigrated } from "../../SkeinError.ts"
+import { StateStoreError } from "../../SkeinError.ts"
 import type { FencedProducer } from "../kafka/producer.ts"
 import type { StateStore, StoreWrite } from "../StateStore.ts"
 
@@ -41,6 +45,8 @@ export interface RunStore {
   ) => Effect.Effect<void, RunStoreWriteError>
   /** Makes a run's completion durable and deletes its steps (one transaction). */
   readonly complete: (executionId: string, encoded: unknown) => Effect.Effect<void, RunStoreWriteError>
+  /** Deletes completions older than the retention (one transaction); returns how many. */
+  readonly sweep: Effect.Effect<number, RunStoreWriteError>
 }
 
 /** Why a run-store write failed: the broker (retried by a rewind), a newer owner, or the local store. */
@@ -57,8 +63,12 @@ const stepKey = (executionId: string, activity: string, attempt: number) => `ste
 const stepsOf = (executionId: string) => `step/${executionId}/`
 const doneKey = (executionId: string) => `done/${executionId}`
 
-const parse = (stored: string | undefined): Option.Option<unknown> =>
-  stored === undefined ? Option.none() : Option.some(JSON.parse(stored))
+const StepJson = Schema.parseJson(Schema.Unknown)
+
+const Completion = Schema.parseJson(Schema.Struct({ completedAt: Schema.Number, result: Schema.Unknown }))
+
+/** How often a task deletes expired completions besides at its start. */
+const sweepInterval = Duration.hours(1)
 
 /**
  * The run store of task `partition` over its restored local store and its
@@ -69,9 +79,12 @@ export const make = (options: {
   readonly partition: number
   readonly store: StateStore
   readonly producer: FencedProducer
+  /** How long a completed run is remembered. */
+  readonly retention: Duration.Duration
 }): Effect.Effect<RunStore> =>
   Effect.map(Effect.makeSemaphore(1), (lock): RunStore => {
     const { partition, producer, store, topic } = options
+    let nextSweep = 0
     const write = (writes: ReadonlyArray<StoreWrite>) =>
       lock.withPermits(1)(
         producer.commit(writes.map((w) => ({ topic, partition, key: w.key, value: w.value })), { groupId: "", offsets: [] }).pipe(
@@ -81,19 +94,54 @@ export const make = (options: {
           })
         )
       )
+    const sweep = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      nextSweep = now + Duration.toMillis(sweepInterval)
+      const cutoff = now - Duration.toMillis(options.retention)
+      const keys = yield* store.keys("done/")
+      const values = yield* store.getMany(keys)
+      const expired = keys.filter((_, i) => {
+        const completion = Schema.decodeUnknownOption(Completion)(values[i])
+        return Option.isSome(completion) && completion.value.completedAt < cutoff
+      })
+      if (expired.length > 0) yield* write(expired.map((key) => ({ key, value: null })))
+      return expired.length
+    })
     return {
       topic,
       partition,
-      completed: (executionId) => Effect.map(store.get(doneKey(executionId)), parse),
-      step: (executionId, activity, attempt) => Effect.map(store.get(stepKey(executionId, activity, attempt)), parse),
+      sweep,
+      completed: (executionId) =>
+        Effect.flatMap(store.get(doneKey(executionId)), (stored) =>
+          stored === undefined
+            ? Effect.succeedNone
+            : Effect.map(
+              Effect.mapError(
+                Schema.decodeUnknown(Completion)(stored),
+                (cause) => new StateStoreError({ operation: `decode the completion of run ${executionId}`, path: store.path, cause })
+              ),
+              (completion) => Option.some(completion.result)
+            )),
+      step: (executionId, activity, attempt) =>
+        Effect.flatMap(store.get(stepKey(executionId, activity, attempt)), (stored) =>
+          stored === undefined
+            ? Effect.succeedNone
+            : Effect.asSome(Effect.mapError(
+              Schema.decodeUnknown(StepJson)(stored),
+              (cause) => new StateStoreError({ operation: `decode step ${activity} of run ${executionId}`, path: store.path, cause })
+            ))),
       saveStep: (executionId, activity, attempt, encoded) =>
         write([{ key: stepKey(executionId, activity, attempt), value: JSON.stringify(encoded ?? null) }]),
       complete: (executionId, encoded) =>
-        Effect.flatMap(store.keys(stepsOf(executionId)), (steps) =>
-          write([
+        Effect.gen(function*() {
+          const steps = yield* store.keys(stepsOf(executionId))
+          const completedAt = yield* Clock.currentTimeMillis
+          yield* write([
             ...steps.map((key): StoreWrite => ({ key, value: null })),
-            { key: doneKey(executionId), value: JSON.stringify(encoded ?? null) }
-          ]))
+            { key: doneKey(executionId), value: Schema.encodeSync(Completion)({ completedAt, result: encoded ?? null }) }
+          ])
+          if (completedAt >= nextSweep) yield* sweep
+        })
     }
   })
 
