@@ -11,67 +11,20 @@
  *   retries goes to the dead letter topic with its error.
  *
  *   npm run example:dead-letters
+ *
+ * The transformer is in examples/balance.ts; test/testing/dead-letters-example.test.ts runs it
+ * with TestDriver, no broker.
  */
-import { Effect, Fiber, Layer, Option, Schedule, Schema } from "effect"
+import { Effect, Fiber, Layer } from "effect"
 import kafkajs from "kafkajs"
-import { ErrorRule, Runner, SkeinConfig, Topic, Transformer } from "../src/index.ts"
+import { Runner, SkeinConfig } from "../src/index.ts"
 import { KafkaBroker } from "../src/testing/index.ts"
+import { makeBalance, payments } from "./balance.ts"
 
 const run = `${Date.now()}`
 
-const Payment = Schema.Struct({ account: Schema.String, amount: Schema.Number })
-const Payments = Topic.make({ name: `payments-${run}`, key: Schema.String, value: Topic.json(Payment) })
-const Balances = Topic.make({ name: `balances-${run}`, key: Schema.String, value: Topic.json(Schema.Number) })
+const { Balance, Balances, Payments, attempts } = makeBalance(run)
 const deadLetters = `payments-dead-letters-${run}`
-
-/** The ledger service did not answer; worth retrying. */
-class LedgerUnavailable extends Schema.TaggedError<LedgerUnavailable>()("LedgerUnavailable", {
-  account: Schema.String
-}) {}
-
-/** A stand-in for a remote ledger: "flaky" fails twice per payment, "down" always fails. */
-const attempts = new Map<string, number>()
-const recordInLedger = (paymentId: string, account: string) =>
-  Effect.suspend(() => {
-    const attempt = (attempts.get(paymentId) ?? 0) + 1
-    attempts.set(paymentId, attempt)
-    const fails = account === "down" || (account === "flaky" && attempt <= 2)
-    return fails ? Effect.fail(new LedgerUnavailable({ account })) : Effect.void
-  })
-
-/** Keeps a balance per account; the balance is changelog-backed state. */
-export const Balance = Transformer.make({
-  name: "balance",
-  inputs: [Payments],
-  state: Schema.Number,
-  stateKey: (payment) => payment.value.account,
-  transform: (payment, balance) =>
-    Effect.gen(function*() {
-      yield* recordInLedger(`${payment.partition}-${payment.offset}`, payment.value.account)
-      const next = Option.getOrElse(balance, () => 0) + payment.value.amount
-      return {
-        emit: [Topic.record(Balances, payment.value.account, next)],
-        state: Transformer.set(next)
-      }
-    }),
-  rules: [
-    // Retried up to 3 times with exponential backoff, then dead-lettered with the error.
-    ErrorRule.tagged("LedgerUnavailable", {
-      retry: Schedule.exponential("50 millis").pipe(Schedule.intersect(Schedule.recurs(3))),
-      then: "dlq"
-    })
-  ]
-})
-
-const payments: ReadonlyArray<{ readonly key: string; readonly value: string }> = [
-  { key: "p1", value: JSON.stringify({ account: "alice", amount: 100 }) },
-  { key: "p2", value: JSON.stringify({ account: "bob", amount: 40 }) },
-  { key: "p3", value: "{ not json" }, // poison: fails the value Schema
-  { key: "p4", value: JSON.stringify({ account: "flaky", amount: 7 }) }, // succeeds on the 3rd attempt
-  { key: "p5", value: JSON.stringify({ account: "alice", amount: -30 }) },
-  { key: "p6", value: JSON.stringify({ account: "down", amount: 5 }) }, // retried, then dead-lettered
-  { key: "p7", value: JSON.stringify({ account: "bob", amount: "a lot" }) } // poison: amount is not a number
-]
 
 const program = Effect.gen(function*() {
   const { brokers, kind } = yield* KafkaBroker.KafkaBroker

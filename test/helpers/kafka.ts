@@ -276,6 +276,9 @@ export const startInstance = <Inputs extends ReadonlyArray<Topic.Any>, S, E>(
 
 export const sleep = (ms: number) => Effect.sleep(`${ms} millis`)
 
+/** The topics of the cluster. */
+export const listTopics = withAdmin((admin) => admin.listTopics())
+
 /** A consumer group's state (e.g. "Stable", "PreparingRebalance", "Empty") and members, as its coordinator sees them now. */
 export const describeGroup = (groupId: string) =>
   withAdmin(async (admin) => {

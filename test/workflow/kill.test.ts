@@ -9,7 +9,7 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { brokers, createTopics, produce, readCommitted, unique } from "../helpers/kafka.ts"
+import { brokers, createTopics, listTopics, produce, readCommitted, unique } from "../helpers/kafka.ts"
 
 const app = path.join(import.meta.dirname, "..", "apps", "workflow.ts")
 
@@ -69,7 +69,8 @@ const scenario = (kill: string, durable: boolean) =>
     const lines = fs.readFileSync(log, "utf8").trim().split("\n")
     const count = (what: string, order: string) => lines.filter((line) => line === `${what} ${order}`).length
     const outputs = (yield* readCommitted(output)).map((r) => r.value ?? "").sort()
-    return { endings, lines, count, outputs }
+    const runStoreExists = (yield* listTopics).includes(`${applicationId}-orders-runs`)
+    return { endings, lines, count, outputs, runStoreExists }
   })
 
 describe("durable workflow under SIGKILL", () => {
@@ -77,6 +78,7 @@ describe("durable workflow under SIGKILL", () => {
     Effect.gen(function*() {
       const run = yield* scenario("between-2-3", true)
       assert.deepStrictEqual(run.endings, ["SIGKILL", "SIGKILL", "exit 0"], run.lines.join("\n"))
+      assert.isTrue(run.runStoreExists)
       for (const { order } of orders) {
         assert.strictEqual(run.count("kill between-2-3", order), 1)
         assert.strictEqual(run.count("step1", order), 1, `step1 of ${order}:\n${run.lines.join("\n")}`)
@@ -115,6 +117,7 @@ describe("durable workflow under SIGKILL", () => {
     Effect.gen(function*() {
       const run = yield* scenario("between-2-3", false)
       assert.deepStrictEqual(run.endings, ["SIGKILL", "SIGKILL", "exit 0"], run.lines.join("\n"))
+      assert.isFalse(run.runStoreExists, "no run store topic")
       // Each order was interrupted once (and o1 again when o2's kill aborted their shared batch).
       for (const { order } of orders) {
         assert.isAtLeast(run.count("step1", order), 2, `step1 of ${order}:\n${run.lines.join("\n")}`)
