@@ -1,7 +1,8 @@
 /**
  * Word count, end to end: starts a Kafka broker (or uses KAFKA_BROKERS),
  * produces lines of text, counts words exactly once with a stateful
- * transformer, and reads the counts back read_committed.
+ * transformer, and reads the counts back read_committed. Both stages (split
+ * lines into words, count words) run in this one process with `Runner.runAll`.
  *
  *   npm run example               # Node
  *   npx bun examples/word-count.ts
@@ -64,9 +65,13 @@ const program = Effect.gen(function*() {
   yield* Effect.promise(() => producer.send({ topic: Lines.name, acks: -1, messages: text.map((value) => ({ value })) }))
   yield* Effect.promise(() => producer.disconnect())
 
-  const config = (applicationId: string) => SkeinConfig.layer({ applicationId, brokers, stateDir: ".skein/example-state" })
-  const split = yield* Effect.fork(Runner.run(SplitWords).pipe(Effect.provide(config(`split-${run}`))))
-  const count = yield* Effect.fork(Runner.run(WordCount).pipe(Effect.provide(config(`count-${run}`))))
+  // Both stages in this one process: each its own consumer group, transactional ids and
+  // changelog (application ids word-count-<run>-split-words and word-count-<run>-word-count).
+  const stages = yield* Effect.fork(
+    Runner.runAll([SplitWords, WordCount]).pipe(
+      Effect.provide(SkeinConfig.layer({ applicationId: `word-count-${run}`, brokers, stateDir: ".skein/example-state" }))
+    )
+  )
 
   // Read the counts back, read_committed, until every word is counted.
   const expected = text.join(" ").split(/\W+/).filter((w) => w.length > 0).length
@@ -88,8 +93,7 @@ const program = Effect.gen(function*() {
     yield* Effect.sleep("200 millis")
   }
   yield* Effect.promise(() => consumer.disconnect())
-  yield* Fiber.interrupt(split)
-  yield* Fiber.interrupt(count)
+  yield* Fiber.interrupt(stages)
   yield* Effect.promise(() => admin.disconnect())
   const sorted = [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]))
   console.log(`read back ${received} committed records; word counts:`)
