@@ -76,7 +76,9 @@ export const HealthSnapshot = Schema.Struct({
     reason: Schema.String,
     records: Schema.Number,
     millis: Schema.Number
-  }))
+  })),
+  /** Per input partition this run processed: input records committed past and commits. */
+  partitions: Schema.Array(Schema.Struct({ partition: Partition, records: Schema.Number, commits: Schema.Number }))
 })
 
 /**
@@ -162,7 +164,12 @@ const read = (stats: Stats): HealthSnapshot => {
       restored,
       total
     })),
-    restores: [...stats.restores].sort(([a], [b]) => a - b).map(([partition, restore]) => ({ partition, ...restore }))
+    restores: [...stats.restores].sort(([a], [b]) => a - b).map(([partition, restore]) => ({ partition, ...restore })),
+    partitions: [...stats.partitionCounts].sort(([a], [b]) => a - b).map(([partition, { commits, records }]) => ({
+      partition,
+      records,
+      commits
+    }))
   }
 }
 
@@ -383,6 +390,18 @@ export const prometheus = (stats: Stats, labels: Labels = {}): string => {
       "gauge",
       "Changelog records a running task read at its start, by restore mode (tail: from its kept checkpoint).",
       s.restores.map(({ mode, partition, records }) => ({ labels: { partition: String(partition), mode }, value: records }))
+    ),
+    metric(
+      "skein_partition_records_processed_total",
+      "counter",
+      "Input records committed past, per task (input partition).",
+      s.partitions.map(({ partition, records }) => ({ labels: { partition: String(partition) }, value: records }))
+    ),
+    metric(
+      "skein_partition_commits_total",
+      "counter",
+      "Committed transactions (or acknowledged deliveries), per task (input partition).",
+      s.partitions.map(({ commits, partition }) => ({ labels: { partition: String(partition) }, value: commits }))
     ),
     metric(
       "skein_task_start_seconds",

@@ -75,6 +75,21 @@ export const retries = Metric.counter("skein_retries_total", {
   description: "Transform attempts retried by an error rule."
 })
 
+/** Per input partition (the task's): tagged `partition` besides the run's labels. */
+export const partitionRecordsProcessed = Metric.counter("skein_partition_records_processed_total", {
+  description: "Input records committed past, per task (input partition)."
+})
+
+export const partitionCommits = Metric.counter("skein_partition_commits_total", {
+  description: "Committed transactions (or acknowledged deliveries), per task (input partition)."
+})
+
+/** The run's labels with the task's partition. */
+export const withPartition = (
+  labels: ReadonlyArray<MetricLabel.MetricLabel>,
+  partition: number
+): ReadonlyArray<MetricLabel.MetricLabel> => [...labels, MetricLabel.make("partition", String(partition))]
+
 // Gauges
 
 export const assignedPartitions = Metric.gauge("skein_assigned_partitions", {

@@ -84,6 +84,8 @@ export interface Stats {
   readonly restoring: ReadonlyMap<number, RestoreProgress>
   /** How each running task of a stateful transformer restored its store. */
   readonly restores: ReadonlyMap<number, TaskRestore>
+  /** Per input partition this run processed: input records committed past and commits. */
+  readonly partitionCounts: ReadonlyMap<number, { readonly records: number; readonly commits: number }>
   /** Batch latency (fetch to commit) histogram: counts per `batchLatencyBounds` bucket, plus +Inf last. */
   readonly batchLatency: BatchLatency
   /** @internal For tests: the largest batch taken from the poll buffer. */
@@ -111,6 +113,7 @@ export class RunnerStats implements Stats {
   readonly #lag = new Map<string, PartitionLag>()
   readonly #restoring = new Map<number, RestoreProgress>()
   readonly #restores = new Map<number, TaskRestore>()
+  readonly #partitionCounts = new Map<number, { records: number; commits: number }>()
   #lastCommitAt: number | undefined = undefined
   #healthPort: number | undefined = undefined
   #maxBatchRecords = 0
@@ -190,6 +193,9 @@ export class RunnerStats implements Stats {
   get restores(): ReadonlyMap<number, TaskRestore> {
     return this.#restores
   }
+  get partitionCounts(): ReadonlyMap<number, { readonly records: number; readonly commits: number }> {
+    return this.#partitionCounts
+  }
   get batchLatency(): BatchLatency {
     const state = Metrics.batchLatency.unsafeValue(this.#labels)
     let previous = 0
@@ -252,11 +258,18 @@ export class RunnerStats implements Stats {
     this.#maxBatchRecords = Math.max(this.#maxBatchRecords, records)
     this.#add(Metrics.batches)
   }
-  /** A transaction (or an offset commit) succeeded at `now` (epoch ms). */
-  recordCommit(committed: Committed, now: number): void {
+  /** A transaction (or an offset commit) of task `partition` succeeded at `now` (epoch ms). */
+  recordCommit(committed: Committed, now: number, partition: number): void {
     this.#add(Metrics.commits)
     this.#lastCommitAt = now
     this.#add(Metrics.recordsProcessed, committed.processed)
+    const labels = Metrics.withPartition(this.#labels, partition)
+    Metrics.partitionCommits.unsafeUpdate(1, labels)
+    if (committed.processed > 0) Metrics.partitionRecordsProcessed.unsafeUpdate(committed.processed, labels)
+    const counts = this.#partitionCounts.get(partition) ?? { records: 0, commits: 0 }
+    counts.records += committed.processed
+    counts.commits += 1
+    this.#partitionCounts.set(partition, counts)
     this.#add(Metrics.skipped, committed.skipped)
     this.#add(Metrics.deadLettered, committed.deadLettered)
   }

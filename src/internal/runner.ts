@@ -147,7 +147,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             inTransaction: (commit) => stats.inTransaction(commit),
             onCommitted: ({ offsets, result }) =>
               Effect.map(Clock.currentTimeMillis, (now) => {
-                stats.recordCommit(result, now)
+                stats.recordCommit(result, now, task.partition)
                 if (!exactlyOnce) manager.acknowledged(offsets)
                 taskSlices.forEach(({ cursor }, i) => {
                   cursor.index += result.cuts[i]!.kept

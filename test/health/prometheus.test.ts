@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Chunk, Deferred, Effect, Fiber, Option, Schema, Stream } from "effect"
+import { Chunk, Deferred, Effect, Fiber, Metric, MetricState, Option, Schema, Stream } from "effect"
 import { Health, Runner } from "../../src/index.ts"
 import { makeStats } from "../../src/internal/RunnerStats.ts"
 import type { RunnerStats } from "../../src/internal/RunnerStats.ts"
@@ -25,8 +25,8 @@ const midRun = (): RunnerStats => {
   stats.recordAbort()
   stats.recordRebalance()
   // Five commits, the last one at 1_700_000_000_500: 120 records past, 4 skipped and 3 dead-lettered.
-  for (let i = 0; i < 4; i++) stats.recordCommit({ processed: 0, skipped: 0, deadLettered: 0 }, 1_700_000_000_000)
-  stats.recordCommit({ processed: 120, skipped: 4, deadLettered: 3 }, 1_700_000_000_500)
+  for (let i = 0; i < 4; i++) stats.recordCommit({ processed: 0, skipped: 0, deadLettered: 0 }, 1_700_000_000_000, i % 2 === 0 ? 0 : 2)
+  stats.recordCommit({ processed: 120, skipped: 4, deadLettered: 3 }, 1_700_000_000_500, 2)
   return stats
 }
 
@@ -73,7 +73,7 @@ describe("Health.snapshot", () => {
       const stats = midRun()
       const snapshot = yield* Health.snapshot(stats)
       stats.recordTaskStarted(9, { mode: "full", reason: "no local state (no checkpoint)", records: 0, millis: 1 })
-      stats.recordCommit({ processed: 1, skipped: 0, deadLettered: 0 }, 1_700_000_001_000)
+      stats.recordCommit({ processed: 1, skipped: 0, deadLettered: 0 }, 1_700_000_001_000, 0)
       assert.deepStrictEqual(snapshot.assigned, [0, 2])
       assert.strictEqual(snapshot.counters.commits, 5)
     }))
@@ -167,6 +167,26 @@ describe("Health.prometheus", () => {
     assert.strictEqual(values.get(`skein_consumer_lag{topic="audit",partition="0"}`), "0")
     assert.strictEqual(values.get(`skein_restore_progress_ratio{partition="3"}`), "0.25")
     assert.strictEqual(values.get("skein_last_commit_timestamp_seconds"), "1700000000.5")
+    assert.strictEqual(values.get(`skein_partition_records_processed_total{partition="2"}`), "120")
+    assert.strictEqual(values.get(`skein_partition_records_processed_total{partition="0"}`), "0")
+    assert.strictEqual(values.get(`skein_partition_commits_total{partition="0"}`), "2")
+    assert.strictEqual(values.get(`skein_partition_commits_total{partition="2"}`), "3")
+  })
+
+  it("per-partition counters are Effect metrics tagged with the run's labels and the partition", () => {
+    const stats = makeStats()
+    Effect.runSync(stats.begin("metrics-app", "per-partition"))
+    stats.recordCommit({ processed: 7, skipped: 0, deadLettered: 0 }, 1, 4)
+    stats.recordCommit({ processed: 5, skipped: 0, deadLettered: 0 }, 2, 4)
+    const series = Metric.unsafeSnapshot().filter((pair) =>
+      pair.metricKey.name === "skein_partition_records_processed_total" &&
+      pair.metricKey.tags.some((tag) => tag.key === "transformer" && tag.value === "per-partition")
+    )
+    assert.strictEqual(series.length, 1)
+    const tags = Object.fromEntries(series[0]!.metricKey.tags.map((tag) => [tag.key, tag.value]))
+    assert.strictEqual(tags["partition"], "4")
+    assert.strictEqual(tags["application_id"], "metrics-app")
+    assert.deepStrictEqual(series[0]!.metricState, MetricState.counter(12))
   })
 
   it("a failed run reports skein_up 0; no commit yet: no last commit sample", () => {
@@ -211,7 +231,7 @@ describe("Runner.Stats metrics", () => {
   it("two runs in one process keep their own counters and histograms", () => {
     const a = makeStats()
     const b = makeStats()
-    a.recordCommit({ processed: 3, skipped: 0, deadLettered: 0 }, 1)
+    a.recordCommit({ processed: 3, skipped: 0, deadLettered: 0 }, 1, 0)
     a.observeBatchLatency(7)
     b.recordAbort()
     assert.strictEqual(a.commits, 1)
