@@ -299,7 +299,13 @@ export const make = (context: TaskContext, partition: number): Effect.Effect<Tas
           )
           const store = yield* openStore(context, partition, `${partition}.runs`)
           yield* restore(context, producer, store, runs, partition, "run store")
-          const runStore = yield* RunStore.make({ topic: runs.topic, partition, store, producer, retention: runs.retention })
+          const runStore = RunStore.make({
+            topic: runs.topic,
+            partition,
+            store,
+            commit: RunStore.commitWith(producer),
+            retention: runs.retention
+          })
           // Fenced this early, another instance took the partition: retried like any failed task start.
           const expired = yield* Effect.catchTag(
             runStore.sweep,

@@ -23,6 +23,7 @@ import * as Batch from "../internal/batch.ts"
 import { headerRecord } from "../internal/headers.ts"
 import type { FetchedHeaders, FetchedRecord } from "../internal/kafka/consumer.ts"
 import * as MemoryStore from "../internal/memoryStore.ts"
+import * as RunStore from "../internal/workflow/RunStore.ts"
 import * as Outputs from "../internal/outputs.ts"
 import * as PartitionCounts from "../internal/partitionCounts.ts"
 import { makeStateCache } from "../internal/StateCache.ts"
@@ -225,10 +226,11 @@ export interface TestDriver<Inputs extends ReadonlyArray<Topic.Any>, S, E, R> {
   readonly changelogTopic: string
 }
 
-/** A task of the driver: its store and state cache. */
+/** A task of the driver: its store, state cache and (a durable workflow's) run store. */
 interface DriverTask {
   readonly store: Option.Option<StateStore>
   readonly cache: StateCache
+  readonly runs: Option.Option<RunStore.RunStore>
 }
 
 const defaultMaxMessageBytes = 1024 * 1024
@@ -297,6 +299,7 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const maxMessageBytes = options.maxMessageBytes ?? defaultMaxMessageBytes
     const partitions = options.partitions ?? {}
     const changelog = changelogTopic(options.applicationId ?? "test", transformer)
+    const runsTopic = RunStore.topicOf(options.applicationId ?? "test", transformer)
     const messageLimits = Outputs.makeMessageLimits(maxMessageBytes, () => Effect.succeed(undefined))
     const partitionCounts = PartitionCounts.make((topic) =>
       Effect.succeed(Object.hasOwn(partitions, topic) ? partitions[topic] : undefined)
@@ -316,9 +319,22 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const taskOf = (partition: number): DriverTask => {
       const existing = tasks.get(partition)
       if (existing !== undefined) return existing
+      const runStore = transformer.runStore
       const task: DriverTask = {
         store: Option.map(transformer.state, () => MemoryStore.make(`memory:${transformer.name}/${partition}`)),
-        cache: makeStateCache(100_000)
+        cache: makeStateCache(100_000),
+        // A durable workflow's run store in memory: its writes go to the driver's copy of the topic.
+        runs: runStore === undefined ? Option.none() : Option.some(RunStore.make({
+          topic: runsTopic,
+          partition,
+          store: MemoryStore.make(`memory:${transformer.name}/${partition}.runs`),
+          commit: (records) =>
+            Effect.sync(() => {
+              for (const record of records) append(record)
+              return []
+            }),
+          retention: runStore.retention
+        }))
       }
       tasks.set(partition, task)
       return task
@@ -353,7 +369,7 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           messageLimits,
           partitionCounts,
           cache: task.cache
-        })
+        }).pipe(Effect.locally(RunStore.current, task.runs))
         if (result.processed > 0) {
           for (const output of result.outputs) append(output)
           if (Option.isSome(task.store)) {

@@ -291,7 +291,7 @@ describe("durable workflow contract", () => {
             (p) => p.fence
           )
           const store = yield* StateStore.open(dir)
-          return yield* RunStore.make({ topic, partition: 0, store, producer, retention: Duration.days(7) })
+          return RunStore.make({ topic, partition: 0, store, commit: RunStore.commitWith(producer), retention: Duration.days(7) })
         })
       const scope = yield* Scope.make()
       const stale = yield* Scope.extend(owner(tempDir()), scope)

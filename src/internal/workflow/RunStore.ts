@@ -26,7 +26,8 @@
 import { Clock, Duration, Effect, FiberRef, Option, Schema } from "effect"
 import type { KafkaError, TaskMigrated } from "../../SkeinError.ts"
 import { StateStoreError } from "../../SkeinError.ts"
-import type { FencedProducer } from "../kafka/producer.ts"
+import type { EncodedRecord } from "../../Topic.ts"
+import type { Appended, FencedProducer } from "../kafka/producer.ts"
 import type { StateStore, StoreWrite } from "../StateStore.ts"
 
 export interface RunStore {
@@ -78,72 +79,77 @@ export const make = (options: {
   readonly topic: string
   readonly partition: number
   readonly store: StateStore
-  readonly producer: FencedProducer
+  /** Commits records to the run store topic in one transaction (a fenced producer's, or memory's). */
+  readonly commit: (records: ReadonlyArray<EncodedRecord>) => Effect.Effect<ReadonlyArray<Appended>, RunStoreWriteError>
   /** How long a completed run is remembered. */
   readonly retention: Duration.Duration
-}): Effect.Effect<RunStore> =>
-  Effect.map(Effect.makeSemaphore(1), (lock): RunStore => {
-    const { partition, producer, store, topic } = options
-    let nextSweep = 0
-    const write = (writes: ReadonlyArray<StoreWrite>) =>
-      lock.withPermits(1)(
-        producer.commit(writes.map((w) => ({ topic, partition, key: w.key, value: w.value })), { groupId: "", offsets: [] }).pipe(
-          Effect.flatMap((appended) => {
-            const batch = appended.find((a) => a.topic === topic && a.partition === partition)
-            return store.write(writes, batch === undefined ? undefined : { topic, partition, offset: batch.baseOffset })
-          })
-        )
-      )
-    const sweep = Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      nextSweep = now + Duration.toMillis(sweepInterval)
-      const cutoff = now - Duration.toMillis(options.retention)
-      const keys = yield* store.keys("done/")
-      const values = yield* store.getMany(keys)
-      const expired = keys.filter((_, i) => {
-        const completion = Schema.decodeUnknownOption(Completion)(values[i])
-        return Option.isSome(completion) && completion.value.completedAt < cutoff
-      })
-      if (expired.length > 0) yield* write(expired.map((key) => ({ key, value: null })))
-      return expired.length
-    })
-    return {
-      topic,
-      partition,
-      sweep,
-      completed: (executionId) =>
-        Effect.flatMap(store.get(doneKey(executionId)), (stored) =>
-          stored === undefined
-            ? Effect.succeedNone
-            : Effect.map(
-              Effect.mapError(
-                Schema.decodeUnknown(Completion)(stored),
-                (cause) => new StateStoreError({ operation: `decode the completion of run ${executionId}`, path: store.path, cause })
-              ),
-              (completion) => Option.some(completion.result)
-            )),
-      step: (executionId, activity, attempt) =>
-        Effect.flatMap(store.get(stepKey(executionId, activity, attempt)), (stored) =>
-          stored === undefined
-            ? Effect.succeedNone
-            : Effect.asSome(Effect.mapError(
-              Schema.decodeUnknown(StepJson)(stored),
-              (cause) => new StateStoreError({ operation: `decode step ${activity} of run ${executionId}`, path: store.path, cause })
-            ))),
-      saveStep: (executionId, activity, attempt, encoded) =>
-        write([{ key: stepKey(executionId, activity, attempt), value: JSON.stringify(encoded ?? null) }]),
-      complete: (executionId, encoded) =>
-        Effect.gen(function*() {
-          const steps = yield* store.keys(stepsOf(executionId))
-          const completedAt = yield* Clock.currentTimeMillis
-          yield* write([
-            ...steps.map((key): StoreWrite => ({ key, value: null })),
-            { key: doneKey(executionId), value: Schema.encodeSync(Completion)({ completedAt, result: encoded ?? null }) }
-          ])
-          if (completedAt >= nextSweep) yield* sweep
+}): RunStore => {
+  const lock = Effect.unsafeMakeSemaphore(1)
+  const { partition, store, topic } = options
+  let nextSweep = 0
+  const write = (writes: ReadonlyArray<StoreWrite>) =>
+    lock.withPermits(1)(
+      options.commit(writes.map((w) => ({ topic, partition, key: w.key, value: w.value }))).pipe(
+        Effect.flatMap((appended) => {
+          const batch = appended.find((a) => a.topic === topic && a.partition === partition)
+          return store.write(writes, batch === undefined ? undefined : { topic, partition, offset: batch.baseOffset })
         })
-    }
+      )
+    )
+  const sweep = Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    nextSweep = now + Duration.toMillis(sweepInterval)
+    const cutoff = now - Duration.toMillis(options.retention)
+    const keys = yield* store.keys("done/")
+    const values = yield* store.getMany(keys)
+    const expired = keys.filter((_, i) => {
+      const completion = Schema.decodeUnknownOption(Completion)(values[i])
+      return Option.isSome(completion) && completion.value.completedAt < cutoff
+    })
+    if (expired.length > 0) yield* write(expired.map((key) => ({ key, value: null })))
+    return expired.length
   })
+  return {
+    topic,
+    partition,
+    sweep,
+    completed: (executionId) =>
+      Effect.flatMap(store.get(doneKey(executionId)), (stored) =>
+        stored === undefined
+          ? Effect.succeedNone
+          : Effect.map(
+            Effect.mapError(
+              Schema.decodeUnknown(Completion)(stored),
+              (cause) => new StateStoreError({ operation: `decode the completion of run ${executionId}`, path: store.path, cause })
+            ),
+            (completion) => Option.some(completion.result)
+          )),
+    step: (executionId, activity, attempt) =>
+      Effect.flatMap(store.get(stepKey(executionId, activity, attempt)), (stored) =>
+        stored === undefined
+          ? Effect.succeedNone
+          : Effect.asSome(Effect.mapError(
+            Schema.decodeUnknown(StepJson)(stored),
+            (cause) => new StateStoreError({ operation: `decode step ${activity} of run ${executionId}`, path: store.path, cause })
+          ))),
+    saveStep: (executionId, activity, attempt, encoded) =>
+      write([{ key: stepKey(executionId, activity, attempt), value: JSON.stringify(encoded ?? null) }]),
+    complete: (executionId, encoded) =>
+      Effect.gen(function*() {
+        const steps = yield* store.keys(stepsOf(executionId))
+        const completedAt = yield* Clock.currentTimeMillis
+        yield* write([
+          ...steps.map((key): StoreWrite => ({ key, value: null })),
+          { key: doneKey(executionId), value: Schema.encodeSync(Completion)({ completedAt, result: encoded ?? null }) }
+        ])
+        if (completedAt >= nextSweep) yield* sweep
+      })
+  }
+}
+
+/** The commit of a run store written by task `partition`'s own fenced producer (no offsets). */
+export const commitWith = (producer: FencedProducer) => (records: ReadonlyArray<EncodedRecord>) =>
+  producer.commit(records, { groupId: "", offsets: [] })
 
 /**
  * The run store of the task whose records the current fiber processes
