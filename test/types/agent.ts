@@ -3,12 +3,14 @@
  * rules for the agent's error tags compile and a rule for a tag it cannot fail
  * with does not; the transformer requires exactly a language model and the
  * toolkit's handlers (and what the tools themselves use), and the runner
- * program is complete once those are provided. Each `@ts-expect-error` fails
+ * program is complete once those are provided; the README's "Agents" snippet
+ * compiles to a complete program. Each `@ts-expect-error` fails
  * the type check if the line below it compiles.
  */
 import type { LanguageModel } from "@effect/ai"
 import { Tool, Toolkit } from "@effect/ai"
 import { Context, Effect, Layer, Schedule, Schema } from "effect"
+import type { ConfigError } from "effect"
 import { ErrorRule, KafkaAgent, Runner, SkeinConfig, Topic } from "../../src/index.ts"
 import type { SkeinError, Transformer } from "../../src/index.ts"
 
@@ -81,3 +83,35 @@ export const program: Effect.Effect<never, SkeinError.RunnerError | KafkaAgent.H
 export const missingHandlers: Effect.Effect<never, unknown> = Runner.run(Support).pipe(
   Effect.provide(Layer.merge(Model, SkeinConfig.layer({ applicationId: "a", brokers: ["localhost:9092"] })))
 )
+
+/** The README's snippet ("Agents"), verbatim apart from `Model` (declared above) and `Runner.runMain`. */
+export const readme = () => {
+  const Question = Schema.Struct({ order: Schema.String, text: Schema.String })
+  const Questions = KafkaAgent.topic("questions", Question) // JSON values through the schema
+  const Replies = Topic.make({ name: "replies", key: Schema.String, value: Schema.String })
+
+  const OrderStatus = Tool.make("OrderStatus", { parameters: { order: Schema.String }, success: Schema.String })
+  const OrderTools = Toolkit.make(OrderStatus)
+
+  const Support = KafkaAgent.make({
+    name: "support",
+    input: Questions,
+    payload: Question,
+    system: "You answer questions about orders.",
+    prompt: (q) => `Order ${q.order}: ${q.text}`, // pure: it re-runs on every resume
+    toolkit: OrderTools,
+    maxTurns: 4,
+    emit: (answer, record) => [Topic.record(Replies, record.key, answer.text)],
+    rules: [ErrorRule.tagged("AgentMaxTurnsExceeded", { then: "dlq" })]
+  })
+
+  const Handlers = OrderTools.toLayer({ OrderStatus: ({ order }) => Effect.succeed(`${order}: shipped`) })
+
+  const main = Runner.run(Support).pipe(
+    Effect.provide([Handlers, Model]), // Model: a LanguageModel layer (see below)
+    Effect.provide(SkeinConfig.layerConfig())
+  )
+  /** Complete: nothing left to provide, and the errors are the agent's and the runner's. */
+  const complete: Effect.Effect<never, SkeinError.RunnerError | KafkaAgent.HandlerError | ConfigError.ConfigError, never> = main
+  return complete
+}
