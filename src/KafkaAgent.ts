@@ -33,6 +33,10 @@
  * `LanguageModel.make({ generateText, streamText })` stands in for a
  * provider.
  *
+ * A stored turn keeps the response's text and the tool calls of the
+ * toolkit's tools; reasoning parts, and tool calls a provider executes itself
+ * (provider-defined tools), are not stored and do not reach the next prompt.
+ *
  * Code outside the steps re-runs on every resume: `prompt` must be pure. A
  * run's identity is the record's position (topic, partition, offset) unless
  * `idempotencyKey` names another (e.g. a request id, so that a record

@@ -8,7 +8,7 @@
  */
 import { Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Option, Schedule, Schema } from "effect"
+import { Cause, Effect, Exit, Layer, Option, Schedule, Schema } from "effect"
 import * as RunStore from "../../src/internal/workflow/RunStore.ts"
 import { ErrorRule, KafkaAgent, SkeinError, Topic } from "../../src/index.ts"
 import { TestDriver } from "../../src/testing/index.ts"
@@ -157,6 +157,19 @@ describe("KafkaAgent loop", () => {
       assert.include(error.message, `ErrorRule for "AgentMaxTurnsExceeded"`)
       assert.strictEqual(model.calls.length, 2, "two LLM calls, no third")
       assert.deepStrictEqual(handlers.calls, ["Lookup s1"], "the tool call of the last turn never ran")
+    }))
+
+  it.scoped("a maxTurns that is not a whole number of at least 1 is a defect that says so", () =>
+    Effect.gen(function*() {
+      const model = ScriptedModel.make(reserveThenAnswer)
+      const handlers = makeHandlers()
+      const driver = yield* TestDriver.make(agent({ maxTurns: 0 }))
+      const exit = yield* Effect.exit(
+        driver.pipe(Questions, "k1", { order: "o1", quantity: 1 }).pipe(Effect.provide([model.layer, handlers.layer]))
+      )
+      assert.ok(Exit.isFailure(exit) && Cause.isDie(exit.cause), String(exit))
+      assert.include(Cause.pretty(exit.cause), "KafkaAgent orders: maxTurns must be a whole number of at least 1, got 0")
+      assert.strictEqual(model.calls.length, 0)
     }))
 
   it.scoped("a model error is a handler error: retried by its rule, then the record succeeds", () =>
