@@ -9,7 +9,7 @@
  */
 import { Data } from "effect"
 import type { ParseResult } from "effect"
-import { bounded, formatParseError } from "./internal/errorText.ts"
+import { bounded, describe, formatParseError } from "./internal/errorText.ts"
 
 /**
  * A failure talking to Kafka. `reason` classifies it; `cause` keeps the
@@ -97,6 +97,79 @@ export class WorkflowSuspended extends Data.TaggedError("WorkflowSuspended")<{
     return `Workflow ${this.workflow} (execution ${this.executionId}) paused at ${this.topic}/${this.partition}@${this.offset}: ` +
       `a Kafka handler's run cannot wait (a durable sleep, a deferred, an interrupt). ` +
       `Sleep at most the in-memory threshold (DurableClock.sleep's inMemoryThreshold), or route the record with an ErrorRule for "WorkflowSuspended"`
+  }
+}
+
+/**
+ * An agent's run used all of its `maxTurns` LLM turns and its last turn still
+ * called tools (`KafkaAgent`): the loop stops instead of calling the model
+ * again. The record fails with it; the transformer's error rules decide what
+ * follows. A retry replays the stored turns and fails the same way without an
+ * LLM call, so route it to the dead letter topic or raise `maxTurns`.
+ *
+ * @example
+ * ```ts
+ * import { ErrorRule } from "skein"
+ *
+ * const rules = [ErrorRule.tagged("AgentMaxTurnsExceeded", { then: "dlq" })]
+ * ```
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class AgentMaxTurnsExceeded extends Data.TaggedError("AgentMaxTurnsExceeded")<{
+  readonly agent: string
+  readonly maxTurns: number
+  readonly executionId: string
+  readonly topic: string
+  readonly partition: number
+  readonly offset: number
+}> {
+  override get message(): string {
+    const turns = this.maxTurns === 1 ? "its 1 turn" : `all ${this.maxTurns} turns`
+    return `Agent ${this.agent} used ${turns} on ${this.topic}/${this.partition}@${this.offset} ` +
+      `(execution ${this.executionId}) and its last turn still called tools. ` +
+      `Raise maxTurns in KafkaAgent.make, or route the record with an ErrorRule for "AgentMaxTurnsExceeded" ` +
+      `(then: "dlq" with a dead letter topic)`
+  }
+}
+
+/**
+ * A tool's handler failed in an agent's run (`KafkaAgent`), for a tool whose
+ * `failureMode` is `"error"` (the default of `Tool.make`); `cause` is the
+ * handler's own error. The record fails with it and the transformer's error
+ * rules decide what follows: a retry resumes the run, so only this tool call
+ * runs again (the turns and tool calls before it are stored). A tool with
+ * `failureMode: "return"` never fails this way: its failure is stored as its
+ * result and the model sees it on the next turn.
+ *
+ * @example
+ * ```ts
+ * import { Schedule } from "effect"
+ * import { ErrorRule } from "skein"
+ *
+ * const rules = [ErrorRule.tagged("AgentToolFailed", { retry: Schedule.recurs(3), then: "dlq" })]
+ * ```
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class AgentToolFailed extends Data.TaggedError("AgentToolFailed")<{
+  readonly agent: string
+  readonly tool: string
+  /** The model's id of the tool call. */
+  readonly callId: string
+  /** The turn whose response made the call (from 1). */
+  readonly turn: number
+  readonly topic: string
+  readonly partition: number
+  readonly offset: number
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    return `Tool ${this.tool} of agent ${this.agent} failed (turn ${this.turn}, call ${this.callId}, ` +
+      `${this.topic}/${this.partition}@${this.offset}): ${describe(this.cause)}. ` +
+      `Retry it with an ErrorRule for "AgentToolFailed", or give the tool failureMode "return" so that the model sees the failure`
   }
 }
 

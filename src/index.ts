@@ -36,3 +36,5 @@ export * as TopicPartition from "./TopicPartition.ts"
 export * as Transformer from "./Transformer.ts"
 /** @since 0.3.0 */
 export * as KafkaWorkflow from "./KafkaWorkflow.ts"
+/** @since 0.3.0 */
+export * as KafkaAgent from "./KafkaAgent.ts"

@@ -6,7 +6,7 @@
  *
  * Works under Node (tsx), Bun and Deno: it only needs `process`.
  */
-import { Cause, Config, Duration, Effect, Exit, Fiber, Schedule } from "effect"
+import { Cause, Config, Duration, Effect, Exit, Fiber, Layer, Schedule } from "effect"
 import type { Transformer } from "../../src/Transformer.ts"
 import { Runner, SkeinConfig } from "../../src/index.ts"
 import type { Topic } from "../../src/index.ts"
@@ -28,6 +28,12 @@ const line = (event: Record<string, unknown>) =>
 /** Runs the transformer built from the configured topic names until signalled. */
 export const runApp = <Inputs extends ReadonlyArray<Topic.Any>, S, E>(
   build: (names: { readonly input: string; readonly output: string }) => Transformer<Inputs, S, E, never>
+): void => runAppWith(build, Layer.empty)
+
+/** Like `runApp`, for a transformer that needs services (a language model, say): `layer` provides them. */
+export const runAppWith = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
+  build: (names: { readonly input: string; readonly output: string }) => Transformer<Inputs, S, E, R>,
+  layer: Layer.Layer<R>
 ): void => {
   const stats = Runner.makeStats()
   const report = Effect.suspend(() => line({
@@ -51,7 +57,7 @@ export const runApp = <Inputs extends ReadonlyArray<Topic.Any>, S, E>(
       Effect.forkScoped
     )
     return yield* Runner.runWithStats(transformer, stats)
-  }).pipe(Effect.scoped, Effect.provide(SkeinConfig.layerConfig()))
+  }).pipe(Effect.scoped, Effect.provide(SkeinConfig.layerConfig()), Effect.provide(layer))
 
   const fiber = Effect.runFork(program)
   let stopping = false
