@@ -89,7 +89,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 
     // Kept across runs: a task that finds its store restores only the changelog's tail.
     const storeDir = path.join(config.stateDir, encodeURIComponent(config.applicationId), encodeURIComponent(transformer.name))
-    yield* StoreCleanup.run(storeDir, config.stateCleanupDelay)
+    yield* StoreCleanup.atStart(storeDir, config.stateCleanupDelay)
     const consumer = yield* Consumer.make(kafka, {
       groupId: config.applicationId,
       topics: inputTopics,
