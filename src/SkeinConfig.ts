@@ -45,8 +45,10 @@ export interface SkeinConfig {
    */
   readonly stateDir: string
   /**
-   * How long a kept store may go unused before a runner's start deletes it
-   * (Kafka Streams' `state.cleanup.delay.ms`; default 10 minutes).
+   * How long a kept store may go unused before it is deleted (Kafka Streams'
+   * `state.cleanup.delay.ms`; default 10 minutes): at a runner's start, and
+   * while it runs (a sweep every `stateCleanupDelay`) for the partitions no
+   * longer assigned to it. A partition it is assigned keeps its store.
    */
   readonly stateCleanupDelay: Duration.Duration
   /** Consumer group session timeout. */
@@ -383,7 +385,7 @@ export const config: Config.Config<SkeinConfig> = Config.all({
   ),
   stateCleanupDelay: Config.duration("SKEIN_STATE_CLEANUP_DELAY").pipe(
     Config.withDefault(defaults.stateCleanupDelay),
-    Config.withDescription("How long a kept state store may go unused before a runner's start deletes it")
+    Config.withDescription("How long a kept state store of a partition not assigned to this instance may go unused before it is deleted")
   ),
   sessionTimeout: Config.duration("SKEIN_SESSION_TIMEOUT").pipe(Config.withDefault(defaults.sessionTimeout)),
   rebalanceTimeout: Config.duration("SKEIN_REBALANCE_TIMEOUT").pipe(Config.withDefault(defaults.rebalanceTimeout)),

@@ -16,6 +16,7 @@ import type { RunnerError } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { Transformer } from "../Transformer.ts"
 import { changelogTopic } from "../Transformer.ts"
+import * as Faults from "./faults.ts"
 import * as GroupOwnership from "./GroupOwnership.ts"
 import * as HealthServer from "./healthServer.ts"
 import * as Admin from "./kafka/admin.ts"
@@ -55,6 +56,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 ): Effect.Effect<RunnerResources, RunnerError, Scope.Scope> =>
   Effect.gen(function*() {
     yield* validateConfig(config, stats, transformer.rules, transformer.name)
+    yield* Faults.announce
     yield* stats.begin(config.applicationId, transformer.name)
     if (config.healthPort !== undefined) {
       const server = yield* HealthServer.serve(stats, {
@@ -87,7 +89,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 
     // Kept across runs: a task that finds its store restores only the changelog's tail.
     const storeDir = path.join(config.stateDir, encodeURIComponent(config.applicationId), encodeURIComponent(transformer.name))
-    yield* StoreCleanup.run(storeDir, config.stateCleanupDelay)
+    yield* StoreCleanup.atStart(storeDir, config.stateCleanupDelay)
     const consumer = yield* Consumer.make(kafka, {
       groupId: config.applicationId,
       topics: inputTopics,

@@ -76,7 +76,8 @@ export const isLocked = (error: StateStoreError): boolean => {
 
 /**
  * Opens the store at `path`, creating it when missing and keeping what it
- * holds; closes it (kept on disk) when the scope closes. Fails with a
+ * holds; closes it (kept on disk, its folder's modification time set to
+ * now) when the scope closes. Fails with a
  * `StateStoreError` that `isLocked` recognises when another process has it open.
  */
 export const open = (path: string): Effect.Effect<StateStore, StateStoreError, Scope.Scope> =>
@@ -87,7 +88,14 @@ export const open = (path: string): Effect.Effect<StateStore, StateStoreError, S
       await db.open()
       return db
     }),
-    (db) => Effect.promise(() => db.close().catch(() => undefined))
+    // The folder's modification time says when the store was last used (`StoreCleanup`): LevelDB
+    // changes it at open (a new log file), the close sets it.
+    (db) =>
+      Effect.promise(async () => {
+        await db.close().catch(() => undefined)
+        const now = new Date()
+        await fs.utimes(path, now, now).catch(() => undefined)
+      })
   ).pipe(Effect.map((db): StateStore => ({
     path,
     get: (key) => attempt("get", path, () => db.get(dataKey(key))),

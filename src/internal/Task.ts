@@ -34,6 +34,7 @@ import type { Kafka } from "./kafka/client.ts"
 import type { GroupConsumer } from "./kafka/consumer.ts"
 import * as Producer from "./kafka/producer.ts"
 import type { AtLeastOnceProducer, FencedProducer, RestorePermit } from "./kafka/producer.ts"
+import * as Faults from "./faults.ts"
 import { makeStateCache } from "./StateCache.ts"
 import type { StateCache } from "./StateCache.ts"
 import * as StateStore from "./StateStore.ts"
@@ -420,7 +421,11 @@ export const processSlices = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           Effect.flatMap((appended) =>
             Option.match(task.store, {
               onNone: () => Effect.void,
-              onSome: (store) => store.write(result.writes, checkpointAfter(appended, options.changelog, partition))
+              onSome: (store) =>
+                Effect.zipRight(
+                  Faults.afterCommitBeforeStore(partition),
+                  store.write(result.writes, checkpointAfter(appended, options.changelog, partition))
+                )
             })
           ),
           Effect.tap(() => {

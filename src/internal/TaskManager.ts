@@ -11,6 +11,10 @@
  *   (`failureIsolation`); a migrated task tears every task down (rejoin).
  * - Teardown happens only under the batch lock, which only the manager
  *   holds: processing a poll (`runPoll`) and tearing down exclude each other.
+ * - Kept stores: every `stateCleanupDelay` (a `CleanupDue` wakeup), the
+ *   stores of partitions this instance is no longer assigned are deleted
+ *   once unused that long (`cleanStores`), never one of a partition it is
+ *   assigned or has a task of.
  *
  * @internal
  */
@@ -25,11 +29,15 @@ import type { BatchOutcome } from "./kafka/consumer.ts"
 import { isFatal } from "./kafka/errors.ts"
 import type { PollBuffer } from "./PollBuffer.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
+import * as StoreCleanup from "./StoreCleanup.ts"
 import { describe } from "./errorText.ts"
 import * as Task from "./Task.ts"
 
-/** Why the runner's loop should look again: a task start fell due, or acknowledged offsets are due a commit. */
-export type Wakeup = "TaskDue" | "CommitDue"
+/**
+ * Why the runner's loop should look again: a task start fell due, acknowledged
+ * offsets are due a commit, or the kept stores are due a sweep.
+ */
+export type Wakeup = "TaskDue" | "CommitDue" | "CleanupDue"
 
 export interface TaskManager {
   readonly wakeups: Queue.Dequeue<Wakeup>
@@ -58,6 +66,12 @@ export interface TaskManager {
   readonly acknowledged: (offsets: ReadonlyArray<PartitionOffset>) => void
   /** At-least-once: commits acknowledged offsets; a failure rewinds every task. */
   readonly commitDue: Effect.Effect<void, RunnerError>
+  /**
+   * Deletes the kept stores of partitions neither assigned to this instance
+   * nor with a task, unused for `stateCleanupDelay`. Run by the runner's loop
+   * (like `startNext`) and under the batch lock: no task starts or stops meanwhile.
+   */
+  readonly cleanStores: Effect.Effect<void>
   /** A fetched batch did not continue its partition: restart the task there, or stop it if records were deleted. */
   readonly gap: (
     gap: { readonly topic: string; readonly partition: number; readonly expected: number }
@@ -90,6 +104,8 @@ export const make = (options: {
     /** At-least-once: acknowledged work whose offsets are not committed yet. */
     const uncommitted = new Map<string, PartitionOffset>()
     let generation = -1
+    /** The partitions of the current assignment, stopped ones included. */
+    let assignment: ReadonlySet<number> = new Set()
 
     const backoff = (attempts: number): Duration.Duration =>
       Duration.min(maxBackoff, Duration.times(config.deliveryBackoff, 2 ** (attempts - 1)))
@@ -98,6 +114,16 @@ export const make = (options: {
       yield* Queue.offer(wakeups, "CommitDue").pipe(
         Effect.repeat(Schedule.spaced(config.commitInterval)),
         Effect.delay(config.commitInterval),
+        Effect.forkScoped
+      )
+    }
+
+    if (Option.isSome(context.changelog) || Option.isSome(context.runs)) {
+      // A zero delay sweeps every second.
+      const every = Duration.max(config.stateCleanupDelay, Duration.seconds(1))
+      yield* Queue.offer(wakeups, "CleanupDue").pipe(
+        Effect.repeat(Schedule.spaced(every)),
+        Effect.delay(every),
         Effect.forkScoped
       )
     }
@@ -298,6 +324,7 @@ export const make = (options: {
             // Every assignment after the first is a rebalance, an eviction's rejoin included.
             if (generation !== -1) stats.recordRebalance()
             generation = next
+            assignment = new Set(partitions)
             // A stopped partition stays stopped until a restart, or until it moves away.
             stats.keepStopped(partitions)
             for (const partition of partitions) {
@@ -334,6 +361,15 @@ export const make = (options: {
             stats.recordOffsetCommit(yield* Clock.currentTimeMillis)
           }
         })
+      ),
+      cleanStores: lock.withLock(() =>
+        Effect.asVoid(
+          StoreCleanup.whileRunning(
+            context.storeDir,
+            config.stateCleanupDelay,
+            (partition) => assignment.has(partition) || scopes.has(partition)
+          )
+        )
       ),
       gap: ({ expected, partition, topic }) =>
         Effect.gen(function*() {

@@ -61,7 +61,14 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         case "Filtered":
           return Effect.sync(() => buffer.filtered(event.topic, event.partition, event.nextOffset))
         case "Wakeup":
-          return event.wakeup === "CommitDue" ? manager.commitDue : Effect.void
+          switch (event.wakeup) {
+            case "CommitDue":
+              return manager.commitDue
+            case "CleanupDue":
+              return manager.cleanStores
+            case "TaskDue":
+              return Effect.void
+          }
         case "Batch": {
           const batch = event.batch
           if (batch.generation !== manager.generation() || Option.isNone(manager.task(batch.partition))) {
