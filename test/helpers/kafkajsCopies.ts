@@ -35,8 +35,9 @@ export const copyKafkajs = (side: Side, root: string = projectRoot): KafkajsCopy
   const files = parsePatch(fs.readFileSync(path.join(root, "patches", `kafkajs+${version}.patch`), "utf8"))
   if (files === undefined) throw new Error(`patches/kafkajs+${version}.patch is not a whole-file patch`)
   const parent = fs.mkdtempSync(path.join(os.tmpdir(), `skein-kafkajs-${side}-`))
-  const dir = path.join(parent, "kafkajs")
-  fs.mkdirSync(dir)
+  // Inside a node_modules folder, as installed: loaders that transform sources (tsx) leave those alone
+  const dir = path.join(parent, "node_modules", "kafkajs")
+  fs.mkdirSync(dir, { recursive: true })
   for (const entry of ["package.json", "index.js", "src"]) {
     fs.cpSync(path.join(installed, entry), path.join(dir, entry), { recursive: true })
   }
