@@ -14,15 +14,18 @@
  * npm cache): the files as published, no install script run.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import { execFile } from "node:child_process"
 import * as fs from "node:fs/promises"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { createRequire } from "node:module"
+import * as Client from "../src/internal/kafka/client.ts"
 import * as PatchedKafkajs from "../src/internal/kafka/patchedKafkajs.ts"
+import * as Producer from "../src/internal/kafka/producer.ts"
 import { ConfigurationError } from "../src/SkeinError.ts"
+import * as Helpers from "./helpers/kafka.ts"
 import { brokers } from "./utils/broker.ts"
 
 const projectRoot = fileURLToPath(new URL("..", import.meta.url))
@@ -31,7 +34,11 @@ const patchedFiles = [
   "src/producer/sendMessages.js",
   "src/producer/groupMessagesPerPartition.js",
   "src/consumer/offsetManager/index.js",
-  "src/network/requestQueue/index.js"
+  "src/network/requestQueue/index.js",
+  "src/protocol/recordBatch/crc32C/crc32C.js",
+  "src/protocol/recordBatch/v0/index.js",
+  "src/protocol/requests/produce/v3/request.js",
+  "src/protocol/request.js"
 ]
 /** A line only the patched `sendMessages.js` has. */
 const patchedSendMessagesLine = "const donePartitions = new Set()"
@@ -109,12 +116,17 @@ const cachedModule = (root: string, file: string): NodeModule | undefined => {
 }
 
 describe("kafkajs patch", () => {
-  it.effect("this project's install is patched on disk (npm ci runs the script) and loads as it is", () =>
+  it.effect("this project's install loads as it is once patched on disk (npm ci runs the script), else in memory", () =>
     Effect.gen(function*() {
+      // Patched on disk unless the patch changed since the install ran the script (a worktree
+      // sharing an older checkout's node_modules): its new files are then original on disk.
+      const checked = yield* run("node", ["scripts/patch-kafkajs.mjs", "--check"], { cwd: projectRoot })
+      assert.include([0, 1], checked.code, checked.stdout + checked.stderr)
+      const expected = checked.code === 0 ? "on-disk" : "in-memory"
       const loaded = yield* PatchedKafkajs.loadFrom(projectRoot)
-      assert.strictEqual(loaded.applied, "on-disk")
+      assert.strictEqual(loaded.applied, expected, checked.stdout)
       assert.strictEqual(loaded.version, "2.2.4")
-      assert.strictEqual((yield* PatchedKafkajs.loaded).applied, "on-disk")
+      assert.strictEqual((yield* PatchedKafkajs.loaded).applied, expected)
     }))
 
   it.scoped("an install with the original files is patched in memory; the files on disk are left alone", () =>
@@ -176,21 +188,104 @@ describe("kafkajs patch", () => {
       assert.include(error.problem, "kafkajs+2.2.4.patch")
     }))
 
+  // The lean produce encoder (test/unit/recordBatchEncoder.test.ts checks its bytes) is what
+  // Skein's kafkajs sends with: a transaction through Skein's producer goes through its writer
+  // (wrapped here to count), the broker accepts the batches (it checks their CRC) and they read
+  // back as sent.
+  it.scopedLive("Skein's producer sends its record batches through the patch's lean encoder", () =>
+    Effect.gen(function*() {
+      const loaded = yield* PatchedKafkajs.loaded
+      const batchModule = createRequire(path.join(loaded.dir, "package.json"))(
+        path.join(loaded.dir, "src", "protocol", "recordBatch", "v0", "index.js")
+      ) as { writeUncompressedBatch: (plan: { readonly count: number }, ...rest: ReadonlyArray<unknown>) => number }
+      const write = batchModule.writeUncompressedBatch
+      let batches = 0
+      let written = 0
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          batchModule.writeUncompressedBatch = (plan, ...rest) => {
+            batches++
+            written += plan.count
+            return write(plan, ...rest)
+          }
+        }),
+        () => Effect.sync(() => {
+          batchModule.writeUncompressedBatch = write
+        })
+      )
+      const topic = Helpers.unique("lean-encoder")
+      yield* Helpers.createTopics([{ name: topic, partitions: 3 }])
+      const kafka = yield* Client.makeKafka({ clientId: "kafkajs-patch-encoder", brokers: brokers() })
+      const transactional = yield* Producer.make(kafka, {
+        partition: 0,
+        transactionalId: Helpers.unique("lean-encoder-txn"),
+        transactionTimeout: Duration.seconds(30),
+        maxMessageBytes: 1_048_576
+      })
+      const producer = yield* transactional.fence
+      const timestamp = Date.now() - 60_000
+      const records = Array.from({ length: 300 }, (_, i) => ({
+        topic,
+        key: `key-${i}`,
+        value: i % 3 === 0 ? Buffer.from(`value-${i}`) : `value-${i}`,
+        partition: i % 3,
+        timestamp: timestamp + i,
+        headers: { n: String(i) }
+      }))
+      yield* producer.commit(records, { groupId: Helpers.unique("lean-encoder-group"), offsets: [] })
+      assert.strictEqual(written, records.length)
+      assert.isAtLeast(batches, 3)
+      // The broker writes the commit markers after EndTxn answers: wait for the last stable offsets
+      yield* Helpers.eventually(
+        Effect.map(Helpers.offsets(topic), (ends) => ends.reduce((n, e) => n + e.lastStable, 0) > records.length),
+        { what: "the transaction's records below the last stable offsets" }
+      )
+      const read = yield* Helpers.readCommitted(topic)
+      assert.deepStrictEqual(
+        read.map((r) => [r.key, r.value, r.partition, r.timestamp, r.headers["n"]]).sort(),
+        records.map((r) => [r.key, String(r.value), r.partition, r.timestamp, r.headers.n]).sort()
+      )
+    }), 90_000)
+
   // The user's way: a program started from the unpatched install, under each runtime. It loads
-  // kafkajs patched in memory and talks to the broker through Skein's client.
+  // kafkajs patched in memory and talks to the broker through Skein's client: lists topics, and
+  // produces through the patch's lean encoder (its writer, wrapped, counts the batches).
   const probe = `
 import { Effect } from "effect"
+import { createRequire } from "node:module"
+import * as path from "node:path"
 import * as PatchedKafkajs from "./src/internal/kafka/patchedKafkajs.ts"
 import * as Client from "./src/internal/kafka/client.ts"
 
 Effect.gen(function*() {
-  const { applied } = yield* PatchedKafkajs.loaded
+  const { applied, dir } = yield* PatchedKafkajs.loaded
+  const batchModule = createRequire(path.join(dir, "package.json"))(
+    path.join(dir, "src", "protocol", "recordBatch", "v0", "index.js")
+  ) as { writeUncompressedBatch: (...args: Array<unknown>) => number }
+  const write = batchModule.writeUncompressedBatch
+  let leanBatches = 0
+  batchModule.writeUncompressedBatch = (...args) => {
+    leanBatches++
+    return write(...args)
+  }
   const kafka = yield* Client.makeKafka({ clientId: "kafkajs-patch-probe", brokers: process.env.KAFKA_BROKERS!.split(",") })
   const admin = kafka.admin()
   yield* Effect.promise(() => admin.connect())
   const topics = yield* Effect.promise(() => admin.listTopics())
+  const topic = process.env.PROBE_TOPIC!
+  yield* Effect.promise(() => admin.createTopics({ topics: [{ topic, numPartitions: 2 }], waitForLeaders: true }))
   yield* Effect.promise(() => admin.disconnect())
-  console.log(JSON.stringify({ applied, listed: Array.isArray(topics) }))
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
+  yield* Effect.promise(() => producer.connect())
+  const messages = Array.from({ length: 20 }, (_, i) => ({
+    key: "key-" + i,
+    value: Buffer.from("value-" + i),
+    timestamp: String(Date.now()),
+    headers: { n: String(i) }
+  }))
+  yield* Effect.promise(() => producer.send({ topic, acks: -1, messages }))
+  yield* Effect.promise(() => producer.disconnect())
+  console.log(JSON.stringify({ applied, listed: Array.isArray(topics), produced: leanBatches > 0 }))
 }).pipe(Effect.runPromise).then(
   () => process.exit(0),
   (error) => {
@@ -211,11 +306,11 @@ Effect.gen(function*() {
         yield* Effect.promise(() => fs.writeFile(path.join(root, "probe.ts"), probe))
         const ran = yield* run("npx", [...args], {
           cwd: root,
-          env: { KAFKA_BROKERS: brokers().join(",") },
+          env: { KAFKA_BROKERS: brokers().join(","), PROBE_TOPIC: Helpers.unique("probe") },
           timeout: 60_000
         })
         assert.strictEqual(ran.code, 0, ran.stdout + ran.stderr)
-        assert.include(ran.stdout, JSON.stringify({ applied: "in-memory", listed: true }))
+        assert.include(ran.stdout, JSON.stringify({ applied: "in-memory", listed: true, produced: true }))
       }), 90_000)
   }
 })

@@ -35,7 +35,7 @@ import { ConfigurationError } from "../../SkeinError.ts"
 export type KafkaJS = typeof KafkaJSTypes
 
 /** One file of the patch: its content before and after. */
-interface FilePatch {
+export interface FilePatch {
   /** Path inside the kafkajs package, e.g. `src/producer/sendMessages.js`. */
   readonly file: string
   readonly original: string
@@ -53,7 +53,7 @@ const joinLines = (lines: ReadonlyArray<string>, endsWithNewline: boolean): stri
  * format `scripts/patch-kafkajs.mjs` requires), with both sides of each.
  * `undefined` when the patch is not of that form.
  */
-const parsePatch = (text: string): ReadonlyArray<FilePatch> | undefined => {
+export const parsePatch = (text: string): ReadonlyArray<FilePatch> | undefined => {
   const lines = text.split("\n")
   const files: Array<FilePatch> = []
   let target: string | undefined
