@@ -50,6 +50,8 @@ const scenario = (kill: string) =>
     fs.writeFileSync(log, "")
     const env = {
       SKEIN_APPLICATION_ID: applicationId,
+      // A SIGKILLed member leaves the group when its session expires: the broker's minimum.
+      SKEIN_SESSION_TIMEOUT: "6 seconds",
       KAFKA_BROKERS: brokers().join(","),
       CHAOS_INPUT_TOPIC: input,
       CHAOS_OUTPUT_TOPIC: output,

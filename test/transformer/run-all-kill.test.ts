@@ -30,6 +30,8 @@ describe("Runner.runAll under SIGKILL", () => {
       yield* createTopics([lines, words, counts].map((name) => ({ name, partitions: 2 })))
       const env = {
         SKEIN_APPLICATION_ID: applicationId,
+        // A SIGKILLed member leaves the group when its session expires: the broker's minimum.
+        SKEIN_SESSION_TIMEOUT: "6 seconds",
         KAFKA_BROKERS: brokers().join(","),
         SKEIN_STATE_DIR: fs.mkdtempSync(path.join(os.tmpdir(), "skein-run-all-kill-")),
         LINES: lines,

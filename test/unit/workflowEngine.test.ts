@@ -38,6 +38,12 @@ describe("workflow engine (no run store)", () => {
       }
     }))
 
+  it.effect("a body that interrupts itself is a suspended run", () =>
+    Effect.gen(function*() {
+      const run = yield* Engine.execute(Flow, () => Effect.as(Effect.interrupt, "never"), { id: "x" }, "exec-4", Option.none())
+      assert.strictEqual(run._tag, "Suspended")
+    }))
+
   it.effect("a deferred that nothing completes suspends the run", () =>
     Effect.gen(function*() {
       const run = yield* Engine.execute(Flow, () => Effect.as(DurableDeferred.await(DurableDeferred.make("signal")), "never"), { id: "x" }, "exec-3", Option.none())

@@ -39,7 +39,7 @@ const runOnce = (env: Record<string, string>, done: () => Promise<boolean>) =>
     })
   })
 
-const scenario = (kill: string, durable: boolean) =>
+const scenario = (kill: string, durable: boolean, processingGuarantee: "exactly-once" | "at-least-once" = "exactly-once") =>
   Effect.gen(function*() {
     const input = unique("wf-in")
     const output = unique("wf-out")
@@ -51,13 +51,16 @@ const scenario = (kill: string, durable: boolean) =>
     fs.writeFileSync(log, "")
     const env = {
       SKEIN_APPLICATION_ID: applicationId,
+      // A SIGKILLed member leaves the group when its session expires: the broker's minimum.
+      SKEIN_SESSION_TIMEOUT: "6 seconds",
       KAFKA_BROKERS: brokers().join(","),
       CHAOS_INPUT_TOPIC: input,
       CHAOS_OUTPUT_TOPIC: output,
       SKEIN_STATE_DIR: path.join(dir, "state"),
       WORKFLOW_LOG: log,
       WORKFLOW_KILL: kill,
-      WORKFLOW_DURABLE: String(durable)
+      WORKFLOW_DURABLE: String(durable),
+      SKEIN_PROCESSING_GUARANTEE: processingGuarantee
     }
     const done = () => Effect.runPromise(readCommitted(output)).then((records) => records.length >= orders.length)
     const endings: Array<string> = []
@@ -111,6 +114,18 @@ describe("durable workflow under SIGKILL", () => {
         for (const step of ["step1", "step2", "step3"]) assert.strictEqual(run.count(step, order), 1)
       }
       assert.deepStrictEqual(run.outputs, expected)
+    }), { timeout: 120_000 })
+
+  it.scopedLive("at-least-once delivery, killed between step 2 and step 3: steps never run again; each output at least once, one value", () =>
+    Effect.gen(function*() {
+      const run = yield* scenario("between-2-3", true, "at-least-once")
+      assert.deepStrictEqual(run.endings, ["SIGKILL", "SIGKILL", "exit 0"], run.lines.join("\n"))
+      for (const { order } of orders) {
+        for (const step of ["step1", "step2", "step3"]) assert.strictEqual(run.count(step, order), 1, `${step} of ${order}`)
+      }
+      // Produced, then offsets committed: a kill between them re-produces, always the stored result.
+      assert.deepStrictEqual([...new Set(run.outputs)].sort(), expected)
+      assert.isAtLeast(run.outputs.length, orders.length)
     }), { timeout: 120_000 })
 
   it.scopedLive("durable: false keeps no run store: after a SIGKILL every step runs again", () =>

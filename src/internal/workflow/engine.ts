@@ -10,15 +10,16 @@
  *   names them: `@effect/workflow` keys results by name, so the second would
  *   silently return the first one's result on replay.
  * - Nothing wakes a run up in a Kafka handler: a durable sleep longer than the
- *   in-memory threshold, a `DurableDeferred` not yet done, or an interrupt
- *   suspends the run, and the caller turns `Suspended` into an error.
+ *   in-memory threshold, a `DurableDeferred` not yet done, or the body
+ *   interrupting itself suspends the run, and the caller turns `Suspended`
+ *   into an error.
  * - Child workflows are not supported yet (a defect that says so).
  *
  * @internal
  */
 import { Workflow, WorkflowEngine } from "@effect/workflow"
 import type { Activity } from "@effect/workflow"
-import { Effect, Exit, Option } from "effect"
+import { Cause, Effect, Exit, Option } from "effect"
 import type { Schema } from "effect"
 import type { RunStore, RunStoreWriteError } from "./RunStore.ts"
 
@@ -110,7 +111,11 @@ export const execute = <
       Effect.exit,
       Effect.flatMap((exit): Effect.Effect<Execution<Success["Type"], Error["Type"]>, RunStoreWriteError> => {
         if (storeFailure !== undefined) return Effect.fail(storeFailure)
-        if (Exit.isFailure(exit)) return Effect.failCause(exit.cause)
+        // The body interrupted itself (`Effect.interrupt`): nothing resumes it here, so it is a
+        // suspended run, not an interruption of the handler (that one still interrupts this fiber).
+        if (Exit.isFailure(exit)) {
+          return Cause.isInterruptedOnly(exit.cause) ? Effect.succeed({ _tag: "Suspended" }) : Effect.failCause(exit.cause)
+        }
         const result = exit.value
         return Effect.succeed(result._tag === "Suspended" ? { _tag: "Suspended" } : { _tag: "Complete", exit: result.exit })
       })
