@@ -79,7 +79,8 @@ const scenario = (kill: string) =>
     return { endings, lines, count, matching, outputs, expected }
   })
 
-describe("durable agent under SIGKILL", () => {
+// Independent scenarios (own topics, group, state and logs): they run concurrently.
+describe.concurrent("durable agent under SIGKILL", () => {
   it.scopedLive("12a: killed after a tool call was stored, before the next LLM call: only that call is made on restart; the tool ran once; the answer exactly once", () =>
     Effect.gen(function*() {
       const run = yield* scenario("before-turn-2")

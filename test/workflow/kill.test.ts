@@ -76,7 +76,9 @@ const scenario = (kill: string, durable: boolean, processingGuarantee: "exactly-
     return { endings, lines, count, outputs, runStoreExists }
   })
 
-describe("durable workflow under SIGKILL", () => {
+// The scenarios are independent (own topics, group, state and log) and mostly wait for the
+// broker: they run concurrently.
+describe.concurrent("durable workflow under SIGKILL", () => {
   it.scopedLive("killed between step 2 and step 3: steps 1-2 never run again, step 3 runs once, output exactly once", () =>
     Effect.gen(function*() {
       const run = yield* scenario("between-2-3", true)
