@@ -6,10 +6,21 @@
  * node --import tsx bench/apps/kafkajs-count.ts --brokers B --input T --output T --group G
  *
  * Connects with the SKEIN_* security settings of its environment (bench/lib/security.ts).
+ *
+ * It runs kafkajs 2.2.4 as published: a private copy of the installed package with every file
+ * of Skein's patch in its original form (this repository's own install is patched, and the
+ * patch's produce encoder would make this loop something no kafkajs user runs).
  */
 import { parseArgs } from "node:util"
-import { Kafka, logLevel, type Message } from "kafkajs"
+import type * as KafkaJS from "kafkajs"
+import type { Message } from "kafkajs"
+import { copyKafkajs } from "../../test/helpers/kafkajsCopies.ts"
 import { kafkajsSecurity, securityFromEnv } from "../lib/security.ts"
+
+const published = copyKafkajs("original")
+process.on("exit", () => published.remove())
+// The copy's entry point is kafkajs's own index.js: its exports are the package's.
+const { Kafka, logLevel } = published.load("index.js") as typeof KafkaJS
 
 process.env["KAFKAJS_NO_PARTITIONER_WARNING"] = "1"
 

@@ -7,7 +7,7 @@ export const kafkajsLoop: ProcessContender = {
   kind: "process",
   name: "kafkajs-loop",
   description:
-    "kafkajs 2.2.4 eachBatch loop, no transactions (at-least-once), in-memory Map, commit after acks; Node, 1 thread",
+    "kafkajs 2.2.4 as published (unpatched) eachBatch loop, no transactions (at-least-once), in-memory Map, commit after acks; Node, 1 thread",
   hasState: false,
   setup: async () => ({ ok: true }),
   command: (s) => ({
