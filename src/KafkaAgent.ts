@@ -44,9 +44,13 @@
  *
  * @since 0.3.0
  */
-import type { LanguageModel, Prompt, Tool, Toolkit } from "@effect/ai"
-import { AiError } from "@effect/ai"
-import { Workflow } from "@effect/workflow"
+// Subpath imports: the package indexes re-export MCP and WorkflowProxy, whose types need @effect/rpc.
+import * as AiError from "@effect/ai/AiError"
+import type * as LanguageModel from "@effect/ai/LanguageModel"
+import type * as Prompt from "@effect/ai/Prompt"
+import type * as Tool from "@effect/ai/Tool"
+import type * as Toolkit from "@effect/ai/Toolkit"
+import * as Workflow from "@effect/workflow/Workflow"
 import { Schema } from "effect"
 import type { Duration } from "effect"
 import * as Loop from "./internal/agent/loop.ts"

@@ -34,7 +34,9 @@
  *
  * @since 0.3.0
  */
-import type { Workflow, WorkflowEngine } from "@effect/workflow"
+// Subpath imports: the package index re-exports WorkflowProxy, whose types need @effect/rpc (and DOM's Transferable).
+import type * as Workflow from "@effect/workflow/Workflow"
+import type * as WorkflowEngine from "@effect/workflow/WorkflowEngine"
 import { Duration, Effect, Exit, FiberRef, Option, Schema } from "effect"
 import * as Engine from "./internal/workflow/engine.ts"
 import * as RunStore from "./internal/workflow/RunStore.ts"

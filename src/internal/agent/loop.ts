@@ -23,10 +23,14 @@
  *
  * @internal
  */
-import { AiError, LanguageModel, Prompt, Response } from "@effect/ai"
-import type { Tool, Toolkit } from "@effect/ai"
-import { Activity } from "@effect/workflow"
-import type { WorkflowEngine } from "@effect/workflow"
+import * as AiError from "@effect/ai/AiError"
+import * as LanguageModel from "@effect/ai/LanguageModel"
+import * as Prompt from "@effect/ai/Prompt"
+import * as Response from "@effect/ai/Response"
+import type * as Tool from "@effect/ai/Tool"
+import type * as Toolkit from "@effect/ai/Toolkit"
+import * as Activity from "@effect/workflow/Activity"
+import type * as WorkflowEngine from "@effect/workflow/WorkflowEngine"
 import { Effect, Schema } from "effect"
 import { AgentMaxTurnsExceeded, AgentToolFailed } from "../../SkeinError.ts"
 

@@ -17,8 +17,9 @@
  *
  * @internal
  */
-import { Workflow, WorkflowEngine } from "@effect/workflow"
-import type { Activity } from "@effect/workflow"
+import type * as Activity from "@effect/workflow/Activity"
+import * as Workflow from "@effect/workflow/Workflow"
+import * as WorkflowEngine from "@effect/workflow/WorkflowEngine"
 import { Cause, Effect, Exit, Option } from "effect"
 import type { Schema } from "effect"
 import type { RunStore, RunStoreWriteError } from "./RunStore.ts"
