@@ -22,7 +22,7 @@ import * as Path from "node:path"
 import { inject } from "vitest"
 import { Runner, SkeinConfig } from "../../src/index.ts"
 import { aggregator } from "../apps/transformers.ts"
-import { commandFor } from "./instances.ts"
+import { commandFor } from "../chaos/instances.ts"
 
 declare module "vitest" {
   export interface ProvidedContext {
