@@ -5,8 +5,42 @@
  *
  * @internal
  */
-import type { HeaderValue, Headers } from "../Topic.ts"
 import type { FetchedHeaders } from "./kafka/consumer.ts"
+
+/**
+ * A header value in wire form: UTF-8 text, raw bytes, or the values of a
+ * header name repeated in the record (in order).
+ *
+ * @example
+ * ```ts
+ * import type { Topic } from "skein"
+ *
+ * const traceIds = (record: Topic.EncodedRecord): Topic.HeaderValue | undefined => record.headers?.["trace-id"]
+ * ```
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type HeaderValue = string | Buffer | ReadonlyArray<string | Buffer>
+
+/**
+ * An output's headers: by name (an array for a repeated name), or as a list
+ * of name and value pairs, as an input record's `rawHeaders` are (a name may
+ * repeat; its values keep their order). Values are text (written as UTF-8)
+ * or bytes (written as they are).
+ *
+ * @example
+ * ```ts
+ * import type { Topic } from "skein"
+ *
+ * const byName: Topic.Headers = { source: "word-count", trace: [Buffer.from([0x01]), Buffer.from([0x02])] }
+ * const pairs: Topic.Headers = [["trace", Buffer.from([0x01])], ["trace", Buffer.from([0x02])]]
+ * ```
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Headers = Readonly<Record<string, HeaderValue>> | ReadonlyArray<readonly [string, string | Buffer]>
 
 const noPairs: ReadonlyArray<readonly [string, Buffer]> = []
 const empty = Buffer.alloc(0)
