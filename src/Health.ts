@@ -70,7 +70,8 @@ export const HealthSnapshot = Schema.Struct({
   restoring: Schema.Array(Schema.Struct({ partition: Partition, restored: Schema.Number, total: Schema.Number })),
   /**
    * How each running task restored its store: from its kept checkpoint (`tail`)
-   * or in full, why, the changelog records read and the start's duration; and
+   * or in full, why, the changelog records read (and the offsets, from until
+   * the changelog's end at the start) and the start's duration; and
    * its checkpoint lag now: changelog records written at or after its store's
    * checkpoint (what a restart of the task would read again).
    */
@@ -79,6 +80,8 @@ export const HealthSnapshot = Schema.Struct({
     mode: Schema.Literal("tail", "full"),
     reason: Schema.String,
     records: Schema.Number,
+    from: Schema.Number,
+    until: Schema.Number,
     millis: Schema.Number,
     checkpointLag: Schema.Number
   })),

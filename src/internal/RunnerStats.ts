@@ -38,6 +38,9 @@ export interface TaskRestore {
   readonly reason: string
   /** Changelog records read. */
   readonly records: number
+  /** The changelog offsets read: from (the checkpoint, or the earliest offset), until (its end at the start, exclusive). */
+  readonly from: number
+  readonly until: number
   /** Milliseconds the task's start took, restore included. */
   readonly millis: number
 }

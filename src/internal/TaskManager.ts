@@ -260,10 +260,12 @@ export const make = (options: {
                   buffer.expect(exit.value.startOffsets)
                   stats.recordTaskStarted(
                     partition,
-                    Option.getOrUndefined(Option.map(exit.value.restore, ({ mode, reason, records }) => ({
+                    Option.getOrUndefined(Option.map(exit.value.restore, ({ from, mode, reason, records, until }) => ({
                       mode,
                       reason,
                       records,
+                      from,
+                      until,
                       millis: Date.now() - began
                     })))
                   )

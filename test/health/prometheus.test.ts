@@ -9,9 +9,9 @@ const midRun = (): RunnerStats => {
   const stats = makeStats()
   Effect.runSync(stats.setPhase("running"))
   // Three tasks started (25 changelog records restored); the one of partition 1 was stopped by a failure.
-  stats.recordTaskStarted(2, { mode: "full", reason: "no local state (no checkpoint)", records: 25, millis: 1 })
-  stats.recordTaskStarted(0, { mode: "full", reason: "no local state (no checkpoint)", records: 0, millis: 1 })
-  stats.recordTaskStarted(1, { mode: "full", reason: "no local state (no checkpoint)", records: 0, millis: 1 })
+  stats.recordTaskStarted(2, { mode: "full", reason: "no local state (no checkpoint)", records: 25, from: 0, until: 25, millis: 1 })
+  stats.recordTaskStarted(0, { mode: "full", reason: "no local state (no checkpoint)", records: 0, from: 0, until: 0, millis: 1 })
+  stats.recordTaskStarted(1, { mode: "full", reason: "no local state (no checkpoint)", records: 0, from: 0, until: 0, millis: 1 })
   stats.removeTask(1)
   stats.recordTaskStopped()
   stats.markStopped(1, "Invalid: bad-1")
@@ -72,7 +72,7 @@ describe("Health.snapshot", () => {
     Effect.gen(function*() {
       const stats = midRun()
       const snapshot = yield* Health.snapshot(stats)
-      stats.recordTaskStarted(9, { mode: "full", reason: "no local state (no checkpoint)", records: 0, millis: 1 })
+      stats.recordTaskStarted(9, { mode: "full", reason: "no local state (no checkpoint)", records: 0, from: 0, until: 0, millis: 1 })
       stats.recordCommit({ processed: 1, skipped: 0, deadLettered: 0 }, 1_700_000_001_000, 0)
       assert.deepStrictEqual(snapshot.assigned, [0, 2])
       assert.strictEqual(snapshot.counters.commits, 5)

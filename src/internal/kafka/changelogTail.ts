@@ -101,6 +101,8 @@ export const make = (
         crashed,
         Effect.fail(new KafkaError({ reason: "Crashed", operation: error.operation, cause: error.cause }))
       )
+      // No join is coming any more: a follower waiting for one sees the crash instead.
+      Deferred.unsafeDone(joined, Effect.void)
     })
 
     yield* Effect.acquireRelease(
@@ -170,7 +172,8 @@ export const make = (
 
     const follow: ChangelogTail["follow"] = (partition, from) =>
       Effect.gen(function*() {
-        yield* Effect.raceFirst(Deferred.await(joined), Deferred.await(crashed))
+        // Not a race with the crash: a follow runs uninterruptibly (acquired), where a race's loser could not be interrupted.
+        yield* Deferred.await(joined)
         if (failed) return yield* Deferred.await(crashed)
         yield* unfollow(partition)
         const events = yield* Queue.unbounded<TailEvent>()
