@@ -126,17 +126,17 @@ describe("standby replicas", () => {
       assert.deepStrictEqual(snapshot.standbys, [], "a lone instance keeps no standby")
       for (const partition of moved) {
         const restore = snapshot.restores.find((r) => r.partition === partition)
-        assert.isDefined(restore, `partition ${partition} moved to the survivor`)
-        const lag = restore!.until - (positions.get(partition) ?? -1)
+        if (restore === undefined) return assert.fail(`partition ${partition} moved to the survivor`)
+        const lag = restore.until - (positions.get(partition) ?? -1)
         yield* Effect.log(
-          `partition ${partition}: standby at ${positions.get(partition)}, restored ${restore!.records} records ` +
-            `(${restore!.mode}: ${restore!.reason}) from ${restore!.from} to ${restore!.until}; ` +
+          `partition ${partition}: standby at ${positions.get(partition)}, restored ${restore.records} records ` +
+            `(${restore.mode}: ${restore.reason}) from ${restore.from} to ${restore.until}; ` +
             `the changelog holds ${changelogSize} offsets`
         )
-        assert.strictEqual(restore!.mode, "tail", JSON.stringify(restore))
-        assert.strictEqual(restore!.from, positions.get(partition), "restored from the standby's position")
-        assert.isAtMost(restore!.records, lag, "at most the standby's lag (end at the start minus its position)")
-        assert.isBelow(restore!.records, changelogSize * 0.05, JSON.stringify(restore))
+        assert.strictEqual(restore.mode, "tail", JSON.stringify(restore))
+        assert.strictEqual(restore.from, positions.get(partition), "restored from the standby's position")
+        assert.isAtMost(restore.records, lag, "at most the standby's lag (end at the start minus its position)")
+        assert.isBelow(restore.records, changelogSize * 0.05, JSON.stringify(restore))
       }
 
       yield* produceKeys(input, 0, MORE)
