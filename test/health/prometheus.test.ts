@@ -173,6 +173,33 @@ describe("Health.prometheus", () => {
     assert.strictEqual(values.get(`skein_partition_commits_total{partition="2"}`), "3")
   })
 
+  it("shows each task's checkpoint lag and each standby's position and lag", () =>
+    Effect.gen(function*() {
+      const stats = midRun()
+      stats.setCheckpointLag(2, 40)
+      stats.setStandby(5, 1200, 30)
+      stats.setStandby(4, 900, 0)
+      stats.recordStandbyFailure()
+      const snapshot = yield* Health.snapshot(stats)
+      assert.deepStrictEqual(snapshot.restores.map((r) => [r.partition, r.checkpointLag]), [[0, 0], [2, 40]])
+      assert.deepStrictEqual(snapshot.standbys, [
+        { partition: 4, position: 900, lag: 0 },
+        { partition: 5, position: 1200, lag: 30 }
+      ])
+      assert.strictEqual(snapshot.counters.standbyFailures, 1)
+      const values = samples(Health.prometheus(stats))
+      assert.strictEqual(values.get(`skein_task_checkpoint_lag_records{partition="2"}`), "40")
+      assert.strictEqual(values.get(`skein_standby_lag_records{partition="5"}`), "30")
+      assert.strictEqual(values.get(`skein_standby_lag_records{partition="4"}`), "0")
+      assert.strictEqual(values.get("skein_standby_failures_total"), "1")
+      // A stopped standby or task leaves the snapshot.
+      stats.removeStandby(5)
+      stats.removeTask(2)
+      const later = yield* Health.snapshot(stats)
+      assert.deepStrictEqual(later.standbys.map((s) => s.partition), [4])
+      assert.deepStrictEqual(later.restores.map((r) => r.partition), [0])
+    }))
+
   it("per-partition counters are Effect metrics tagged with the run's labels and the partition", () => {
     const stats = makeStats()
     Effect.runSync(stats.begin("metrics-app", "per-partition"))
