@@ -62,21 +62,35 @@ export const HealthSnapshot = Schema.Struct({
     rebalances: Schema.Number,
     migrations: Schema.Number,
     tasksStarted: Schema.Number,
-    tasksStopped: Schema.Number
+    tasksStopped: Schema.Number,
+    /** Standby replicas dropped after a failure (logged with the reason). */
+    standbyFailures: Schema.Number
   }),
   /** Tasks restoring their state: changelog records read so far and in total. */
   restoring: Schema.Array(Schema.Struct({ partition: Partition, restored: Schema.Number, total: Schema.Number })),
   /**
    * How each running task restored its store: from its kept checkpoint (`tail`)
-   * or in full, why, the changelog records read and the start's duration.
+   * or in full, why, the changelog records read (and the offsets, from until
+   * the changelog's end at the start) and the start's duration; and
+   * its checkpoint lag now: changelog records written at or after its store's
+   * checkpoint (what a restart of the task would read again).
    */
   restores: Schema.Array(Schema.Struct({
     partition: Partition,
     mode: Schema.Literal("tail", "full"),
     reason: Schema.String,
     records: Schema.Number,
-    millis: Schema.Number
+    from: Schema.Number,
+    until: Schema.Number,
+    millis: Schema.Number,
+    checkpointLag: Schema.Number
   })),
+  /**
+   * The standby replicas this instance keeps warm (`standbyReplicas`): the
+   * changelog offset each store reflects, and the records it is behind the
+   * changelog's end as of its last fetch.
+   */
+  standbys: Schema.Array(Schema.Struct({ partition: Partition, position: Schema.Number, lag: Schema.Number })),
   /** Per input partition this run processed: input records committed past and commits. */
   partitions: Schema.Array(Schema.Struct({ partition: Partition, records: Schema.Number, commits: Schema.Number }))
 })
@@ -157,14 +171,24 @@ const read = (stats: Stats): HealthSnapshot => {
       rebalances: stats.rebalances,
       migrations: stats.migrations,
       tasksStarted: stats.tasksStarted,
-      tasksStopped: stats.tasksStopped
+      tasksStopped: stats.tasksStopped,
+      standbyFailures: stats.standbyFailures
     },
     restoring: [...stats.restoring].sort(([a], [b]) => a - b).map(([partition, { restored, total }]) => ({
       partition,
       restored,
       total
     })),
-    restores: [...stats.restores].sort(([a], [b]) => a - b).map(([partition, restore]) => ({ partition, ...restore })),
+    restores: [...stats.restores].sort(([a], [b]) => a - b).map(([partition, restore]) => ({
+      partition,
+      ...restore,
+      checkpointLag: stats.checkpointLags.get(partition) ?? 0
+    })),
+    standbys: [...stats.standbys].sort(([a], [b]) => a - b).map(([partition, { lag, position }]) => ({
+      partition,
+      position,
+      lag
+    })),
     partitions: [...stats.partitionCounts].sort(([a], [b]) => a - b).map(([partition, { commits, records }]) => ({
       partition,
       records,
@@ -402,6 +426,23 @@ export const prometheus = (stats: Stats, labels: Labels = {}): string => {
       "counter",
       "Committed transactions (or acknowledged deliveries), per task (input partition).",
       s.partitions.map(({ commits, partition }) => ({ labels: { partition: String(partition) }, value: commits }))
+    ),
+    metric(
+      "skein_task_checkpoint_lag_records",
+      "gauge",
+      "Changelog records written at or after a running task's store checkpoint (what its restart would read again).",
+      s.restores.map(({ checkpointLag, partition }) => ({ labels: { partition: String(partition) }, value: checkpointLag }))
+    ),
+    metric(
+      "skein_standby_lag_records",
+      "gauge",
+      "Changelog records a standby replica is behind the changelog's end, as of its last fetch.",
+      s.standbys.map(({ lag, partition }) => ({ labels: { partition: String(partition) }, value: lag }))
+    ),
+    counter(
+      "skein_standby_failures_total",
+      "Standby replicas dropped after a failure (their reader crashed, their store failed).",
+      s.counters.standbyFailures
     ),
     metric(
       "skein_task_start_seconds",

@@ -51,6 +51,14 @@ export interface SkeinConfig {
    * longer assigned to it. A partition it is assigned keeps its store.
    */
   readonly stateCleanupDelay: Duration.Duration
+  /**
+   * Standby replicas per task (default 0): how many other instances keep a
+   * read-only copy of a stateful task's store warm, by tailing its changelog
+   * read_committed, so that a task moved to one of them restores only the
+   * copy's lag. Each standby costs disk for its store; an instance with
+   * standbys runs one more consumer. 0: nothing of it runs.
+   */
+  readonly standbyReplicas: number
   /** Consumer group session timeout. */
   readonly sessionTimeout: Duration.Duration
   /** How long the group waits for members to rejoin during a rebalance. */
@@ -269,6 +277,7 @@ export const defaults = {
   maxPollRecords: 5000,
   stateDir: ".skein/state",
   stateCleanupDelay: Duration.minutes(10),
+  standbyReplicas: 0,
   sessionTimeout: Duration.seconds(10),
   rebalanceTimeout: Duration.seconds(30),
   heartbeatInterval: Duration.seconds(1),
@@ -386,6 +395,11 @@ export const config: Config.Config<SkeinConfig> = Config.all({
   stateCleanupDelay: Config.duration("SKEIN_STATE_CLEANUP_DELAY").pipe(
     Config.withDefault(defaults.stateCleanupDelay),
     Config.withDescription("How long a kept state store of a partition not assigned to this instance may go unused before it is deleted")
+  ),
+  standbyReplicas: Config.integer("SKEIN_STANDBY_REPLICAS").pipe(
+    Config.validate({ message: "SKEIN_STANDBY_REPLICAS must be an integer of at least 0", validation: (n) => n >= 0 }),
+    Config.withDefault(defaults.standbyReplicas),
+    Config.withDescription("Standby replicas per stateful task: other instances keeping its store warm (0: none)")
   ),
   sessionTimeout: Config.duration("SKEIN_SESSION_TIMEOUT").pipe(Config.withDefault(defaults.sessionTimeout)),
   rebalanceTimeout: Config.duration("SKEIN_REBALANCE_TIMEOUT").pipe(Config.withDefault(defaults.rebalanceTimeout)),

@@ -84,6 +84,10 @@ export const partitionCommits = Metric.counter("skein_partition_commits_total", 
   description: "Committed transactions (or acknowledged deliveries), per task (input partition)."
 })
 
+export const standbyFailures = Metric.counter("skein_standby_failures_total", {
+  description: "Standby replicas dropped after a failure (their reader crashed, their store failed); logged with the reason."
+})
+
 /** The run's labels with the task's partition. */
 export const withPartition = (
   labels: ReadonlyArray<MetricLabel.MetricLabel>,
@@ -102,6 +106,15 @@ export const pendingPartitions = Metric.gauge("skein_pending_partitions", {
 
 export const stoppedPartitions = Metric.gauge("skein_stopped_partitions", {
   description: "Partitions stopped by a failure; their errors are in the health snapshot."
+})
+
+/** Per partition (tagged `partition`). */
+export const standbyLag = Metric.gauge("skein_standby_lag_records", {
+  description: "Changelog records a standby replica is behind the changelog's end, as of its last fetch."
+})
+
+export const taskCheckpointLag = Metric.gauge("skein_task_checkpoint_lag_records", {
+  description: "Changelog records written at or after a running task's store checkpoint (what its restart would read again)."
 })
 
 // Histogram

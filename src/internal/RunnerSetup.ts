@@ -2,8 +2,10 @@
  * What a run acquires before its poll loop starts, in order: settings
  * checked, the health endpoint, the Kafka client (kafkajs patch checked),
  * the topics validated (the changelog created), the group's ownership
- * checked, the group joined, the changelog reader (made at the first
- * restore), and the task manager. Everything is released with the run's scope.
+ * checked, the kept stores read (announced to the group), the group
+ * joined, the changelog reader (made at the first restore), the standby
+ * replicas (`standbyReplicas` above 0; their reader made at the first
+ * standby), and the task manager. Everything is released with the run's scope.
  *
  * @internal
  */
@@ -21,12 +23,15 @@ import * as GroupOwnership from "./GroupOwnership.ts"
 import * as HealthServer from "./healthServer.ts"
 import * as Admin from "./kafka/admin.ts"
 import * as ChangelogReader from "./kafka/changelogReader.ts"
+import * as ChangelogTail from "./kafka/changelogTail.ts"
 import * as RunStore from "./workflow/RunStore.ts"
 import { makeKafka } from "./kafka/client.ts"
 import * as Consumer from "./kafka/consumer.ts"
 import { memoizeSuccess } from "./memoizeSuccess.ts"
 import * as Outputs from "./outputs.ts"
 import * as PartitionCounts from "./partitionCounts.ts"
+import * as LocalStores from "./LocalStores.ts"
+import * as Standbys from "./Standbys.ts"
 import * as StoreCleanup from "./StoreCleanup.ts"
 import * as PollBuffer from "./PollBuffer.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
@@ -90,15 +95,35 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     // Kept across runs: a task that finds its store restores only the changelog's tail.
     const storeDir = path.join(config.stateDir, encodeURIComponent(config.applicationId), encodeURIComponent(transformer.name))
     yield* StoreCleanup.atStart(storeDir, config.stateCleanupDelay)
+    // The kept stores are announced to the group: its leader prefers members with a warm copy.
+    const localStores = LocalStores.make()
+    if (Option.isSome(changelog)) yield* LocalStores.scan(storeDir, changelog.value, localStores)
+    const standbyReplicas = Option.isSome(changelog) ? config.standbyReplicas : 0
     const consumer = yield* Consumer.make(kafka, {
       groupId: config.applicationId,
       topics: inputTopics,
       sessionTimeout: config.sessionTimeout,
       rebalanceTimeout: config.rebalanceTimeout,
       heartbeatInterval: config.heartbeatInterval,
-      owner: transformer.name
+      owner: transformer.name,
+      stores: localStores.announced,
+      standbyReplicas
     })
     const runnerScope = yield* Effect.scope
+    // Standby replicas: their reader is made at the first standby; with standbyReplicas 0 nothing runs.
+    const standbys = Option.isSome(changelog) && standbyReplicas > 0
+      ? yield* Standbys.make({
+        changelog: changelog.value,
+        storeDir,
+        admin,
+        localStores,
+        stats,
+        tail: yield* memoizeSuccess(
+          ChangelogTail.make(kafka, { topic: changelog.value, groupId: `${config.applicationId}-standby-${randomUUID()}` })
+            .pipe(Scope.extend(runnerScope))
+        )
+      })
+      : undefined
     // The changelog reader is made at the first restore; a failed first connect is retried by the next one.
     const restoreFrom = yield* Option.match(changelog, {
       onNone: () => Effect.succeed(Option.none()),
@@ -131,6 +156,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       config,
       stats,
       buffer,
+      standbys,
       context: {
         kafka,
         admin,
@@ -147,6 +173,10 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         limitOf: messageLimits.known,
         onRestoreProgress: (partition, restored, total) => {
           stats.setRestoreProgress(partition, restored, total)
+        },
+        localStores,
+        onCheckpointLag: (partition, records) => {
+          stats.setCheckpointLag(partition, records)
         }
       }
     })

@@ -38,8 +38,19 @@ export interface TaskRestore {
   readonly reason: string
   /** Changelog records read. */
   readonly records: number
+  /** The changelog offsets read: from (the checkpoint, or the earliest offset), until (its end at the start, exclusive). */
+  readonly from: number
+  readonly until: number
   /** Milliseconds the task's start took, restore included. */
   readonly millis: number
+}
+
+/** A standby replica this instance keeps warm. */
+export interface StandbyState {
+  /** The changelog offset its store reflects (the next one it reads). */
+  readonly position: number
+  /** Changelog records behind the changelog's end (the fetch's high watermark), as of its last fetch. */
+  readonly lag: number
 }
 
 /** Batch latency counts per `batchLatencyBounds` bucket (not cumulative), plus +Inf last. */
@@ -84,6 +95,15 @@ export interface Stats {
   readonly restoring: ReadonlyMap<number, RestoreProgress>
   /** How each running task of a stateful transformer restored its store. */
   readonly restores: ReadonlyMap<number, TaskRestore>
+  /**
+   * Checkpoint lag of each running stateful task: changelog records written
+   * at or after its store's checkpoint (what a restart of it would read again).
+   */
+  readonly checkpointLags: ReadonlyMap<number, number>
+  /** The standby replicas this instance keeps warm (`standbyReplicas`), by partition. */
+  readonly standbys: ReadonlyMap<number, StandbyState>
+  /** Standby replicas dropped after a failure. */
+  readonly standbyFailures: number
   /** Per input partition this run processed: input records committed past and commits. */
   readonly partitionCounts: ReadonlyMap<number, { readonly records: number; readonly commits: number }>
   /** Batch latency (fetch to commit) histogram: counts per `batchLatencyBounds` bucket, plus +Inf last. */
@@ -113,6 +133,8 @@ export class RunnerStats implements Stats {
   readonly #lag = new Map<string, PartitionLag>()
   readonly #restoring = new Map<number, RestoreProgress>()
   readonly #restores = new Map<number, TaskRestore>()
+  readonly #checkpointLags = new Map<number, number>()
+  readonly #standbys = new Map<number, StandbyState>()
   readonly #partitionCounts = new Map<number, { records: number; commits: number }>()
   #lastCommitAt: number | undefined = undefined
   #healthPort: number | undefined = undefined
@@ -192,6 +214,15 @@ export class RunnerStats implements Stats {
   }
   get restores(): ReadonlyMap<number, TaskRestore> {
     return this.#restores
+  }
+  get checkpointLags(): ReadonlyMap<number, number> {
+    return this.#checkpointLags
+  }
+  get standbys(): ReadonlyMap<number, StandbyState> {
+    return this.#standbys
+  }
+  get standbyFailures(): number {
+    return this.#count(Metrics.standbyFailures)
   }
   get partitionCounts(): ReadonlyMap<number, { readonly records: number; readonly commits: number }> {
     return this.#partitionCounts
@@ -325,11 +356,30 @@ export class RunnerStats implements Stats {
     this.#assigned.add(partition)
     this.#partitionsChanged()
   }
+  /** A running task's checkpoint lag (changelog records at or after its store's checkpoint). */
+  setCheckpointLag(partition: number, records: number): void {
+    this.#checkpointLags.set(partition, records)
+    Metrics.taskCheckpointLag.unsafeUpdate(records, Metrics.withPartition(this.#labels, partition))
+  }
+  /** A standby replica's store reflects its changelog up to `position`, `lag` records behind its end. */
+  setStandby(partition: number, position: number, lag: number): void {
+    this.#standbys.set(partition, { position, lag })
+    Metrics.standbyLag.unsafeUpdate(lag, Metrics.withPartition(this.#labels, partition))
+  }
+  /** A standby replica stopped (its store closed, kept). */
+  removeStandby(partition: number): void {
+    this.#standbys.delete(partition)
+  }
+  /** A standby replica was dropped after a failure. */
+  recordStandbyFailure(): void {
+    this.#add(Metrics.standbyFailures)
+  }
   /** A task is being torn down: it no longer runs nor restores. */
   removeTask(partition: number): void {
     this.#assigned.delete(partition)
     this.#restoring.delete(partition)
     this.#restores.delete(partition)
+    this.#checkpointLags.delete(partition)
     this.#partitionsChanged()
   }
   /** A task's scope closed. */

@@ -34,7 +34,9 @@ import type { Kafka } from "./kafka/client.ts"
 import type { GroupConsumer } from "./kafka/consumer.ts"
 import * as Producer from "./kafka/producer.ts"
 import type { AtLeastOnceProducer, FencedProducer, RestorePermit } from "./kafka/producer.ts"
+import * as ChangelogReplay from "./ChangelogReplay.ts"
 import * as Faults from "./faults.ts"
+import type { LocalStores } from "./LocalStores.ts"
 import { makeStateCache } from "./StateCache.ts"
 import type { StateCache } from "./StateCache.ts"
 import * as StateStore from "./StateStore.ts"
@@ -60,6 +62,12 @@ export interface Task {
   readonly restore: Option.Option<Restore>
   /** The task's run store (a durable workflow), restored before its first record. */
   readonly runs: Option.Option<RunStore.RunStore>
+  /**
+   * After a commit's store write: the changelog offset the store now
+   * reflects (announced to the group when the store is the kept one) and its
+   * checkpoint lag.
+   */
+  readonly stored: (position: number, checkpointLag: number) => void
 }
 
 /** How a task's store was restored at its start. */
@@ -99,6 +107,13 @@ export interface TaskContext {
   readonly limitOf: (topic: string) => number | undefined
   /** Restore progress of a partition's store: records read so far of `total`. */
   readonly onRestoreProgress: (partition: number, restored: number, total: number) => void
+  /** The runner's kept stores as announced to the group: a task updates its own after its restore and each commit. */
+  readonly localStores: LocalStores
+  /**
+   * A running task's checkpoint lag: changelog records written at or after
+   * its store's checkpoint (what a restart of the task would read again).
+   */
+  readonly onCheckpointLag: (partition: number, records: number) => void
 }
 
 /** The transactional id of task `partition`: static, so a new owner fences the old one. */
@@ -138,36 +153,6 @@ const committedOffsets = (context: TaskContext, permit: RestorePermit, partition
   })
 
 /**
- * Where to restore from: the store's checkpoint when it is of this changelog
- * partition and inside its offsets, else the earliest offset of an emptied
- * store, with the reason.
- */
-const restoreStart = (
-  stored: StateStore.Checkpoint | "missing" | "unreadable",
-  changelog: { readonly topic: string; readonly partition: number },
-  range: { readonly low: number; readonly end: number }
-): { readonly mode: "tail"; readonly from: number } | { readonly mode: "full"; readonly reason: string } => {
-  if (stored === "missing") return { mode: "full", reason: "no local state (no checkpoint)" }
-  if (stored === "unreadable") return { mode: "full", reason: "the checkpoint is unreadable" }
-  if (stored.topic !== changelog.topic || stored.partition !== changelog.partition) {
-    return { mode: "full", reason: `the checkpoint is of ${stored.topic}/${stored.partition}` }
-  }
-  if (stored.offset < range.low) {
-    return {
-      mode: "full",
-      reason: `the checkpoint ${stored.offset} is below the changelog's earliest offset ${range.low} (records were deleted)`
-    }
-  }
-  if (stored.offset > range.end) {
-    return {
-      mode: "full",
-      reason: `the checkpoint ${stored.offset} is beyond the changelog's end ${range.end} (was the changelog recreated?)`
-    }
-  }
-  return { mode: "tail", from: stored.offset }
-}
-
-/**
  * Restores `store` from the task's changelog partition up to its end offset
  * (stable once fenced): from its checkpoint when valid, else in full after
  * clearing it. The checkpoint moves to the end only once every record is in.
@@ -178,13 +163,17 @@ const restore = (
   store: StateStore.StateStore,
   changelog: { readonly topic: string; readonly reader: Effect.Effect<ChangelogReader, RunnerError> },
   partition: number,
-  what: "changelog" | "run store" = "changelog"
+  what: "changelog" | "run store" = "changelog",
+  announce: LocalStores | undefined = undefined
 ): Effect.Effect<Restore, RunnerError> =>
   Effect.gen(function*() {
     yield* checkPermit(permit, partition)
     const range = yield* context.admin.offsetRange(changelog.topic, partition)
-    const start = restoreStart(yield* store.checkpoint, { topic: changelog.topic, partition }, range)
-    if (start.mode === "full") yield* store.clear
+    const start = ChangelogReplay.start(yield* store.checkpoint, { topic: changelog.topic, partition }, range)
+    if (start.mode === "full") {
+      announce?.remove(partition)
+      yield* store.clear
+    }
     const from = start.mode === "tail" ? start.from : range.low
     const total = range.end - from
     let restored = 0
@@ -192,13 +181,13 @@ const restore = (
     if (total > 0) {
       const reader = yield* changelog.reader
       yield* reader.read(permit, partition, { from, until: range.end }, (records) =>
-        store.write(records.map((r) => ({ key: r.key?.toString("utf8") ?? "", value: r.value?.toString("utf8") ?? null })))
-          .pipe(Effect.tap(() => {
-            restored += records.length
-            context.onRestoreProgress(partition, restored, total)
-          })))
+        ChangelogReplay.apply(store, records).pipe(Effect.tap(() => {
+          restored += records.length
+          context.onRestoreProgress(partition, restored, total)
+        })))
     }
     yield* store.write([], { topic: changelog.topic, partition, offset: range.end })
+    announce?.set(partition, range.end)
     const summary: Restore = start.mode === "tail"
       ? { mode: "tail", reason: "local state kept", from, until: range.end, records: restored }
       : { mode: "full", reason: start.reason, from, until: range.end, records: restored }
@@ -277,11 +266,19 @@ export const make = (context: TaskContext, partition: number): Effect.Effect<Tas
     const permit: RestorePermit = delivery.producer
     const startOffsets = yield* committedOffsets(context, permit, partition)
     const stateful = yield* Option.match(context.changelog, {
-      onNone: () => Effect.succeed(Option.none<{ store: StateStore.StateStore; restore: Restore }>()),
+      onNone: () =>
+        Effect.succeed(
+          Option.none<{ store: StateStore.StateStore; restore: Restore; announce: LocalStores | undefined }>()
+        ),
       onSome: (changelog) =>
         Effect.gen(function*() {
           const store = yield* openStore(context, partition)
-          return Option.some({ store, restore: yield* restore(context, permit, store, changelog, partition) })
+          // Only the kept store is announced: a temporary one is gone when the task ends.
+          const kept = store.path === path.join(context.storeDir, String(partition))
+          const announce = kept ? context.localStores : undefined
+          const restored = yield* restore(context, permit, store, changelog, partition, "changelog", announce)
+          context.onCheckpointLag(partition, 0)
+          return Option.some({ store, restore: restored, announce })
         })
     })
     const runs = yield* Option.match(context.runs, {
@@ -334,7 +331,12 @@ export const make = (context: TaskContext, partition: number): Effect.Effect<Tas
       store,
       cache: makeStateCache(stateCacheCapacity),
       restore: Option.map(stateful, ({ restore }) => restore),
-      runs
+      runs,
+      stored: (position, checkpointLag) => {
+        if (Option.isNone(stateful)) return
+        stateful.value.announce?.set(partition, position)
+        context.onCheckpointLag(partition, checkpointLag)
+      }
     }
   })
 
@@ -352,19 +354,33 @@ export interface Committed {
 }
 
 /**
- * The store's checkpoint after a commit: the base offset of the last batch the
- * broker appended to the task's changelog partition (at or below its first
- * record after the commit). `undefined` when the commit wrote no changelog record.
+ * The store after a commit that wrote changelog records: its checkpoint (the
+ * base offset of the last batch the broker appended to the task's changelog
+ * partition, at or below its first record after the commit), the records at
+ * or after it (that batch's), and the changelog offset it now reflects: past
+ * that batch and, exactly-once, the transaction's commit marker (only the
+ * task's producer writes its changelog partition). `undefined` when the
+ * commit wrote no changelog record.
  */
 const checkpointAfter = (
   appended: ReadonlyArray<Producer.Appended>,
   changelog: Option.Option<string>,
-  partition: number
-): StateStore.Checkpoint | undefined => {
+  partition: number,
+  exactlyOnce: boolean
+):
+  | { readonly checkpoint: StateStore.Checkpoint; readonly lag: number; readonly position: number }
+  | undefined =>
+{
   if (Option.isNone(changelog)) return undefined
   const topic = changelog.value
   const written = appended.find((a) => a.topic === topic && a.partition === partition)
-  return written === undefined ? undefined : { topic, partition, offset: written.baseOffset }
+  if (written === undefined) return undefined
+  const records = written.records ?? 0
+  return {
+    checkpoint: { topic, partition, offset: written.baseOffset },
+    lag: records,
+    position: written.records === undefined ? written.baseOffset : written.baseOffset + records + (exactlyOnce ? 1 : 0)
+  }
 }
 
 /** A record's failure that is the runtime's, not the record's: the partition rewinds and retries. */
@@ -421,11 +437,15 @@ export const processSlices = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           Effect.flatMap((appended) =>
             Option.match(task.store, {
               onNone: () => Effect.void,
-              onSome: (store) =>
-                Effect.zipRight(
-                  Faults.afterCommitBeforeStore(partition),
-                  store.write(result.writes, checkpointAfter(appended, options.changelog, partition))
+              onSome: (store) => {
+                const after = checkpointAfter(appended, options.changelog, partition, task.delivery._tag === "ExactlyOnce")
+                return Faults.afterCommitBeforeStore(partition).pipe(
+                  Effect.zipRight(store.write(result.writes, after?.checkpoint)),
+                  Effect.tap(() => {
+                    if (after !== undefined) task.stored(after.position, after.lag)
+                  })
                 )
+              }
             })
           ),
           Effect.tap(() => {

@@ -29,6 +29,7 @@ import type { BatchOutcome } from "./kafka/consumer.ts"
 import { isFatal } from "./kafka/errors.ts"
 import type { PollBuffer } from "./PollBuffer.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
+import type { Standbys } from "./Standbys.ts"
 import * as StoreCleanup from "./StoreCleanup.ts"
 import { describe } from "./errorText.ts"
 import * as Task from "./Task.ts"
@@ -47,8 +48,16 @@ export interface TaskManager {
   readonly generation: () => number
   /** True when a partition's task is due to start. */
   readonly hasDueStart: () => boolean
-  /** A new assignment: every task is torn down, the partitions wait to start (stopped ones stay stopped). */
-  readonly assign: (generation: number, partitions: ReadonlyArray<number>) => Effect.Effect<void>
+  /**
+   * A new assignment: every task is torn down, the standbys are updated (a
+   * partition that becomes active here stops being one first, its store
+   * closed), then the partitions wait to start (stopped ones stay stopped).
+   */
+  readonly assign: (
+    generation: number,
+    partitions: ReadonlyArray<number>,
+    standbys?: ReadonlyArray<number>
+  ) => Effect.Effect<void>
   /** A rebalance began: every task is torn down. */
   readonly revokeAll: Effect.Effect<void>
   /** Starts the next partition whose start is due; `shutdown` interrupts a start in progress. */
@@ -85,9 +94,11 @@ export const make = (options: {
   readonly context: Task.TaskContext
   readonly stats: RunnerStats
   readonly buffer: PollBuffer
+  /** The standby replicas (`standbyReplicas` above 0, a stateful transformer). */
+  readonly standbys?: Standbys | undefined
 }): Effect.Effect<TaskManager, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const { buffer, config, context, stats } = options
+    const { buffer, config, context, standbys, stats } = options
     const exactlyOnce = config.processingGuarantee === "exactly-once"
     const lock = yield* BatchLock.make
     const managerScope = yield* Effect.scope
@@ -249,10 +260,12 @@ export const make = (options: {
                   buffer.expect(exit.value.startOffsets)
                   stats.recordTaskStarted(
                     partition,
-                    Option.getOrUndefined(Option.map(exit.value.restore, ({ mode, reason, records }) => ({
+                    Option.getOrUndefined(Option.map(exit.value.restore, ({ from, mode, reason, records, until }) => ({
                       mode,
                       reason,
                       records,
+                      from,
+                      until,
                       millis: Date.now() - began
                     })))
                   )
@@ -317,10 +330,15 @@ export const make = (options: {
       task: (partition) => Option.fromNullable(running.get(partition)),
       generation: () => generation,
       hasDueStart: () => due.length > 0,
-      assign: (next, partitions) =>
+      assign: (next, partitions, standbyPartitions = []) =>
         lock.withLock((held) =>
           Effect.gen(function*() {
             yield* teardownAll(held)
+            if (standbys !== undefined) {
+              // Before any task starts: a partition active here is never a standby too.
+              const active = new Set(partitions)
+              yield* standbys.update(standbyPartitions.filter((p) => !active.has(p)))
+            }
             // Every assignment after the first is a rebalance, an eviction's rejoin included.
             if (generation !== -1) stats.recordRebalance()
             generation = next
@@ -363,12 +381,14 @@ export const make = (options: {
         })
       ),
       cleanStores: lock.withLock(() =>
-        Effect.asVoid(
-          StoreCleanup.whileRunning(
-            context.storeDir,
-            config.stateCleanupDelay,
-            (partition) => assignment.has(partition) || scopes.has(partition)
-          )
+        StoreCleanup.whileRunning(
+          context.storeDir,
+          config.stateCleanupDelay,
+          (partition) => assignment.has(partition) || scopes.has(partition) || (standbys?.has(partition) ?? false)
+        ).pipe(
+          Effect.map((deleted) => {
+            for (const { folder, partition } of deleted) if (folder === String(partition)) context.localStores.remove(partition)
+          })
         )
       ),
       gap: ({ expected, partition, topic }) =>

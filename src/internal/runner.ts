@@ -57,7 +57,11 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         case "Rebalancing":
           return manager.revokeAll
         case "Assigned":
-          return manager.assign(event.generation, [...new Set(event.partitions.map((tp) => tp.partition))].sort((a, b) => a - b))
+          return manager.assign(
+            event.generation,
+            [...new Set(event.partitions.map((tp) => tp.partition))].sort((a, b) => a - b),
+            event.standbys
+          )
         case "Filtered":
           return Effect.sync(() => buffer.filtered(event.topic, event.partition, event.nextOffset))
         case "Wakeup":

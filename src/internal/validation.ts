@@ -53,6 +53,14 @@ export const validateConfig = (
       })
     )
   }
+  if (!(Number.isInteger(config.standbyReplicas) && config.standbyReplicas >= 0)) {
+    problems.push(
+      new ConfigurationError({
+        problem: `standbyReplicas must be an integer of at least 0, got ${config.standbyReplicas}`,
+        fix: "Set SKEIN_STANDBY_REPLICAS (or SkeinConfig.standbyReplicas) to 0 (no standbys) or a positive integer"
+      })
+    )
+  }
   if (config.deadLetterTopic === undefined && rules.some((rule) => rule.then === "dlq")) {
     problems.push(
       new ConfigurationError({

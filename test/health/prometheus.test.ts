@@ -9,9 +9,9 @@ const midRun = (): RunnerStats => {
   const stats = makeStats()
   Effect.runSync(stats.setPhase("running"))
   // Three tasks started (25 changelog records restored); the one of partition 1 was stopped by a failure.
-  stats.recordTaskStarted(2, { mode: "full", reason: "no local state (no checkpoint)", records: 25, millis: 1 })
-  stats.recordTaskStarted(0, { mode: "full", reason: "no local state (no checkpoint)", records: 0, millis: 1 })
-  stats.recordTaskStarted(1, { mode: "full", reason: "no local state (no checkpoint)", records: 0, millis: 1 })
+  stats.recordTaskStarted(2, { mode: "full", reason: "no local state (no checkpoint)", records: 25, from: 0, until: 25, millis: 1 })
+  stats.recordTaskStarted(0, { mode: "full", reason: "no local state (no checkpoint)", records: 0, from: 0, until: 0, millis: 1 })
+  stats.recordTaskStarted(1, { mode: "full", reason: "no local state (no checkpoint)", records: 0, from: 0, until: 0, millis: 1 })
   stats.removeTask(1)
   stats.recordTaskStopped()
   stats.markStopped(1, "Invalid: bad-1")
@@ -72,7 +72,7 @@ describe("Health.snapshot", () => {
     Effect.gen(function*() {
       const stats = midRun()
       const snapshot = yield* Health.snapshot(stats)
-      stats.recordTaskStarted(9, { mode: "full", reason: "no local state (no checkpoint)", records: 0, millis: 1 })
+      stats.recordTaskStarted(9, { mode: "full", reason: "no local state (no checkpoint)", records: 0, from: 0, until: 0, millis: 1 })
       stats.recordCommit({ processed: 1, skipped: 0, deadLettered: 0 }, 1_700_000_001_000, 0)
       assert.deepStrictEqual(snapshot.assigned, [0, 2])
       assert.strictEqual(snapshot.counters.commits, 5)
@@ -172,6 +172,33 @@ describe("Health.prometheus", () => {
     assert.strictEqual(values.get(`skein_partition_commits_total{partition="0"}`), "2")
     assert.strictEqual(values.get(`skein_partition_commits_total{partition="2"}`), "3")
   })
+
+  it("shows each task's checkpoint lag and each standby's position and lag", () =>
+    Effect.gen(function*() {
+      const stats = midRun()
+      stats.setCheckpointLag(2, 40)
+      stats.setStandby(5, 1200, 30)
+      stats.setStandby(4, 900, 0)
+      stats.recordStandbyFailure()
+      const snapshot = yield* Health.snapshot(stats)
+      assert.deepStrictEqual(snapshot.restores.map((r) => [r.partition, r.checkpointLag]), [[0, 0], [2, 40]])
+      assert.deepStrictEqual(snapshot.standbys, [
+        { partition: 4, position: 900, lag: 0 },
+        { partition: 5, position: 1200, lag: 30 }
+      ])
+      assert.strictEqual(snapshot.counters.standbyFailures, 1)
+      const values = samples(Health.prometheus(stats))
+      assert.strictEqual(values.get(`skein_task_checkpoint_lag_records{partition="2"}`), "40")
+      assert.strictEqual(values.get(`skein_standby_lag_records{partition="5"}`), "30")
+      assert.strictEqual(values.get(`skein_standby_lag_records{partition="4"}`), "0")
+      assert.strictEqual(values.get("skein_standby_failures_total"), "1")
+      // A stopped standby or task leaves the snapshot.
+      stats.removeStandby(5)
+      stats.removeTask(2)
+      const later = yield* Health.snapshot(stats)
+      assert.deepStrictEqual(later.standbys.map((s) => s.partition), [4])
+      assert.deepStrictEqual(later.restores.map((r) => r.partition), [0])
+    }))
 
   it("per-partition counters are Effect metrics tagged with the run's labels and the partition", () => {
     const stats = makeStats()

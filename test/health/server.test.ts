@@ -24,11 +24,11 @@ describe("health server", () => {
       assert.strictEqual((yield* get(port, "/health/live")).status, 200)
 
       yield* stats.setPhase("running")
-      stats.recordTaskStarted(0, { mode: "full", reason: "no local state (no checkpoint)", records: 0, millis: 1 })
+      stats.recordTaskStarted(0, { mode: "full", reason: "no local state (no checkpoint)", records: 0, from: 0, until: 0, millis: 1 })
       stats.addPending(1)
       assert.strictEqual((yield* get(port, "/health/ready")).status, 503, "a pending partition")
       stats.taskStartEnded(1)
-      stats.recordTaskStarted(1, { mode: "full", reason: "no local state (no checkpoint)", records: 0, millis: 1 })
+      stats.recordTaskStarted(1, { mode: "full", reason: "no local state (no checkpoint)", records: 0, from: 0, until: 0, millis: 1 })
       stats.markStopped(2, "Invalid: bad")
       stats.recordOffsetCommit(Date.UTC(2024, 0, 1))
       const ready = yield* get(port, "/health/ready")

@@ -109,7 +109,8 @@ describe("the co-partitioning assignor keeps one transformer per group", () => {
 
   it("announces the transformer in its subscription and reads it back", () => {
     const metadata = Assignor.subscription(AssignerProtocol, ["in"], { owner: "word-count", since: 42 })
-    assert.deepStrictEqual(Assignor.decodeMembership(AssignerProtocol, metadata), { owner: "word-count", since: 42 })
+    // No stores announced: decoded as none (an empty map).
+    assert.deepStrictEqual(Assignor.decodeMembership(AssignerProtocol, metadata), { owner: "word-count", since: 42, stores: new Map() })
     assert.isUndefined(Assignor.decodeMembership(AssignerProtocol, Assignor.subscription(AssignerProtocol, ["in"], undefined)))
     assert.isUndefined(Assignor.decodeMembership(AssignerProtocol, Buffer.alloc(0)))
   })

@@ -64,6 +64,19 @@ describe("startup validation", () => {
       assert.include(error.message, "SKEIN_REVOCATION_GRACE")
     }))
 
+  it.live("a negative or fractional standbyReplicas fails at startup naming the setting and the fix", () =>
+    Effect.gen(function*() {
+      const input = unique("val-in")
+      yield* createTopics([{ name: input, partitions: 1 }])
+      for (const standbyReplicas of [-1, 1.5]) {
+        const layer = SkeinConfig.layer({ applicationId: unique("val-app"), brokers: brokers(), standbyReplicas })
+        const error = yield* Effect.flip(Runner.run(counter([input])).pipe(Effect.provide(layer)))
+        assert.ok(error instanceof SkeinError.ConfigurationError)
+        assert.include(error.message, `standbyReplicas must be an integer of at least 0, got ${standbyReplicas}`)
+        assert.include(error.message, "SKEIN_STANDBY_REPLICAS")
+      }
+    }))
+
   it.live("a runtime runs once: the stats of a finished run cannot start another", () =>
     Effect.gen(function*() {
       const input = unique("val-in")

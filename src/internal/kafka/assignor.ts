@@ -12,6 +12,13 @@
  * member a marker instead, on which it fails (see `rejectionOf`). A member
  * without `userData` (an older Skein) is accepted as any owner.
  *
+ * Warm copies: each member also announces the changelog offset of every
+ * local store it keeps (`stores`), and the leader gives a partition to the
+ * member whose copy is the most caught up, within a balanced assignment
+ * (`place`). With `standbyReplicas` above 0 it also picks, per partition,
+ * members to keep a standby copy warm, and tells each its standbys through a
+ * second marker topic (`standbysOf`).
+ *
  * @internal
  */
 import type { AssignerProtocol as KafkaAssignerProtocol, PartitionAssigner } from "kafkajs"
@@ -28,6 +35,12 @@ export interface Membership {
   readonly owner: string
   /** When this member's run started (epoch ms): the earliest owner is the incumbent. */
   readonly since: number
+  /**
+   * The local stores this member keeps, by partition: the changelog offset
+   * each reflects (its next offset to read). Empty for an older Skein or a
+   * stateless transformer.
+   */
+  readonly stores?: ReadonlyMap<number, number> | undefined
 }
 
 /** A member of a join, with what it announced (`undefined`: nothing, e.g. an older Skein). */
@@ -37,8 +50,27 @@ export interface Member {
 }
 
 /** Encodes a membership as subscription `userData`. */
-export const encodeMembership = (membership: Membership): Buffer =>
-  Buffer.from(JSON.stringify({ skein: { owner: membership.owner, since: membership.since } }), "utf8")
+export const encodeMembership = (membership: Membership): Buffer => {
+  const stores: Record<string, number> = {}
+  for (const [partition, offset] of membership.stores ?? []) stores[String(partition)] = offset
+  return Buffer.from(
+    JSON.stringify({ skein: { owner: membership.owner, since: membership.since, stores } }),
+    "utf8"
+  )
+}
+
+/** The `stores` of an announcement: partitions (non-negative integers) to offsets (non-negative integers); anything else is left out. */
+const decodeStores = (value: unknown): ReadonlyMap<number, number> => {
+  const stores = new Map<number, number>()
+  if (typeof value !== "object" || value === null) return stores
+  for (const [key, offset] of Object.entries(value)) {
+    const partition = Number(key)
+    if (!Number.isSafeInteger(partition) || partition < 0 || String(partition) !== key) continue
+    if (typeof offset !== "number" || !Number.isSafeInteger(offset) || offset < 0) continue
+    stores.set(partition, offset)
+  }
+  return stores
+}
 
 const decodeUserData = (userData: Buffer | null | undefined): Membership | undefined => {
   if (userData === null || userData === undefined || userData.length === 0) return undefined
@@ -50,8 +82,11 @@ const decodeUserData = (userData: Buffer | null | undefined): Membership | undef
       return undefined
     }
     const since = "since" in skein && typeof skein.since === "number" ? skein.since : 0
-    return { owner: skein.owner, since }
+    // A member of an older Skein announces no stores: it has none to prefer.
+    const stores = decodeStores("stores" in skein ? skein.stores : undefined)
+    return { owner: skein.owner, since, stores }
   } catch {
+    // Not JSON: a member of another client, accepted as announcing nothing.
     return undefined
   }
 }
@@ -65,30 +100,141 @@ export const decodeMembership = (
   try {
     return decodeUserData(protocol.MemberMetadata.decode(memberMetadata)?.userData)
   } catch {
+    // Undecodable metadata: the member announces nothing (accepted as any owner).
     return undefined
   }
 }
 
-/** Assigns partition numbers to the sorted members round-robin, by number. */
+/** Where each partition number runs: its active member, and the members keeping a standby of it. */
+export interface Placement {
+  /** Partition number to its active member. */
+  readonly active: ReadonlyMap<number, string>
+  /** Partition number to the members keeping a standby copy of its store (never its active member). */
+  readonly standbys: ReadonlyMap<number, ReadonlyArray<string>>
+}
+
+/**
+ * Places `partitions` partition numbers on the members, preferring warm copies.
+ *
+ * A member's lag for a partition is the highest offset any member announced
+ * for it minus its own; a member without a copy has none. The active member
+ * of each partition: pairs (member with a copy, partition) in order of
+ * increasing lag (ties: smaller member id, then partition) while the member
+ * has room; then every partition left goes to the least-loaded member (ties:
+ * smaller member id), in partition order. Room keeps the assignment balanced:
+ * every member gets `floor(partitions / members)` or one more. With no copies
+ * announced it is round-robin over the sorted member ids.
+ *
+ * Standbys: for each partition, up to `standbyReplicas` members other than
+ * its active one (never more than members - 1), preferring a smaller lag
+ * (a copy over none), then fewer standbys held, then the smaller member id.
+ */
+export const place = (
+  members: ReadonlyArray<{ readonly memberId: string; readonly stores: ReadonlyMap<number, number> }>,
+  partitions: number,
+  standbyReplicas: number
+): Placement => {
+  const sorted = [...members].sort((a, b) => (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0))
+  const active = new Map<number, string>()
+  const standbys = new Map<number, Array<string>>()
+  if (sorted.length === 0 || partitions <= 0) return { active, standbys }
+  const highest = new Map<number, number>()
+  for (const { stores } of sorted) {
+    for (const [partition, offset] of stores) {
+      if (partition < partitions) highest.set(partition, Math.max(highest.get(partition) ?? 0, offset))
+    }
+  }
+  const lagOf = (stores: ReadonlyMap<number, number>, partition: number): number => {
+    const offset = stores.get(partition)
+    return offset === undefined ? Infinity : Math.max(0, (highest.get(partition) ?? 0) - offset)
+  }
+  // Balance: floor(partitions / members) each, and `extra` members one more.
+  const base = Math.floor(partitions / sorted.length)
+  let extra = partitions % sorted.length
+  const load = new Map<string, number>(sorted.map((m) => [m.memberId, 0]))
+  const hasRoom = (memberId: string): boolean => {
+    const n = load.get(memberId) ?? 0
+    return n < base || (n === base && extra > 0)
+  }
+  const take = (memberId: string, partition: number): void => {
+    const n = load.get(memberId) ?? 0
+    if (n === base) extra--
+    load.set(memberId, n + 1)
+    active.set(partition, memberId)
+  }
+  const warm: Array<{ readonly memberId: string; readonly partition: number; readonly lag: number }> = []
+  for (const { memberId, stores } of sorted) {
+    for (const partition of stores.keys()) {
+      if (partition < partitions) warm.push({ memberId, partition, lag: lagOf(stores, partition) })
+    }
+  }
+  warm.sort((a, b) =>
+    a.lag - b.lag || (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0) || a.partition - b.partition
+  )
+  for (const { memberId, partition } of warm) {
+    if (!active.has(partition) && hasRoom(memberId)) take(memberId, partition)
+  }
+  for (let partition = 0; partition < partitions; partition++) {
+    if (active.has(partition)) continue
+    let least: string | undefined = undefined
+    for (const { memberId } of sorted) {
+      if (least === undefined || (load.get(memberId) ?? 0) < (load.get(least) ?? 0)) least = memberId
+    }
+    if (least !== undefined) take(least, partition)
+  }
+  const replicas = Math.min(Math.max(0, Math.floor(standbyReplicas)), sorted.length - 1)
+  if (replicas > 0) {
+    const held = new Map<string, number>(sorted.map((m) => [m.memberId, 0]))
+    for (let partition = 0; partition < partitions; partition++) {
+      const owner = active.get(partition)
+      const chosen = sorted
+        .filter((m) => m.memberId !== owner)
+        .map((m) => ({ memberId: m.memberId, lag: lagOf(m.stores, partition) }))
+        .sort((a, b) =>
+          (a.lag === b.lag ? 0 : a.lag < b.lag ? -1 : 1) ||
+          (held.get(a.memberId) ?? 0) - (held.get(b.memberId) ?? 0) ||
+          (a.memberId < b.memberId ? -1 : a.memberId > b.memberId ? 1 : 0)
+        )
+        .slice(0, replicas)
+        .map((m) => m.memberId)
+      for (const memberId of chosen) held.set(memberId, (held.get(memberId) ?? 0) + 1)
+      standbys.set(partition, chosen)
+    }
+  }
+  return { active, standbys }
+}
+
+/**
+ * Assigns partition N of every topic to one member (co-partitioning),
+ * placed by `place`; returns each member's assignment and its standby partitions.
+ */
 export const assign = (
-  memberIds: ReadonlyArray<string>,
-  partitionCounts: ReadonlyMap<string, number>
-): Map<string, Record<string, Array<number>>> => {
-  const members = [...memberIds].sort()
-  const result = new Map<string, Record<string, Array<number>>>(members.map((m) => [m, {}]))
-  if (members.length === 0) return result
+  members: ReadonlyArray<{ readonly memberId: string; readonly stores: ReadonlyMap<number, number> }>,
+  partitionCounts: ReadonlyMap<string, number>,
+  standbyReplicas: number = 0
+): {
+  readonly assignments: Map<string, Record<string, Array<number>>>
+  readonly standbys: Map<string, Array<number>>
+} => {
+  const ids = [...members.map((m) => m.memberId)].sort()
+  const assignments = new Map<string, Record<string, Array<number>>>(ids.map((m) => [m, {}]))
+  const standbys = new Map<string, Array<number>>()
+  const partitions = Math.max(0, ...partitionCounts.values())
+  const placement = place(members, partitions, standbyReplicas)
   for (const [topic, count] of partitionCounts) {
     for (let partition = 0; partition < count; partition++) {
-      const member = members[partition % members.length]
-      if (member === undefined) continue
-      const assignment = result.get(member)
+      const member = placement.active.get(partition)
+      const assignment = member === undefined ? undefined : assignments.get(member)
       if (assignment === undefined) continue
       const list = assignment[topic] ?? []
       list.push(partition)
       assignment[topic] = list
     }
   }
-  return result
+  for (const [partition, holders] of [...placement.standbys].sort(([a], [b]) => a - b)) {
+    for (const member of holders) standbys.set(member, [...(standbys.get(member) ?? []), partition])
+  }
+  return { assignments, standbys }
 }
 
 /** The owner whose members get the partitions: the one that joined first (ties: the smallest member id). */
@@ -104,25 +250,38 @@ export const incumbent = (members: ReadonlyArray<Member>): string | undefined =>
   return first?.membership.owner
 }
 
-/** A join's plan: the partitions of the accepted members, and the incumbent owner for each rejected one. */
+/** A join's plan: the partitions and standbys of the accepted members, and the incumbent owner for each rejected one. */
 export interface Plan {
   readonly assignments: Map<string, Record<string, Array<number>>>
+  /** Standby partitions per accepted member (members without any are left out). */
+  readonly standbys: ReadonlyMap<string, ReadonlyArray<number>>
   readonly rejected: ReadonlyMap<string, { readonly owner: string; readonly incumbent: string }>
 }
 
-/** Plans a join: co-partitioned assignments among the incumbent's members (and members without an owner). */
-export const plan = (members: ReadonlyArray<Member>, partitionCounts: ReadonlyMap<string, number>): Plan => {
+const noStores: ReadonlyMap<number, number> = new Map()
+
+/**
+ * Plans a join: co-partitioned assignments among the incumbent's members (and
+ * members without an owner), warm copies preferred, with up to
+ * `standbyReplicas` standbys per partition.
+ */
+export const plan = (
+  members: ReadonlyArray<Member>,
+  partitionCounts: ReadonlyMap<string, number>,
+  standbyReplicas: number = 0
+): Plan => {
   const owner = incumbent(members)
   const rejected = new Map<string, { readonly owner: string; readonly incumbent: string }>()
-  const accepted: Array<string> = []
+  const accepted: Array<{ readonly memberId: string; readonly stores: ReadonlyMap<number, number> }> = []
   for (const { memberId, membership } of members) {
     if (owner !== undefined && membership !== undefined && membership.owner !== owner) {
       rejected.set(memberId, { owner: membership.owner, incumbent: owner })
     } else {
-      accepted.push(memberId)
+      accepted.push({ memberId, stores: membership?.stores ?? noStores })
     }
   }
-  return { assignments: assign(accepted, partitionCounts), rejected }
+  const { assignments, standbys } = assign(accepted, partitionCounts, standbyReplicas)
+  return { assignments, standbys, rejected }
 }
 
 /**
@@ -139,6 +298,31 @@ export const rejectionTopic = (incumbent: string): string => `${REJECTED_PREFIX}
 export const rejectionOf = (topics: ReadonlyArray<string>): string | undefined => {
   const marker = topics.find((topic) => topic.startsWith(REJECTED_PREFIX))
   return marker === undefined ? undefined : marker.slice(REJECTED_PREFIX.length)
+}
+
+/**
+ * The marker carrying a member's standby partitions: a topic name no member
+ * subscribes to (`__skein_standby__:1,3`, with no partitions of its own),
+ * which kafkajs reports as an unsubscribed topic during the group sync,
+ * before the join completes, and leaves out of what it fetches.
+ */
+const STANDBY_PREFIX = "__skein_standby__:"
+
+/** The marker topic giving a member the standbys of `partitions`. */
+export const standbyTopic = (partitions: ReadonlyArray<number>): string => `${STANDBY_PREFIX}${partitions.join(",")}`
+
+/** The standby partitions named by a standby marker among assigned topics; empty without one. */
+export const standbysOf = (topics: ReadonlyArray<string>): ReadonlyArray<number> => {
+  const marker = topics.find((topic) => topic.startsWith(STANDBY_PREFIX))
+  if (marker === undefined) return []
+  const body = marker.slice(STANDBY_PREFIX.length)
+  if (body.length === 0) return []
+  const partitions: Array<number> = []
+  for (const part of body.split(",")) {
+    const partition = Number(part)
+    if (Number.isSafeInteger(partition) && partition >= 0 && String(partition) === part) partitions.push(partition)
+  }
+  return [...new Set(partitions)].sort((a, b) => a - b)
 }
 
 /** A member's subscription metadata: its topics, and what it runs (nothing when `undefined`). */
@@ -162,14 +346,28 @@ export const ownerConflict = (groupId: string, incumbent: string, owner: string)
     fix: `Give each transformer its own applicationId (SKEIN_APPLICATION_ID), e.g. "${groupId}-${owner}"`
   })
 
+/** What a member announces at each join, read synchronously when kafkajs joins the group. */
+export interface Announcement {
+  /** The owner (a transformer's name); `undefined` announces nothing. */
+  readonly owner: string | undefined
+  /** When this member's run started (epoch ms). */
+  readonly since: number
+  /** The local stores to announce now (partition to changelog offset); called at each join. */
+  readonly stores: () => ReadonlyMap<number, number>
+  /** Standbys per partition this member gives out when it leads the group (0: none). */
+  readonly standbyReplicas: number
+}
+
 /**
  * The assignor of a group run by `owner` (a transformer's name; `undefined`
- * announces nothing), started at `since` (epoch ms).
+ * announces nothing), started at `since` (epoch ms), announcing its local
+ * stores and, as the leader, placing `standbyReplicas` standbys per partition.
  */
 export const make = (
   protocol: AssignerProtocol,
   owner: string | undefined,
-  since: number = Date.now()
+  since: number = Date.now(),
+  options: Partial<Pick<Announcement, "stores" | "standbyReplicas">> = {}
 ): PartitionAssigner =>
 ({ cluster }) => ({
   name: NAME,
@@ -181,12 +379,19 @@ export const make = (
     }
     const decided = plan(
       members.map((m) => ({ memberId: m.memberId, membership: decodeMembership(protocol, m.memberMetadata) })),
-      counts
+      counts,
+      options.standbyReplicas ?? 0
     )
     const encode = (assignment: Record<string, Array<number>>) =>
       protocol.MemberAssignment.encode({ version: 1, assignment, userData: Buffer.alloc(0) })
     return [
-      ...[...decided.assignments].map(([memberId, assignment]) => ({ memberId, memberAssignment: encode(assignment) })),
+      ...[...decided.assignments].map(([memberId, assignment]) => {
+        const standbys = decided.standbys.get(memberId) ?? []
+        return {
+          memberId,
+          memberAssignment: encode(standbys.length === 0 ? assignment : { ...assignment, [standbyTopic(standbys)]: [] })
+        }
+      }),
       ...[...decided.rejected].map(([memberId, { incumbent }]) => ({
         memberId,
         memberAssignment: encode({ [rejectionTopic(incumbent)]: [] })
@@ -194,6 +399,10 @@ export const make = (
     ]
   },
   protocol({ topics }) {
-    return { name: NAME, metadata: subscription(protocol, topics, owner === undefined ? undefined : { owner, since }) }
+    const stores = options.stores?.() ?? noStores
+    return {
+      name: NAME,
+      metadata: subscription(protocol, topics, owner === undefined ? undefined : { owner, since, stores })
+    }
   }
 })

@@ -72,7 +72,13 @@ export interface PartitionBatch {
 
 export type ConsumerEvent =
   | { readonly _tag: "Batch"; readonly batch: PartitionBatch }
-  | { readonly _tag: "Assigned"; readonly generation: number; readonly partitions: ReadonlyArray<TopicPartition> }
+  | {
+    readonly _tag: "Assigned"
+    readonly generation: number
+    readonly partitions: ReadonlyArray<TopicPartition>
+    /** The partitions this member keeps a standby copy of in this generation (empty: none). */
+    readonly standbys: ReadonlyArray<number>
+  }
   | { readonly _tag: "Rebalancing" }
   /**
    * kafkajs moved past records it does not hand over (only aborted
@@ -114,6 +120,14 @@ export interface Options {
    * of a `KafkaError`). Unset: announces nothing and is accepted by any owner.
    */
   readonly owner?: string | undefined
+  /**
+   * The local stores to announce at each join (partition to the changelog
+   * offset each reflects), read synchronously: the leader prefers members
+   * with a warm copy. Unset: none.
+   */
+  readonly stores?: (() => ReadonlyMap<number, number>) | undefined
+  /** Standbys per partition this member places when it leads the group (default 0). */
+  readonly standbyReplicas?: number | undefined
 }
 
 const byTopic = (partitions: ReadonlyArray<TopicPartition>) => {
@@ -207,12 +221,28 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       Deferred.unsafeDone(rebalance, Effect.void)
     }
 
+    /**
+     * The standby partitions of the join in progress: cleared when kafkajs
+     * asks for this member's subscription (each join), set by the standby
+     * marker that arrives during the group sync, delivered with the
+     * assignment (`GROUP_JOIN` follows the sync).
+     */
+    let standbys: ReadonlyArray<number> = []
+    const announcedStores = (): ReadonlyMap<number, number> => {
+      standbys = []
+      return options.stores?.() ?? new Map()
+    }
     const consumer: Consumer = kafka.consumer({
       groupId: options.groupId,
       sessionTimeout: Duration.toMillis(options.sessionTimeout),
       rebalanceTimeout: Duration.toMillis(options.rebalanceTimeout),
       heartbeatInterval: heartbeatMs,
-      partitionAssigners: [Assignor.make(kafkajs.AssignerProtocol, options.owner)],
+      partitionAssigners: [
+        Assignor.make(kafkajs.AssignerProtocol, options.owner, Date.now(), {
+          stores: announcedStores,
+          standbyReplicas: options.standbyReplicas ?? 0
+        })
+      ],
       readUncommitted: false,
       maxWaitTimeInMs: 500,
       ...(options.maxBytesPerPartition === undefined ? {} : { maxBytesPerPartition: options.maxBytesPerPartition }),
@@ -230,9 +260,12 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       // Bookkeeping only: pause everything; the main loop resumes each task's
       // partitions once the task is fenced and restored.
       if (partitions.length > 0) consumer.pause(byTopic(partitions))
-      Queue.unsafeOffer(events, { _tag: "Assigned", generation, partitions })
+      Queue.unsafeOffer(events, { _tag: "Assigned", generation, partitions, standbys })
+      standbys = []
     })
     consumer.on(consumer.events.RECEIVED_UNSUBSCRIBED_TOPICS, (event) => {
+      // Markers, not topics: kafkajs leaves them out of the assignment it fetches.
+      standbys = Assignor.standbysOf(event.payload.topicsNotSubscribed)
       // The leader rejected this member: the group belongs to another transformer.
       const incumbent = Assignor.rejectionOf(event.payload.topicsNotSubscribed)
       if (incumbent === undefined) return

@@ -33,17 +33,41 @@ export interface Appended {
   readonly topic: string
   readonly partition: number
   readonly baseOffset: number
+  /**
+   * The records of that batch (a send call makes one batch per partition),
+   * known for records sent to an explicit partition (changelog records are);
+   * `undefined` otherwise.
+   */
+  readonly records: number | undefined
 }
 
-/** What each send of a delivery appended, per partition: the highest base offset. */
-const appendedOf = (acks: ReadonlyArray<RecordMetadata>, into: Map<string, Appended>): void => {
+/** Records per explicit `topic/partition` of one send call. */
+const explicitCounts = (topicMessages: ReadonlyArray<{ topic: string; messages: ReadonlyArray<Message> }>) => {
+  const counts = new Map<string, number>()
+  for (const { messages, topic } of topicMessages) {
+    for (const message of messages) {
+      if (message.partition === undefined) continue
+      const key = `${topic}/${message.partition}`
+      counts.set(key, (counts.get(key) ?? 0) + 1)
+    }
+  }
+  return counts
+}
+
+/** What each send of a delivery appended, per partition: the highest base offset, with its batch's record count. */
+const appendedOf = (
+  acks: ReadonlyArray<RecordMetadata>,
+  topicMessages: ReadonlyArray<{ topic: string; messages: ReadonlyArray<Message> }>,
+  into: Map<string, Appended>
+): void => {
+  const counts = explicitCounts(topicMessages)
   for (const ack of acks) {
     const baseOffset = Number(ack.baseOffset ?? -1)
     if (!Number.isSafeInteger(baseOffset) || baseOffset < 0) continue
     const key = `${ack.topicName}/${ack.partition}`
     const known = into.get(key)
     if (known === undefined || known.baseOffset < baseOffset) {
-      into.set(key, { topic: ack.topicName, partition: ack.partition, baseOffset })
+      into.set(key, { topic: ack.topicName, partition: ack.partition, baseOffset, records: counts.get(key) })
     }
   }
 }
@@ -177,7 +201,7 @@ export const runTransaction = async (
   const appended = new Map<string, Appended>()
   try {
     for (const topicMessages of sendCalls(records, limits.maxMessageBytes, limits.limitOf)) {
-      appendedOf(await transaction.sendBatch({ topicMessages }), appended)
+      appendedOf(await transaction.sendBatch({ topicMessages }), topicMessages, appended)
     }
     if (offsets.offsets.length > 0) {
       const topics = new Map<string, Array<{ partition: number; offset: string }>>()
@@ -326,7 +350,7 @@ export const atLeastOnce = (
           try: async () => {
             const appended = new Map<string, Appended>()
             for (const topicMessages of sendCalls(records, options.maxMessageBytes, options.limitOf ?? unknownLimits)) {
-              appendedOf(await producer.sendBatch({ topicMessages, acks: -1 }), appended)
+              appendedOf(await producer.sendBatch({ topicMessages, acks: -1 }), topicMessages, appended)
             }
             return [...appended.values()]
           },

@@ -1,0 +1,61 @@
+/**
+ * How a store catches up from its changelog, shared by a task's restore
+ * (`Task.ts`) and a standby's tailing (`Standbys.ts`): where to start from
+ * the store's checkpoint, and how changelog records become store writes.
+ *
+ * @internal
+ */
+import type { Effect } from "effect"
+import type { StateStoreError } from "../SkeinError.ts"
+import type { FetchedRecord } from "./kafka/consumer.ts"
+import type * as StateStore from "./StateStore.ts"
+
+/** Where replaying starts: from the checkpoint (`tail`), or in full into an emptied store, with why. */
+export type Start =
+  | { readonly mode: "tail"; readonly from: number }
+  | { readonly mode: "full"; readonly reason: string }
+
+/**
+ * Where to replay from: the store's checkpoint when it is of this changelog
+ * partition and inside its offsets, else the earliest offset of an emptied
+ * store, with the reason.
+ */
+export const start = (
+  stored: StateStore.Checkpoint | "missing" | "unreadable",
+  changelog: { readonly topic: string; readonly partition: number },
+  range: { readonly low: number; readonly end: number }
+): Start => {
+  if (stored === "missing") return { mode: "full", reason: "no local state (no checkpoint)" }
+  if (stored === "unreadable") return { mode: "full", reason: "the checkpoint is unreadable" }
+  if (stored.topic !== changelog.topic || stored.partition !== changelog.partition) {
+    return { mode: "full", reason: `the checkpoint is of ${stored.topic}/${stored.partition}` }
+  }
+  if (stored.offset < range.low) {
+    return {
+      mode: "full",
+      reason: `the checkpoint ${stored.offset} is below the changelog's earliest offset ${range.low} (records were deleted)`
+    }
+  }
+  if (stored.offset > range.end) {
+    return {
+      mode: "full",
+      reason: `the checkpoint ${stored.offset} is beyond the changelog's end ${range.end} (was the changelog recreated?)`
+    }
+  }
+  return { mode: "tail", from: stored.offset }
+}
+
+/**
+ * Applies changelog records to `store` in one LevelDB batch (a record's
+ * value, or a delete for a tombstone), with `checkpoint` in the same batch
+ * when given.
+ */
+export const apply = (
+  store: StateStore.StateStore,
+  records: ReadonlyArray<FetchedRecord>,
+  checkpoint?: StateStore.Checkpoint
+): Effect.Effect<void, StateStoreError> =>
+  store.write(
+    records.map((r) => ({ key: r.key?.toString("utf8") ?? "", value: r.value?.toString("utf8") ?? null })),
+    checkpoint
+  )

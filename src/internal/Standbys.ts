@@ -1,0 +1,137 @@
+/**
+ * Standby replicas (`standbyReplicas`): read-only copies of other members'
+ * task stores, kept warm by tailing their changelog partitions
+ * read_committed, so that a task moved to this instance restores only the
+ * copy's lag instead of the whole changelog.
+ *
+ * A standby's store is the very folder a task of that partition would open
+ * here (`<storeDir>/<partition>`): each batch of changelog records is applied
+ * with the store's checkpoint (the next offset to read) in the same LevelDB
+ * batch, by the restore's own code (`ChangelogReplay`), and the offset is
+ * announced to the group (`LocalStores`). A new assignment first stops the
+ * standbys it does not keep (their stores closed and kept on disk; a
+ * partition that becomes active here is among them), then starts the new
+ * ones; only then do the tasks start, so a task opens its standby's store
+ * and restores only the tail from its checkpoint.
+ *
+ * One reader serves every standby (`kafka/changelogTail.ts`), made at the
+ * first standby. A standby's failure never stops the run: it is logged with
+ * the reason, counted (`skein_standby_failures_total`) and the standby is
+ * dropped; its store stays safe, since a task verifies the checkpoint against
+ * the changelog's offsets at its start.
+ *
+ * @internal
+ */
+import { Cause, Deferred, Effect, FiberMap, Queue } from "effect"
+import type { Scope } from "effect"
+import * as path from "node:path"
+import type { RunnerError } from "../SkeinError.ts"
+import * as ChangelogReplay from "./ChangelogReplay.ts"
+import { describe } from "./errorText.ts"
+import type { KafkaAdmin } from "./kafka/admin.ts"
+import type { ChangelogTail } from "./kafka/changelogTail.ts"
+import type { LocalStores } from "./LocalStores.ts"
+import type { RunnerStats } from "./RunnerStats.ts"
+import * as StateStore from "./StateStore.ts"
+
+export interface Standbys {
+  /**
+   * The standbys of a new assignment: stops every standby not in
+   * `partitions` (its store closed, kept), then starts the new ones. Returns
+   * once the stopped ones' stores are closed.
+   */
+  readonly update: (partitions: ReadonlyArray<number>) => Effect.Effect<void>
+  /** True while `partition` has a standby here (its store is in use). */
+  readonly has: (partition: number) => boolean
+}
+
+export const make = (options: {
+  readonly changelog: string
+  readonly storeDir: string
+  readonly admin: KafkaAdmin
+  /** The shared reader, made at the first standby. */
+  readonly tail: Effect.Effect<ChangelogTail, RunnerError>
+  readonly localStores: LocalStores
+  readonly stats: RunnerStats
+}): Effect.Effect<Standbys, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { admin, changelog, localStores, stats, storeDir } = options
+    const fibers = yield* FiberMap.make<number>()
+    const current = new Set<number>()
+
+    /** Keeps `partition`'s store warm until interrupted. */
+    const follow = (partition: number): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const store = yield* StateStore.open(path.join(storeDir, String(partition)))
+        const range = yield* admin.offsetRange(changelog, partition)
+        const start = ChangelogReplay.start(yield* store.checkpoint, { topic: changelog, partition }, range)
+        let position = range.low
+        if (start.mode === "full") {
+          localStores.remove(partition)
+          yield* store.clear
+          yield* Effect.logInfo(`standby ${partition}: reading its changelog in full (${start.reason})`)
+        } else {
+          position = start.from
+        }
+        yield* store.write([], { topic: changelog, partition, offset: position })
+        localStores.set(partition, position)
+        stats.setStandby(partition, position, Math.max(0, range.end - position))
+        const tail = yield* options.tail
+        const events = yield* Effect.acquireRelease(
+          tail.follow(partition, position),
+          () => Effect.zipRight(tail.unfollow(partition), Effect.sync(() => stats.removeStandby(partition)))
+        )
+        yield* Effect.logInfo(`standby ${partition}: following ${changelog} from offset ${position}`)
+        const take = Effect.raceFirst(Queue.take(events), Deferred.await(tail.crashed))
+        for (;;) {
+          const event = yield* take
+          const next = Math.max(position, event.next)
+          if (event._tag === "Records") {
+            // A batch may begin before the position (fetched from a committed transaction's start).
+            const records = event.records.filter((r) => r.offset >= position)
+            yield* Effect.ensuring(
+              ChangelogReplay.apply(store, records, { topic: changelog, partition, offset: next }),
+              Effect.sync(event.ack)
+            )
+          } else if (next > position) {
+            yield* store.write([], { topic: changelog, partition, offset: next })
+          }
+          position = next
+          localStores.set(partition, position)
+          stats.setStandby(partition, position, Math.max(0, event.highWatermark - position))
+        }
+      }).pipe(
+        Effect.scoped,
+        Effect.catchAllCause((cause) =>
+          Cause.isInterruptedOnly(cause) ? Effect.interrupt : Effect.gen(function*() {
+            stats.recordStandbyFailure()
+            current.delete(partition)
+            yield* Effect.logWarning(
+              `standby ${partition} dropped: ${describe(Cause.squash(cause))}. Its store is kept; a task of ` +
+                `partition ${partition} starting here checks its checkpoint against the changelog as always`
+            )
+          })
+        ),
+        Effect.annotateLogs({ standby: partition })
+      )
+
+    const stop = (partition: number) =>
+      Effect.zipRight(
+        Effect.sync(() => current.delete(partition)),
+        FiberMap.remove(fibers, partition)
+      )
+
+    return {
+      has: (partition) => current.has(partition),
+      update: (partitions) =>
+        Effect.gen(function*() {
+          const wanted = new Set(partitions)
+          for (const partition of [...current]) if (!wanted.has(partition)) yield* stop(partition)
+          for (const partition of [...wanted].sort((a, b) => a - b)) {
+            if (current.has(partition)) continue
+            current.add(partition)
+            yield* FiberMap.run(fibers, partition, follow(partition))
+          }
+        })
+    }
+  })
