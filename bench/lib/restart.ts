@@ -16,7 +16,7 @@ import { loadavg } from "node:os"
 import { join } from "node:path"
 import type { Admin, Consumer, Kafka, Message } from "kafkajs"
 import type { AppSpec, ProcessContender } from "../contenders/types.ts"
-import { createTopics, groupCaughtUp, keyName, preload, topicEnds, verifyOutput, type Workload } from "./kafka.ts"
+import { createTopics, groupCaughtUp, inputProducer, keyName, preload, topicEnds, verifyOutput, type Workload } from "./kafka.ts"
 import type { AppProcess, Command } from "./proc.ts"
 import type { ClientConfigFiles } from "./security.ts"
 import { fmtInt, mulberry32, sleep } from "./stats.ts"
@@ -228,6 +228,8 @@ export const runRestartPhase = async (
   x.log(`   restart phase: preloaded ${fmtInt(x.keys)} records (one per key) in ${preloadSec.toFixed(1)} s`)
   const counts = new Int32Array(x.keys).fill(1)
   const inputEnds = await topicEnds(x.admin, input)
+  const inputRecords = [...inputEnds.values()].reduce((sum, end) => sum + end, 0)
+  if (inputRecords !== x.keys) notes.push(`restart phase: the input has ${fmtInt(inputRecords)} records, not ${fmtInt(x.keys)} (producer retries?)`)
 
   const stopGracefully = async (app: AppProcess): Promise<{ seconds: number; clean: boolean; text: string }> => {
     const t0 = Date.now()
@@ -265,7 +267,7 @@ export const runRestartPhase = async (
   if (!v.exact) return result
 
   const rand = mulberry32(1000 + run)
-  const producer = x.kafka.producer({ allowAutoTopicCreation: false })
+  const producer = inputProducer(x.kafka)
   await producer.connect()
   try {
     for (const kind of order) {
