@@ -3,7 +3,8 @@
  *
  *   npm run bench -- [--records N] [--partitions N] [--only a,b] [--runs N]
  *                    [--keys N] [--value-bytes N] [--rate N] [--latency-seconds N]
- *                    [--warmup-seconds N] [--commit-interval-ms N] [--no-latency] [--no-restore]
+ *                    [--warmup-seconds N] [--commit-interval-ms N] [--no-throughput] [--no-latency]
+ *                    [--no-restore] [--no-restart] [--restart-keys N] [--restart-batch N]
  *                    [--out bench/results/NAME.md]
  *
  * A secured cluster: KAFKA_BROKERS plus Skein's SKEIN_SECURITY_PROTOCOL, SKEIN_SASL_*, SKEIN_SSL_*
@@ -43,7 +44,8 @@ import {
   writeClientConfigFiles,
   type ClientConfigFiles,
 } from "./lib/security.ts"
-import { renderMarkdown, renderText, type ContenderReport, type ReportMeta, type RunResult } from "./lib/report.ts"
+import { renderMarkdown, renderRestart, renderText, type ContenderReport, type ReportMeta, type RunResult } from "./lib/report.ts"
+import { runRestartPhase } from "./lib/restart.ts"
 import { exec } from "./lib/setup.ts"
 import { fmtInt, sleep } from "./lib/stats.ts"
 
@@ -63,8 +65,12 @@ const { values: opt } = parseArgs({
     "commit-interval-ms": { type: "string", default: "100" },
     "timeout-seconds": { type: "string", default: "1800" },
     "idle-wait-seconds": { type: "string", default: "180" },
+    "no-throughput": { type: "boolean", default: false },
     "no-latency": { type: "boolean", default: false },
     "no-restore": { type: "boolean", default: false },
+    "no-restart": { type: "boolean", default: false },
+    "restart-keys": { type: "string", default: "1000000" },
+    "restart-batch": { type: "string", default: "1000" },
     out: { type: "string" },
     "from-json": { type: "string" },
     help: { type: "boolean", default: false },
@@ -122,8 +128,16 @@ const main = async (): Promise<void> => {
   const commitIntervalMs = Math.max(1, int("commit-interval-ms"))
   const timeoutMs = int("timeout-seconds") * 1000
   const idleWaitMs = int("idle-wait-seconds") * 1000
+  const doThroughput = !opt["no-throughput"]
   const doLatency = !opt["no-latency"] && latencySeconds > 0
-  const doRestore = !opt["no-restore"]
+  // The restore phase restarts the throughput run's killed contender.
+  const doRestore = doThroughput && !opt["no-restore"]
+  const restartKeys = Math.max(1, int("restart-keys"))
+  const restartBatch = Math.max(1, int("restart-batch"))
+  const doRestart = !opt["no-restart"]
+  const phases = (["throughput", "restore", "latency", "restart"] as const).filter(
+    (p) => ({ throughput: doThroughput, restore: doRestore, latency: doLatency, restart: doRestart })[p],
+  )
 
   const only = opt.only?.split(",").map((s) => s.trim()).filter((s) => s !== "")
   // --only matches full names or prefixes (e.g. "skein" = skein-eos + skein-alos, "kafka-perf").
@@ -137,7 +151,10 @@ const main = async (): Promise<void> => {
   const defaultName = w.records === 1_000_000 && only === undefined ? date : `${date}-${w.records >= 1000 ? `${w.records / 1000}k` : w.records}`
   const outMd = opt.out ?? join("bench", "results", `${defaultName}.md`)
   if (security.protocol !== "PLAINTEXT") log(`security: ${describeSecurity(security)} (SKEIN_* settings)`)
-  log(`run ${runId}: ${fmtInt(w.records)} records, ${w.partitions} partitions, ${fmtInt(w.keys)} keys, ${runs} run(s); logs in ${workDir}`)
+  log(
+    `run ${runId}: ${fmtInt(w.records)} records, ${w.partitions} partitions, ${fmtInt(w.keys)} keys, ${runs} run(s); ` +
+      `phases ${phases.join(", ")}${doRestart ? ` (restart: ${fmtInt(restartKeys)} keys, ${fmtInt(restartBatch)} new records)` : ""}; logs in ${workDir}`,
+  )
 
   // Setup (idempotent, cached).
   const ctx: SetupContext = { root, cache, log }
@@ -170,13 +187,14 @@ const main = async (): Promise<void> => {
 
   try {
     for (let r = 1; r <= runs; r++) {
-      for (const c of selected) {
+      // Alternate the order: even runs take the contenders in reverse.
+      for (const c of r % 2 === 1 ? selected : [...selected].reverse()) {
         if (available.get(c.name) !== undefined) continue
         const prefix = `bench-${runId}-${c.name}-r${r}`
         log(`── ${c.name} run ${r}/${runs}`)
         await waitForQuiet(idleWaitMs)
         const res: RunResult = await (c.kind === "process"
-          ? runProcess(c, r, prefix, { kafka, admin, brokers: broker.brokers, clientConfig, w, seq, expected, workDir, commitIntervalMs, timeoutMs, doLatency, doRestore, rate, latencySeconds, warmupSeconds })
+          ? runProcess(c, r, prefix, { kafka, admin, brokers: broker.brokers, clientConfig, w, seq, expected, workDir, commitIntervalMs, timeoutMs, doThroughput, doLatency, doRestore, doRestart, restartKeys, restartBatch, rate, latencySeconds, warmupSeconds })
           : runCeiling(c, r, prefix, { admin, brokers: broker.brokers, clientConfig, w, workDir, rate, latencySeconds })
         ).catch((e: unknown): RunResult => ({ run: r, notes: [`run failed: ${String(e).slice(0, 300)}`] }))
         results.get(c.name)?.push(res)
@@ -184,6 +202,9 @@ const main = async (): Promise<void> => {
           `   ${c.name} run ${r}: throughput ${res.throughput === undefined ? "–" : fmtInt(res.throughput)} rec/s, ` +
             `p50 ${res.p50?.toFixed(1) ?? "–"} ms, p99 ${res.p99?.toFixed(1) ?? "–"} ms, restore ${res.restoreRate === undefined ? "–" : fmtInt(res.restoreRate)} rec/s, ` +
             `peak RSS ${res.peakRssMiB?.toFixed(0) ?? "–"} MiB${res.verified === undefined ? "" : `, output ${res.verified}`}` +
+            (res.restart === undefined
+              ? ""
+              : `, restart cold ${res.restart.cold?.firstOutputSeconds?.toFixed(2) ?? "–"} s / warm ${res.restart.warm?.firstOutputSeconds?.toFixed(2) ?? "–"} s`) +
             (res.notes.length > 0 ? `\n   notes: ${res.notes.join("; ")}` : ""),
         )
         await deleteTopics(admin, [prefix, `changelog__${prefix}`]).catch(() => undefined)
@@ -202,6 +223,7 @@ const main = async (): Promise<void> => {
       description: c.description,
       hasState: c.kind === "process" && c.hasState,
       ceiling: c.kind === "ceiling",
+      ...(c.kind === "process" && c.restartPhase === true ? { restartPhase: true } : {}),
       runs: results.get(c.name) ?? [],
       ...(u !== undefined ? { unavailable: u } : {}),
     }
@@ -226,6 +248,8 @@ const main = async (): Promise<void> => {
     commitIntervalMs,
     machine: `${cpus().length} cores (${cpus()[0]?.model.trim() ?? "?"}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
     command: process.argv.length > 2 ? `npm run bench -- ${process.argv.slice(2).join(" ")}` : "npm run bench",
+    phases,
+    ...(doRestart ? { restartKeys, restartBatch } : {}),
   }
   writeFileSync(jsonPath, `${JSON.stringify({ meta, contenders: reports }, null, 2)}\n`)
   await writeReport(outMd, meta, reports)
@@ -247,8 +271,12 @@ const writeReport = async (outMd: string, meta: ReportMeta, reports: ReadonlyArr
   const md = renderMarkdown({ ...meta, ...(chart !== undefined ? { chart } : {}) }, reports)
   writeFileSync(outMd, md)
   console.log("")
-  console.log(renderText(reports))
-  console.log("")
+  if ((meta.phases ?? ["throughput"]).some((p) => p !== "restart")) {
+    console.log(renderText(reports))
+    console.log("")
+  }
+  const restart = renderRestart(meta, reports)
+  if (restart.length > 0) console.log(`${restart.join("\n")}\n`)
   log(`results: ${relative(root, outMd)}, ${relative(root, jsonPath)}${chart !== undefined ? `, ${relative(root, join(dirname(outMd), chart))}` : ""}`)
 }
 
@@ -269,8 +297,12 @@ interface ProcessRunCtx {
   readonly workDir: string
   readonly commitIntervalMs: number
   readonly timeoutMs: number
+  readonly doThroughput: boolean
   readonly doLatency: boolean
   readonly doRestore: boolean
+  readonly doRestart: boolean
+  readonly restartKeys: number
+  readonly restartBatch: number
   readonly rate: number
   readonly latencySeconds: number
   readonly warmupSeconds: number
@@ -306,75 +338,78 @@ const runProcessInner = async (
   mkdirSync(stateDir, { recursive: true })
   const spec = { brokers: x.brokers, input, output, group: prefix, stateDir, commitIntervalMs: x.commitIntervalMs, clientConfig: x.clientConfig }
 
-  await createTopics(x.admin, [input, output], x.w.partitions)
-  const preloadSec = await preload(x.kafka, input, x.w, x.seq)
-  log(`   preloaded ${fmtInt(x.w.records)} records in ${preloadSec.toFixed(1)} s`)
-  const inputEnds = await topicEnds(x.admin, input)
+  // 1. Throughput, then 2. restore (restarts its killed contender).
+  if (x.doThroughput) {
+    await createTopics(x.admin, [input, output], x.w.partitions)
+    const preloadSec = await preload(x.kafka, input, x.w, x.seq)
+    log(`   preloaded ${fmtInt(x.w.records)} records in ${preloadSec.toFixed(1)} s`)
+    const inputEnds = await topicEnds(x.admin, input)
 
-  // 1. Throughput.
-  const load0 = loadavg()[0] ?? 0
-  const app = spawn(c.command(spec), logFile)
-  const timeline = new WatermarkTimeline(x.admin, output, 50)
-  const deadline = Date.now() + x.timeoutMs
-  let caughtUp = false
-  while (Date.now() < deadline && app.alive()) {
-    if (await groupCaughtUp(x.admin, prefix, input, inputEnds).catch(() => false)) {
-      caughtUp = true
-      break
+    // 1. Throughput.
+    const load0 = loadavg()[0] ?? 0
+    const app = spawn(c.command(spec), logFile)
+    const timeline = new WatermarkTimeline(x.admin, output, 50)
+    const deadline = Date.now() + x.timeoutMs
+    let caughtUp = false
+    while (Date.now() < deadline && app.alive()) {
+      if (await groupCaughtUp(x.admin, prefix, input, inputEnds).catch(() => false)) {
+        caughtUp = true
+        break
+      }
+      await sleep(250)
     }
-    await sleep(250)
-  }
-  await sleep(300)
-  await timeline.stop()
-  out.peakRssMiB = app.peakRssMiB()
-  const finalHw = timeline.last()
-  const end = finalHw === undefined ? undefined : timeline.reachedAt(finalHw)
-  const firstRead = app.event("first-read")?.ts
-  if (firstRead === undefined) notes.push("no first-read event: throughput measured from process spawn")
-  const start = firstRead ?? app.spawnedAt
-  if (!caughtUp) {
-    notes.push(app.alive() ? `did not finish within ${x.timeoutMs / 1000} s` : `process exited early (see ${logFile})`)
-  } else if (end !== undefined && end > start) {
-    out.throughput = x.w.records / ((end - start) / 1000)
-  }
-  const load1 = loadavg()[0] ?? 0
-  // During a run the broker, the contender and the harness load the machine themselves: flag
-  // only loads well above what they cause.
-  if (Math.max(load0, load1) > LOAD_BUSY_DURING_RUN) {
-    notes.push(`machine busy during the throughput run: 1-min load average ${load0.toFixed(1)} → ${load1.toFixed(1)} on ${cpus().length} cores`)
-  }
-  // A profiled run (SKEIN_BENCH_CPU_PROF) stops gracefully, so that node writes its profile.
-  await (process.env["SKEIN_BENCH_CPU_PROF"] ? app.stop() : app.kill())
-  const v = await verifyOutput(x.kafka, output, x.expected, 15_000)
-  out.verified = v.exact
-    ? "exact"
-    : v.complete
-      ? `complete (+${fmtInt(v.duplicates)} dup)`
-      : `WRONG: ${v.keysWrong} keys off, ${v.gaps} gaps, ${fmtInt(v.records)} records`
-  if (!v.complete) {
-    notes.push(`output check failed: ${out.verified}`)
-    delete out.throughput
-  }
+    await sleep(300)
+    await timeline.stop()
+    out.peakRssMiB = app.peakRssMiB()
+    const finalHw = timeline.last()
+    const end = finalHw === undefined ? undefined : timeline.reachedAt(finalHw)
+    const firstRead = app.event("first-read")?.ts
+    if (firstRead === undefined) notes.push("no first-read event: throughput measured from process spawn")
+    const start = firstRead ?? app.spawnedAt
+    if (!caughtUp) {
+      notes.push(app.alive() ? `did not finish within ${x.timeoutMs / 1000} s` : `process exited early (see ${logFile})`)
+    } else if (end !== undefined && end > start) {
+      out.throughput = x.w.records / ((end - start) / 1000)
+    }
+    const load1 = loadavg()[0] ?? 0
+    // During a run the broker, the contender and the harness load the machine themselves: flag
+    // only loads well above what they cause.
+    if (Math.max(load0, load1) > LOAD_BUSY_DURING_RUN) {
+      notes.push(`machine busy during the throughput run: 1-min load average ${load0.toFixed(1)} → ${load1.toFixed(1)} on ${cpus().length} cores`)
+    }
+    // A profiled run (SKEIN_BENCH_CPU_PROF) stops gracefully, so that node writes its profile.
+    await (process.env["SKEIN_BENCH_CPU_PROF"] ? app.stop() : app.kill())
+    const v = await verifyOutput(x.kafka, output, x.expected, 15_000)
+    out.verified = v.exact
+      ? "exact"
+      : v.complete
+        ? `complete (+${fmtInt(v.duplicates)} dup)`
+        : `WRONG: ${v.keysWrong} keys off, ${v.gaps} gaps, ${fmtInt(v.records)} records`
+    if (!v.complete) {
+      notes.push(`output check failed: ${out.verified}`)
+      delete out.throughput
+    }
 
-  // 2. Restore: crash (already SIGKILLed above), lose the local state, restart on the same group.
-  if (x.doRestore && c.hasState && caughtUp) {
-    rmSync(stateDir, { recursive: true, force: true })
-    mkdirSync(stateDir, { recursive: true })
-    const again = spawn(c.command(spec), logFile)
-    // restore-end may come once per batch of partitions with a cumulative count: after the first
-    // one that restored anything, give the rest 3 s to report, then take the last.
-    const firstEnd = await again.waitFor((e) => e.event === "restore-end" && (e.records ?? 0) > 0, 600_000)
-    if (firstEnd !== undefined) await sleep(3000)
-    const ended = firstEnd === undefined ? undefined : again.events.filter((e) => e.event === "restore-end").pop()
-    const started = again.events.find((e) => e.event === "restore-start")
-    if (ended !== undefined && started !== undefined && ended.ts > started.ts) {
-      out.restoreRate = (ended.records ?? 0) / ((ended.ts - started.ts) / 1000)
-      out.restoreRecords = ended.records ?? 0
-      notes.push(`restored ${fmtInt(ended.records ?? 0)} changelog records in ${((ended.ts - started.ts) / 1000).toFixed(2)} s (restart→restored ${((ended.ts - again.spawnedAt) / 1000).toFixed(1)} s)`)
-    } else {
-      notes.push(again.alive() ? "no restore-start/restore-end events: restore not measured" : "restart exited early: restore not measured")
+    // 2. Restore: crash (already SIGKILLed above), lose the local state, restart on the same group.
+    if (x.doRestore && c.hasState && caughtUp) {
+      rmSync(stateDir, { recursive: true, force: true })
+      mkdirSync(stateDir, { recursive: true })
+      const again = spawn(c.command(spec), logFile)
+      // restore-end may come once per batch of partitions with a cumulative count: after the first
+      // one that restored anything, give the rest 3 s to report, then take the last.
+      const firstEnd = await again.waitFor((e) => e.event === "restore-end" && (e.records ?? 0) > 0, 600_000)
+      if (firstEnd !== undefined) await sleep(3000)
+      const ended = firstEnd === undefined ? undefined : again.events.filter((e) => e.event === "restore-end").pop()
+      const started = again.events.find((e) => e.event === "restore-start")
+      if (ended !== undefined && started !== undefined && ended.ts > started.ts) {
+        out.restoreRate = (ended.records ?? 0) / ((ended.ts - started.ts) / 1000)
+        out.restoreRecords = ended.records ?? 0
+        notes.push(`restored ${fmtInt(ended.records ?? 0)} changelog records in ${((ended.ts - started.ts) / 1000).toFixed(2)} s (restart→restored ${((ended.ts - again.spawnedAt) / 1000).toFixed(1)} s)`)
+      } else {
+        notes.push(again.alive() ? "no restore-start/restore-end events: restore not measured" : "restart exited early: restore not measured")
+      }
+      await again.kill()
     }
-    await again.kill()
   }
 
   // 3. Latency at a fixed rate, on fresh topics and a fresh group.
@@ -407,6 +442,23 @@ const runProcessInner = async (
     } finally {
       await lapp.kill()
     }
+  }
+  // 4. Restart: time to the first new output with a large state, cold against warm.
+  if (x.doRestart && c.restartPhase === true) {
+    out.restart = await runRestartPhase(c, run, prefix, {
+      kafka: x.kafka,
+      admin: x.admin,
+      brokers: x.brokers,
+      clientConfig: x.clientConfig,
+      partitions: x.w.partitions,
+      valueBytes: x.w.valueBytes,
+      keys: x.restartKeys,
+      batch: x.restartBatch,
+      commitIntervalMs: x.commitIntervalMs,
+      timeoutMs: x.timeoutMs,
+      workDir: x.workDir,
+      log,
+    }, spawn, notes)
   }
   rmSync(join(x.workDir, `${c.name}-r${run}`), { recursive: true, force: true })
   return out

@@ -10,11 +10,13 @@
  * processingGuarantee "at-least-once".
  *
  * Speaks the contender protocol (bench/contenders/types.ts) on stdout:
+ *  - started: the app's modules are loaded (before it connects).
  *  - first-read: the first call of the transform.
  *  - restore-start: the first task store directory appears under --state-dir (Skein opens a
  *    task's store right before restoring it from the changelog).
  *  - restore-end: when Runner stats' restoredRecords/tasksStarted stop changing for 2 s after
- *    the first task started; ts = the last change, records = restoredRecords.
+ *    the first task started; ts = the last change, records = restoredRecords, tailTasks /
+ *    fullTasks = running tasks restored from their kept checkpoint / from the whole changelog.
  * --commit-interval-ms: Skein's commitInterval in alos mode (how often offsets of acknowledged
  * work are committed); ignored in eos mode, which commits one transaction per poll batch.
  * Connection security: the SKEIN_* settings of its environment (bench/lib/security.ts), given to
@@ -60,6 +62,8 @@ if (!Number.isFinite(commitIntervalMs) || commitIntervalMs <= 0) {
 const emit = (event: string, extra: Record<string, number> = {}): void => {
   process.stdout.write(`${JSON.stringify({ event, ts: Date.now(), ...extra })}\n`)
 }
+// The modules are loaded (node, tsx and Skein's imports): what follows is the app's own start.
+emit("started")
 
 const Input = Topic.make({ name: input, key: Schema.String, value: Schema.String })
 const Output = Topic.make({ name: output, key: Schema.String, value: Schema.NumberFromString })
@@ -107,7 +111,10 @@ const watcher = setInterval(() => {
     restoreReported = false
   } else if (!restoreReported && lastSeen.tasks > 0 && Date.now() - lastSeen.at >= 2000) {
     restoreReported = true
-    process.stdout.write(`${JSON.stringify({ event: "restore-end", ts: lastSeen.at, records: lastSeen.restored })}\n`)
+    const modes = [...stats.restores.values()].map((r) => r.mode)
+    const tailTasks = modes.filter((m) => m === "tail").length
+    const fullTasks = modes.filter((m) => m === "full").length
+    process.stdout.write(`${JSON.stringify({ event: "restore-end", ts: lastSeen.at, records: lastSeen.restored, tailTasks, fullTasks })}\n`)
   }
 }, 20)
 watcher.unref()

@@ -18,6 +18,7 @@ export const kafkaStreams: ProcessContender = {
   description:
     "Kafka Streams 4.4.0, exactly_once_v2, KTable count (RocksDB + changelog, record cache off), 1 stream thread, JVM default heap",
   hasState: true,
+  restartPhase: true,
   setup: async (ctx: SetupContext) => {
     const jars = jarDir(ctx)
     const j = await mavenJars(join(ctx.root, "bench", "peers", "streams", "pom.xml"), jars, ctx.log)

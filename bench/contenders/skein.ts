@@ -65,6 +65,7 @@ const skein = (mode: "eos" | "alos"): ProcessContender => ({
       ? "Skein exactly-once (transactions, changelog-backed store); Node, 1 thread"
       : "Skein at-least-once (no transactions, offsets committed every --commit-interval-ms after acks, changelog-backed store); Node, 1 thread",
   hasState: true,
+  restartPhase: mode === "eos",
   setup: (ctx) => probe(ctx, mode),
   command: (s) => ({
     cmd: process.execPath,

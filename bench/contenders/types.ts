@@ -11,10 +11,14 @@
  * offsets at the input's end, then a read_committed check of the output), not by the process.
  *
  * Optionally it prints JSON lines on stdout (other lines are only logged):
+ *   {"event":"started","ts":<epoch ms>}        the runtime is up and the app's code runs (the
+ *                                               restart phase reports spawn → started)
  *   {"event":"first-read","ts":<epoch ms>}     first input record seen (throughput starts here;
  *                                               without it the harness uses the spawn time)
  *   {"event":"restore-start","ts":<epoch ms>}  state restore from the changelog begins
  *   {"event":"restore-end","ts":<epoch ms>,"records":<changelog records applied>}
+ *                                               (Skein adds "tailTasks"/"fullTasks": tasks
+ *                                               restored from a kept checkpoint / in full)
  */
 import type { Command } from "../lib/proc.ts"
 import type { ClientConfigFiles } from "../lib/security.ts"
@@ -51,6 +55,11 @@ export interface ProcessContender {
   readonly description: string
   /** Has a changelog-backed store, so a restore after a kill can be measured. */
   readonly hasState: boolean
+  /**
+   * Takes part in the restart phase (bench/README.md): keeps its local state across a graceful
+   * restart, and its restart cold (state dir wiped) and warm (kept) is measured.
+   */
+  readonly restartPhase?: boolean
   /** Idempotent, cached setup (install, compile). Says why not when it cannot run. */
   readonly setup: (ctx: SetupContext) => Promise<Availability>
   readonly command: (spec: AppSpec) => Command

@@ -81,9 +81,16 @@ const valueBuffer = (bytes: number): Buffer => {
   return b
 }
 
+/**
+ * An idempotent producer: a plain kafkajs producer retries a whole request when one of its
+ * partitions fails (e.g. a leader not yet known right after the topic was created), writing the
+ * other partitions' records twice; the broker drops such retries of an idempotent producer.
+ */
+export const inputProducer = (kafka: Kafka): Producer => kafka.producer({ allowAutoTopicCreation: false, idempotent: true })
+
 /** Writes the whole input (acks=all) and returns when every record is acknowledged. */
 export const preload = async (kafka: Kafka, topic: string, w: Workload, seq: Uint32Array): Promise<number> => {
-  const producer = kafka.producer({ allowAutoTopicCreation: false })
+  const producer = inputProducer(kafka)
   await producer.connect()
   const value = valueBuffer(w.valueBytes)
   const batch = 5_000

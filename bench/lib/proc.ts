@@ -11,6 +11,10 @@ export interface AppEvent {
   readonly event: string
   readonly ts: number
   readonly records?: number
+  /** restore-end (Skein): tasks restored from their kept checkpoint (the changelog's tail). */
+  readonly tailTasks?: number
+  /** restore-end (Skein): tasks restored from the whole changelog. */
+  readonly fullTasks?: number
 }
 
 export interface Command {
@@ -88,7 +92,13 @@ export class AppProcess {
         try {
           const e = JSON.parse(line) as Partial<AppEvent>
           if (typeof e.event !== "string") return
-          const ev: AppEvent = { event: e.event, ts: typeof e.ts === "number" ? e.ts : Date.now(), ...(typeof e.records === "number" ? { records: e.records } : {}) }
+          const ev: AppEvent = {
+            event: e.event,
+            ts: typeof e.ts === "number" ? e.ts : Date.now(),
+            ...(typeof e.records === "number" ? { records: e.records } : {}),
+            ...(typeof e.tailTasks === "number" ? { tailTasks: e.tailTasks } : {}),
+            ...(typeof e.fullTasks === "number" ? { fullTasks: e.fullTasks } : {}),
+          }
           this.events.push(ev)
           for (const w of this.waiters.splice(0)) {
             if (w.pred(ev)) w.resolve(ev)
@@ -158,8 +168,8 @@ export class AppProcess {
     this.log.end()
   }
 
-  /** SIGTERM, then SIGKILL after graceMs. */
-  async stop(graceMs = 10_000): Promise<void> {
+  /** SIGTERM, then SIGKILL after graceMs. True when it exited by itself within graceMs. */
+  async stop(graceMs = 10_000): Promise<boolean> {
     this.sample()
     const pid = this.child.pid
     if (pid !== undefined && this.alive()) {
@@ -170,7 +180,14 @@ export class AppProcess {
       }
       await Promise.race([this.exited, sleep(graceMs)])
     }
+    const byItself = !this.alive()
     await this.kill()
+    return byItself
+  }
+
+  /** The exit code once exited (null after a signal), undefined while running. */
+  code(): number | null | undefined {
+    return this.exitCode
   }
 }
 

@@ -1,4 +1,5 @@
 /** The results table (markdown), the JSON next to it, and the chart. */
+import type { RestartKind, RestartResult } from "./restart.ts"
 import { fmtInt, fmtNum, spread, type Spread } from "./stats.ts"
 
 export interface RunResult {
@@ -10,6 +11,8 @@ export interface RunResult {
   readonly restoreRecords?: number
   readonly peakRssMiB?: number
   readonly verified?: string
+  /** The restart phase (contenders with `restartPhase`). */
+  readonly restart?: RestartResult
   readonly notes: ReadonlyArray<string>
 }
 
@@ -19,6 +22,8 @@ export interface ContenderReport {
   readonly unavailable?: string
   readonly hasState: boolean
   readonly ceiling: boolean
+  /** Measured in the restart phase. */
+  readonly restartPhase?: boolean
   readonly runs: ReadonlyArray<RunResult>
 }
 
@@ -76,6 +81,11 @@ export interface ReportMeta {
   readonly machine: string
   readonly command: string
   readonly chart?: string
+  /** Which phases ran (absent in older results: all but restart). */
+  readonly phases?: ReadonlyArray<"throughput" | "restore" | "latency" | "restart">
+  /** Restart phase: keys of the state, and new records per restart. */
+  readonly restartKeys?: number
+  readonly restartBatch?: number
 }
 
 export const baselineOf = (reports: ReadonlyArray<ContenderReport>): string | undefined => {
@@ -83,23 +93,12 @@ export const baselineOf = (reports: ReadonlyArray<ContenderReport>): string | un
   return has("skein-eos") ? "skein-eos" : has("kafkajs-loop") ? "kafkajs-loop" : undefined
 }
 
-export const renderMarkdown = (meta: ReportMeta, reports: ReadonlyArray<ContenderReport>): string => {
+/** The throughput / latency / restore / RSS table. */
+const renderMainTable = (reports: ReadonlyArray<ContenderReport>): ReadonlyArray<string> => {
   const base = baselineOf(reports)
   const sums = new Map(reports.map((r) => [r.name, summarize(r)]))
   const b = base === undefined ? undefined : sums.get(base)
   const L: string[] = []
-  L.push(`# Skein benchmark — ${meta.date}`)
-  L.push("")
-  L.push(
-    `${fmtInt(meta.records)} input records (${meta.valueBytes}-byte values, ${fmtInt(meta.keys)} keys, ${meta.partitions} partitions), ` +
-      `${meta.runs} run(s) per contender, alternating; figures are median (min–max). ` +
-      `Ratios are to **${base ?? "nothing (no baseline ran)"}**${base === "kafkajs-loop" ? " because skein-eos is unavailable" : ""}. ` +
-      `Latency: ${fmtInt(meta.rate)} records/s for ${meta.warmupSeconds} s warm-up + ${meta.latencySeconds} s measured. ` +
-      `Commit interval ${meta.commitIntervalMs} ms where the contender has one.`,
-  )
-  L.push("")
-  L.push(`Broker: ${meta.brokerOrigin}. Machine: ${meta.machine}.`)
-  L.push("")
   L.push(
     "| contender | throughput rec/s | × | p50 ms | × | p99 ms | × | restore rec/s | × | peak RSS MiB | × | output check |",
   )
@@ -127,6 +126,36 @@ export const renderMarkdown = (meta: ReportMeta, reports: ReadonlyArray<Contende
     )
   }
   L.push("")
+  return L
+}
+
+export const renderMarkdown = (meta: ReportMeta, reports: ReadonlyArray<ContenderReport>): string => {
+  const base = baselineOf(reports)
+  const L: string[] = []
+  const phases = meta.phases ?? ["throughput", "restore", "latency"]
+  const mainTable = phases.includes("throughput") || phases.includes("latency")
+  L.push(`# Skein benchmark — ${meta.date}`)
+  L.push("")
+  if (mainTable) {
+    L.push(
+      `${fmtInt(meta.records)} input records (${meta.valueBytes}-byte values, ${fmtInt(meta.keys)} keys, ${meta.partitions} partitions), ` +
+        `${meta.runs} run(s) per contender, alternating; figures are median (min–max). ` +
+        `Ratios are to **${base ?? "nothing (no baseline ran)"}**${base === "kafkajs-loop" ? " because skein-eos is unavailable" : ""}. ` +
+        `Latency: ${fmtInt(meta.rate)} records/s for ${meta.warmupSeconds} s warm-up + ${meta.latencySeconds} s measured. ` +
+        `Commit interval ${meta.commitIntervalMs} ms where the contender has one.`,
+    )
+  } else {
+    L.push(
+      `Restart phase only: ${meta.partitions} partitions, ${meta.valueBytes}-byte values, ${meta.runs} run(s) per contender, ` +
+        `alternating (contender order and warm/cold order swap every run); figures are median (min–max). ` +
+        `Commit interval ${meta.commitIntervalMs} ms where the contender has one.`,
+    )
+  }
+  L.push("")
+  L.push(`Broker: ${meta.brokerOrigin}. Machine: ${meta.machine}.`)
+  L.push("")
+  if (mainTable) L.push(...renderMainTable(reports))
+  L.push(...renderRestart(meta, reports))
   if (meta.chart !== undefined) {
     L.push(`![throughput and p99 latency](${meta.chart})`)
     L.push("")
@@ -144,26 +173,109 @@ export const renderMarkdown = (meta: ReportMeta, reports: ReadonlyArray<Contende
   }
   L.push("## How the figures are taken")
   L.push("")
-  L.push(
+  if (phases.includes("throughput")) L.push(
     "- **throughput**: input records / (time the output's high watermark reached its final value, i.e. the last output " +
       "(and, for transactions, its commit marker) was written − the contender's first read). Completion = the group's " +
       "committed offsets at the input's end; then the output is read read_committed and each key's values must run 1..n.",
   )
-  L.push(
+  if (phases.includes("latency")) L.push(
     "- **p50/p99**: fresh topics, the harness produces at a fixed rate; latency of a record = when its output (key, count) " +
       "is read read_committed − when the record was handed to the producer. Includes the harness's own producer and consumer.",
   )
-  L.push(
+  if (phases.includes("restore")) L.push(
     "- **restore**: after the throughput run the process is SIGKILLed, its state directory deleted, and it is restarted " +
       "on the same group; changelog records applied / (restore-end − restore-start) as the contender reports them.",
   )
-  L.push("- **peak RSS**: highest resident set of the processing process tree during the throughput run (sampled every 200 ms, and VmHWM).")
-  L.push("- **output check**: `exact` = every key's counts 1..n, no duplicates; `complete (+d dup)` = correct final counts with at-least-once duplicates.")
-  L.push("- kafka-perf rows are the machine's ceiling measured by Kafka's own tools; see bench/README.md for their latency definitions.")
+  if (phases.includes("restart")) {
+    L.push(
+      "- **restart**: a state of one record per key is built, the contender stopped gracefully (SIGTERM, waiting for it to exit) " +
+        "and its output checked; then a batch of new records to known keys is produced and the contender restarted on the same " +
+        "group, warm (state directory kept) or cold (wiped), alternating which comes first; the figure is spawn → first new output " +
+        "read read_committed. Every new output must continue its key's count. Restored records = the contender's last restore-end.",
+    )
+  }
+  if (phases.includes("throughput")) {
+    L.push("- **peak RSS**: highest resident set of the processing process tree during the throughput run (sampled every 200 ms, and VmHWM).")
+    L.push("- **output check**: `exact` = every key's counts 1..n, no duplicates; `complete (+d dup)` = correct final counts with at-least-once duplicates.")
+  }
+  if (reports.some((r) => r.ceiling)) L.push("- kafka-perf rows are the machine's ceiling measured by Kafka's own tools; see bench/README.md for their latency definitions.")
   L.push("")
   L.push(`Command: \`${meta.command}\``)
   L.push("")
   return L.join("\n")
+}
+
+const fmtSeconds = (sp: Spread | undefined): string => {
+  if (sp === undefined) return "–"
+  const f = (n: number): string => n.toFixed(n >= 100 ? 0 : n >= 10 ? 1 : 2)
+  return sp.n > 1 ? `${f(sp.median)} (${f(sp.min)}–${f(sp.max)})` : f(sp.median)
+}
+
+const fmtRecords = (sp: Spread | undefined): string =>
+  sp === undefined ? "–" : sp.n > 1 && sp.min !== sp.max ? `${fmtInt(sp.median)} (${fmtInt(sp.min)}–${fmtInt(sp.max)})` : fmtInt(sp.median)
+
+const restartSpread = (r: ContenderReport, kind: RestartKind, f: "firstOutputSeconds" | "allOutputsSeconds" | "restoredRecords"): Spread | undefined =>
+  spread(r.runs.map((x) => x.restart?.[kind]?.[f]))
+
+const ratioOf = (a: number | undefined, b: number | undefined): string =>
+  a === undefined || b === undefined || b === 0 ? "–" : `${(a / b).toFixed(2)}×`
+
+/** The restart phase's table (empty when no run has one). */
+export const renderRestart = (meta: ReportMeta, reports: ReadonlyArray<ContenderReport>): ReadonlyArray<string> => {
+  const rows = reports.filter((r) => r.unavailable === undefined && r.runs.some((x) => x.restart !== undefined))
+  if (rows.length === 0) return []
+  const L: string[] = []
+  L.push("## Restart: time to the first new output")
+  L.push("")
+  L.push(
+    `State of ${fmtInt(meta.restartKeys ?? 0)} keys (one record each), then ${fmtInt(meta.restartBatch ?? 0)} new records to known keys per restart; ` +
+      "seconds from the process spawn to the first new output read read_committed (and to the last of the batch), after a " +
+      "graceful stop: **warm** = the state directory kept, **cold** = wiped. Restored = changelog records the contender " +
+      "reported restoring.",
+  )
+  L.push("")
+  L.push(
+    "| contender | restart: cold s | restart: warm s | warm/cold | all new outputs: cold s | warm s | restored records cold | " +
+      "restored records warm | new outputs | 1-min load at the restarts |",
+  )
+  L.push("|---|---:|---:|---:|---:|---:|---:|---:|---|---|")
+  for (const r of rows) {
+    const cold = restartSpread(r, "cold", "firstOutputSeconds")
+    const warm = restartSpread(r, "warm", "firstOutputSeconds")
+    const measures = r.runs.flatMap((x) => [x.restart?.cold, x.restart?.warm]).filter((m) => m !== undefined)
+    const checks = [...new Set(measures.map((m) => m.check))].join("; ")
+    const loads = measures.map((m) => m.loadAtSpawn)
+    const load = loads.length === 0 ? "–" : `${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)}`
+    L.push(
+      `| ${r.name} | ${fmtSeconds(cold)} | ${fmtSeconds(warm)} | ${ratioOf(warm?.median, cold?.median)} | ` +
+        `${fmtSeconds(restartSpread(r, "cold", "allOutputsSeconds"))} | ${fmtSeconds(restartSpread(r, "warm", "allOutputsSeconds"))} | ` +
+        `${fmtRecords(restartSpread(r, "cold", "restoredRecords"))} | ${fmtRecords(restartSpread(r, "warm", "restoredRecords"))} | ` +
+        `${checks === "" ? "–" : `${checks} (${measures.length} × ${fmtInt(meta.restartBatch ?? 0)})`} | ${load} |`,
+    )
+  }
+  L.push("")
+  // Skein against Kafka Streams: of the medians, and per run (measured side by side).
+  const skein = rows.find((r) => r.name === "skein-eos")
+  const ks = rows.find((r) => r.name === "kafka-streams-eos")
+  if (skein !== undefined && ks !== undefined) {
+    const med = (r: ContenderReport, k: RestartKind, f: "firstOutputSeconds" | "allOutputsSeconds" = "firstOutputSeconds") =>
+      restartSpread(r, k, f)?.median
+    const perRun = skein.runs
+      .map((sr) => {
+        const kr = ks.runs.find((x) => x.run === sr.run)
+        return `run ${sr.run}: cold ${ratioOf(sr.restart?.cold?.firstOutputSeconds, kr?.restart?.cold?.firstOutputSeconds)}, ` +
+          `warm ${ratioOf(sr.restart?.warm?.firstOutputSeconds, kr?.restart?.warm?.firstOutputSeconds)}`
+      })
+      .join("; ")
+    L.push(
+      `skein-eos / kafka-streams-eos (restart seconds; below 1 = Skein first): cold ${ratioOf(med(skein, "cold"), med(ks, "cold"))}, ` +
+        `warm ${ratioOf(med(skein, "warm"), med(ks, "warm"))} (medians; to all new outputs: cold ` +
+        `${ratioOf(med(skein, "cold", "allOutputsSeconds"), med(ks, "cold", "allOutputsSeconds"))}, warm ` +
+        `${ratioOf(med(skein, "warm", "allOutputsSeconds"), med(ks, "warm", "allOutputsSeconds"))}); per run, to the first: ${perRun}.`,
+    )
+    L.push("")
+  }
+  return L
 }
 
 /** A plain-text table for the terminal. */

@@ -7,10 +7,16 @@
 //
 // Compiled with plain javac against the jars of bench/peers/streams/pom.xml; the harness does that
 // (bench/contenders/kstreams.ts). Speaks the contender protocol: JSON lines on stdout, e.g.
+//   {"event":"started","ts":1700000000000}      (main() runs: the JVM is up)
 //   {"event":"first-read","ts":1700000000000}
 //   {"event":"running","ts":...}
 //   {"event":"restore-start","ts":...}
 //   {"event":"restore-end","ts":...,"records":12345}
+//
+// SIGTERM (a graceful stop) closes the instance with LEAVE_GROUP, so that a restarted member
+// gets its partitions at once rather than after the old member's session timeout (45 s), as a
+// Skein instance leaves its group when it stops; the close may take up to 60 s (flushing the
+// stores and writing their checkpoints), and prints whether it finished in time.
 //
 // --client-config FILE: Java client properties for a secured cluster (security.protocol,
 // sasl.*, ssl.*), written by the harness from the SKEIN_* settings (bench/lib/security.ts);
@@ -33,6 +39,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
+import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
@@ -59,6 +66,8 @@ public final class SkeinBenchCount {
                 started = true;
                 emit("{\"event\":\"restore-start\",\"ts\":" + System.currentTimeMillis() + "}");
             }
+            // Not an event: where each changelog partition restores from (0 = the whole changelog).
+            emit("restoring " + store + " " + tp + " from offset " + start + " to " + end);
             active.add(tp);
         }
 
@@ -83,6 +92,7 @@ public final class SkeinBenchCount {
     }
 
     public static void main(String[] args) throws Exception {
+        emit("{\"event\":\"started\",\"ts\":" + System.currentTimeMillis() + "}");
         Map<String, String> a = new HashMap<>();
         for (int i = 0; i + 1 < args.length; i += 2) a.put(args[i].replaceFirst("^--", ""), args[i + 1]);
         String brokers = a.get("brokers");
@@ -150,7 +160,11 @@ public final class SkeinBenchCount {
                     .SHUTDOWN_CLIENT;
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            streams.close(Duration.ofSeconds(10));
+            long t0 = System.currentTimeMillis();
+            boolean closed = streams.close(CloseOptions.timeout(Duration.ofSeconds(60))
+                    .withGroupMembershipOperation(CloseOptions.GroupMembershipOperation.LEAVE_GROUP));
+            emit("closed (leaving the group): " + (closed ? "clean" : "timed out") + " after "
+                    + (System.currentTimeMillis() - t0) + " ms");
         }));
         streams.start();
         done.await();
