@@ -124,31 +124,21 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         )
       })
       : undefined
-    // The changelog reader is made at the first restore; a failed first connect is retried by the next one.
-    const restoreFrom = yield* Option.match(changelog, {
-      onNone: () => Effect.succeed(Option.none()),
-      onSome: (topic) =>
-        Effect.map(
-          memoizeSuccess(
-            ChangelogReader.make(kafka, { topic, groupId: `${config.applicationId}-restore-${randomUUID()}` }).pipe(
-              Scope.extend(runnerScope)
-            )
-          ),
-          (reader) => Option.some({ topic, reader })
+    // A topic's reader is made at its first restore; a failed first connect is retried by the next one.
+    const lazyReader = (topic: string) =>
+      memoizeSuccess(
+        ChangelogReader.make(kafka, { topic, groupId: `${config.applicationId}-restore-${randomUUID()}` }).pipe(
+          Scope.extend(runnerScope)
         )
-    })
-    const runsFrom = yield* Option.match(runsTopic, {
-      onNone: () => Effect.succeed(Option.none()),
-      onSome: (topic) =>
-        Effect.map(
-          memoizeSuccess(
-            ChangelogReader.make(kafka, { topic, groupId: `${config.applicationId}-restore-${randomUUID()}` }).pipe(
-              Scope.extend(runnerScope)
-            )
-          ),
-          (reader) => Option.some({ topic, reader, retention })
-        )
-    })
+      )
+    const restoreFrom = yield* Effect.transposeMapOption(
+      changelog,
+      (topic) => Effect.map(lazyReader(topic), (reader) => ({ topic, reader }))
+    )
+    const runsFrom = yield* Effect.transposeMapOption(
+      runsTopic,
+      (topic) => Effect.map(lazyReader(topic), (reader) => ({ topic, reader, retention }))
+    )
     const messageLimits = Outputs.makeMessageLimits(config.maxMessageBytes, admin.maxMessageBytes)
     const partitionCounts = PartitionCounts.make(admin.partitionCount)
     const buffer = PollBuffer.make()

@@ -151,6 +151,56 @@ describe("standby replicas", () => {
       assert.strictEqual(a.stats.standbyFailures + b.stats.standbyFailures, 0)
     }), { timeout: 300_000 })
 
+  it.scopedLive("a standby copy behind its changelog restores exactly its lag when its partition moves there", () =>
+    Effect.gen(function*() {
+      const { applicationId, changelog, counter, input, output, stateDir } = yield* setup
+      const options = { applicationId, standbyReplicas: 1 }
+      const dirA = yield* stateDir()
+      const a = yield* startInstance(counter, { ...options, stateDir: dirA })
+      const b = yield* startInstance(counter, { ...options, stateDir: yield* stateDir() })
+      yield* split(a.stats, b.stats)
+      yield* produceKeys(input, 0, KEYS / 4)
+      yield* caughtUp(applicationId, input, 120_000)
+      yield* eventually(warm(a.stats, b.stats), { what: "a's standbys of b's partitions to catch up", timeout: 90_000 })
+      const moved = [...b.stats.assigned].sort()
+      const positions = new Map((yield* Health.snapshot(a.stats)).standbys.map((s) => [s.partition, s.position]))
+
+      // a stops with its standby copies at `positions`; b goes on alone and writes past them.
+      yield* a.stop
+      yield* produceKeys(input, 0, MORE)
+      yield* caughtUp(applicationId, input, 120_000)
+      yield* b.stop
+      const ends = new Map((yield* offsets(changelog)).map((o) => [o.partition, o.lastStable]))
+      const changelogSize = [...ends.values()].reduce((n, end) => n + end, 0)
+
+      // a starts again on its own stateDir and takes every task: b's from a's standby copies.
+      const again = yield* startInstance(counter, { ...options, stateDir: dirA })
+      yield* eventually(Effect.sync(() => again.stats.restores.size === PARTITIONS && again.stats.pending.size === 0), {
+        what: "the restarted instance to run every task",
+        timeout: 90_000
+      })
+      const snapshot = yield* Health.snapshot(again.stats)
+      for (const partition of moved) {
+        const restore = snapshot.restores.find((r) => r.partition === partition)
+        const position = positions.get(partition)
+        if (restore === undefined || position === undefined) return assert.fail(`partition ${partition} has a standby and a restore`)
+        yield* Effect.log(
+          `partition ${partition}: standby copy at ${position}, changelog end ${ends.get(partition)}; restored ` +
+            `${restore.records} records (${restore.mode}: ${restore.reason}) from ${restore.from} to ${restore.until}`
+        )
+        assert.strictEqual(restore.mode, "tail", JSON.stringify(restore))
+        assert.strictEqual(restore.from, position, "restored from the standby copy's position")
+        assert.strictEqual(restore.until, ends.get(partition), "to the changelog's end")
+        assert.isAbove(restore.records, 0, "the copy was behind: its lag is restored")
+        assert.isAtMost(restore.records, restore.until - position, "no more than the lag")
+        assert.isBelow(restore.records, changelogSize * 0.1, JSON.stringify(restore))
+      }
+      yield* again.stop
+      const { expected, last, outputs } = yield* recount(input, output)
+      assert.strictEqual(outputs, KEYS / 4 + MORE)
+      for (const [k, n] of expected) assert.strictEqual(last.get(k), n, k)
+    }), { timeout: 300_000 })
+
   it.scopedLive("with standbyReplicas 0 nothing of it runs: no standby, no standby reader", () =>
     Effect.gen(function*() {
       const { applicationId, counter, input, stateDir } = yield* setup

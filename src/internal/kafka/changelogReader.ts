@@ -10,7 +10,7 @@
  */
 import { Deferred, Effect, Queue } from "effect"
 import type { Scope } from "effect"
-import type { Consumer } from "kafkajs"
+import type { Batch, Consumer } from "kafkajs"
 import { KafkaError } from "../../SkeinError.ts"
 import type { Kafka } from "./client.ts"
 import { consumerRetry } from "./consumer.ts"
@@ -23,6 +23,19 @@ type ReadEvent =
   | { readonly _tag: "Records"; readonly records: ReadonlyArray<FetchedRecord>; readonly ack: () => void }
   | { readonly _tag: "Position"; readonly next: number }
   | { readonly _tag: "Failed"; readonly error: KafkaError }
+
+/** A fetched changelog batch as records: keys, values, offsets and timestamps (a changelog's headers are not read). */
+export const changelogRecords = (batch: Batch): Array<FetchedRecord> =>
+  batch.messages.map((m) => ({
+    topic: batch.topic,
+    partition: batch.partition,
+    offset: Number(m.offset),
+    key: m.key,
+    value: m.value,
+    headers: {},
+    rawHeaders: {},
+    timestamp: Number(m.timestamp)
+  }))
 
 export interface ChangelogReader {
   /**
@@ -94,16 +107,7 @@ export const make = (
             eachBatch: async ({ batch }) => {
               const target = current
               if (target === undefined || batch.partition !== target.partition || batch.messages.length === 0) return
-              const records = batch.messages.map((m) => ({
-                topic: batch.topic,
-                partition: batch.partition,
-                offset: Number(m.offset),
-                key: m.key,
-                value: m.value,
-                headers: {},
-                rawHeaders: {},
-                timestamp: Number(m.timestamp)
-              }))
+              const records = changelogRecords(batch)
               await new Promise<void>((resolve) => {
                 Queue.unsafeOffer(target.events, { _tag: "Records", records, ack: resolve })
               })

@@ -17,6 +17,7 @@ import { KafkaError } from "../../SkeinError.ts"
 import type { Kafka } from "./client.ts"
 import { consumerRetry } from "./consumer.ts"
 import type { FetchedRecord } from "./consumer.ts"
+import { changelogRecords } from "./changelogReader.ts"
 import { toKafkaError } from "./errors.ts"
 
 /** What a followed partition's reader sees. */
@@ -116,16 +117,7 @@ export const make = (
             eachBatch: async ({ batch, isStale }) => {
               const follower = followed.get(batch.partition)
               if (follower === undefined || isStale() || batch.messages.length === 0) return
-              const records = batch.messages.map((m): FetchedRecord => ({
-                topic: batch.topic,
-                partition: batch.partition,
-                offset: Number(m.offset),
-                key: m.key,
-                value: m.value,
-                headers: {},
-                rawHeaders: {},
-                timestamp: Number(m.timestamp)
-              }))
+              const records = changelogRecords(batch)
               const next = Number(batch.lastOffset()) + 1
               await new Promise<void>((resolve) => {
                 const ack = () => {
