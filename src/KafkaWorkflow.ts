@@ -51,6 +51,21 @@ import { defaultStateKey } from "./internal/StateKeyCheck.ts"
  * suspended run, and the run store's (a broker error rewinds the partition, a
  * fenced run-store producer means the task moved to another instance).
  *
+ * @example
+ * ```ts
+ * import { ErrorRule } from "skein"
+ * import type { KafkaWorkflow, Transformer } from "skein"
+ *
+ * class PaymentDeclined extends Error {
+ *   readonly _tag = "PaymentDeclined"
+ * }
+ * // the rules of a workflow whose body fails with PaymentDeclined
+ * const rules: ReadonlyArray<Transformer.Rule<KafkaWorkflow.HandlerError<PaymentDeclined>>> = [
+ *   ErrorRule.tagged("PaymentDeclined", { then: "dlq" }),
+ *   ErrorRule.tagged("WorkflowSuspended", { then: "dlq" })
+ * ]
+ * ```
+ *
  * @since 0.3.0
  * @category models
  */
