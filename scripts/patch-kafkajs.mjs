@@ -26,7 +26,13 @@
 //   inline, lengths and CRC32C back-filled (slicing-by-16), the request header written in front
 //   of it without a copy; the same bytes as kafkajs's encoders, which still encode compressed
 //   requests and anything the lean one does not take. See test/unit/recordBatchEncoder.test.ts
-//   and bench/encoder.ts.
+//   and bench/encoder.ts;
+// - kafkajs/src/producer/partitioners/default/murmur2.js and
+//   kafkajs/src/producer/partitioners/legacy/partitioner.js (the default partitioner): murmur2 in
+//   32-bit arithmetic (Math.imul, as Java's) instead of ~20 BigInt-backed Long objects per 4 key
+//   bytes (~2 us per keyed record), and the partition metadata filtered only for records with
+//   neither partition nor key, not for every record. The same partitions; see
+//   test/unit/murmur2.test.ts.
 // Bun and Deno use the same node_modules, so patching the files covers all three runtimes.
 //
 // Plain Node, no dependency. Strict: patches are whole-file hunks (git diff -U100000), and the

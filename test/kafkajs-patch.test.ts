@@ -38,7 +38,9 @@ const patchedFiles = [
   "src/protocol/recordBatch/crc32C/crc32C.js",
   "src/protocol/recordBatch/v0/index.js",
   "src/protocol/requests/produce/v3/request.js",
-  "src/protocol/request.js"
+  "src/protocol/request.js",
+  "src/producer/partitioners/default/murmur2.js",
+  "src/producer/partitioners/legacy/partitioner.js"
 ]
 /** A line only the patched `sendMessages.js` has. */
 const patchedSendMessagesLine = "const donePartitions = new Set()"
