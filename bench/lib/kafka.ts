@@ -85,6 +85,8 @@ const valueBuffer = (bytes: number): Buffer => {
  * An idempotent producer: a plain kafkajs producer retries a whole request when one of its
  * partitions fails (e.g. a leader not yet known right after the topic was created), writing the
  * other partitions' records twice; the broker drops such retries of an idempotent producer.
+ * Give it one `send` at a time: kafkajs's idempotent producer numbers concurrent sends' batches
+ * out of order now and then (OUT_OF_ORDER_SEQUENCE_NUMBER, tulios/kafkajs#598).
  */
 export const inputProducer = (kafka: Kafka): Producer => kafka.producer({ allowAutoTopicCreation: false, idempotent: true })
 
@@ -93,19 +95,15 @@ export const preload = async (kafka: Kafka, topic: string, w: Workload, seq: Uin
   const producer = inputProducer(kafka)
   await producer.connect()
   const value = valueBuffer(w.valueBytes)
-  const batch = 5_000
-  const inFlight = new Set<Promise<unknown>>()
+  const batch = 20_000
   const t0 = performance.now()
   try {
     for (let start = 0; start < w.records; start += batch) {
       const end = Math.min(w.records, start + batch)
       const messages: Message[] = new Array(end - start)
       for (let i = start; i < end; i++) messages[i - start] = { key: keyName(seq[i] ?? 0), value }
-      const p: Promise<unknown> = producer.send({ topic, messages, acks: -1 }).finally(() => inFlight.delete(p))
-      inFlight.add(p)
-      if (inFlight.size >= 4) await Promise.race(inFlight)
+      await producer.send({ topic, messages, acks: -1 })
     }
-    await Promise.all(inFlight)
   } finally {
     await producer.disconnect()
   }
