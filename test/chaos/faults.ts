@@ -184,7 +184,8 @@ export const run = (params: {
             const node = cluster.nodes[index]
             if (node !== undefined) {
               const moved = yield* leadershipsMoved(cluster, node.nodeId)
-              if (!moved) counts.errors.push(`broker ${index} still leads partitions 60 s after its kill`)
+              if (moved) yield* say(`broker: node ${index} (id ${node.nodeId}) leads no partition any more`)
+              else counts.errors.push(`broker ${index} still leads partitions 60 s after its kill`)
             }
             const restarted = yield* cluster.restartNode(index).pipe(
               Effect.retry({ times: 3 }),
