@@ -32,7 +32,14 @@
 //   32-bit arithmetic (Math.imul, as Java's) instead of ~20 BigInt-backed Long objects per 4 key
 //   bytes (~2 us per keyed record), and the partition metadata filtered only for records with
 //   neither partition nor key, not for every record. The same partitions; see
-//   test/unit/murmur2.test.ts.
+//   test/unit/murmur2.test.ts;
+// - kafkajs/src/producer/eosManager/index.js: the transaction and group coordinators are kept
+//   between requests (kafkajs sent FindCoordinator before every AddPartitionsToTxn,
+//   AddOffsetsToTxn, TxnOffsetCommit and EndTxn: 4 extra round trips per transaction), forgotten
+//   when a request to one fails or its connection closes; and AddPartitionsToTxn answered
+//   CONCURRENT_TRANSACTIONS (right after the previous EndTxn) is asked again after 20 ms, as the
+//   Java client does, instead of failing the send into a metadata refresh and a backoff. See
+//   test/kafkajs-patch.test.ts.
 // Bun and Deno use the same node_modules, so patching the files covers all three runtimes.
 //
 // Plain Node, no dependency. Strict: patches are whole-file hunks (git diff -U100000), and the

@@ -40,7 +40,8 @@ const patchedFiles = [
   "src/protocol/requests/produce/v3/request.js",
   "src/protocol/request.js",
   "src/producer/partitioners/default/murmur2.js",
-  "src/producer/partitioners/legacy/partitioner.js"
+  "src/producer/partitioners/legacy/partitioner.js",
+  "src/producer/eosManager/index.js"
 ]
 /** A line only the patched `sendMessages.js` has. */
 const patchedSendMessagesLine = "const donePartitions = new Set()"
@@ -247,6 +248,73 @@ describe("kafkajs patch", () => {
         read.map((r) => [r.key, r.value, r.partition, r.timestamp, r.headers["n"]]).sort(),
         records.map((r) => [r.key, String(r.value), r.partition, r.timestamp, r.headers.n]).sort()
       )
+    }), 90_000)
+
+  // kafkajs looked the transaction coordinator up (FindCoordinator) before each AddPartitionsToTxn,
+  // AddOffsetsToTxn and EndTxn, and the group coordinator before each TxnOffsetCommit. The patch
+  // keeps both, and looks a coordinator up again once its connection is gone.
+  it.scopedLive("Skein's producer looks its coordinators up once, and again after the coordinator's connection closed", () =>
+    Effect.gen(function*() {
+      const loaded = yield* PatchedKafkajs.loaded
+      const clusterClass = createRequire(path.join(loaded.dir, "package.json"))(
+        path.join(loaded.dir, "src", "cluster", "index.js")
+      ) as { prototype: { findGroupCoordinator: (request: { readonly coordinatorType?: number }) => Promise<unknown> } }
+      const find = clusterClass.prototype.findGroupCoordinator
+      const lookups = { transaction: 0, group: 0 }
+      let lastTransactionCoordinator: { disconnect: () => Promise<void> } | undefined
+      yield* Effect.acquireRelease(
+        Effect.sync(() => {
+          clusterClass.prototype.findGroupCoordinator = async function(this: unknown, request) {
+            const broker = await find.call(this, request)
+            // coordinatorType 1 is TRANSACTION (kafkajs/src/protocol/coordinatorTypes.js)
+            if (request.coordinatorType === 1) {
+              lookups.transaction++
+              lastTransactionCoordinator = broker as { disconnect: () => Promise<void> }
+            } else {
+              lookups.group++
+            }
+            return broker
+          }
+        }),
+        () => Effect.sync(() => {
+          clusterClass.prototype.findGroupCoordinator = find
+        })
+      )
+      const topic = Helpers.unique("coordinators")
+      const input = Helpers.unique("coordinators-in")
+      yield* Helpers.createTopics([{ name: topic, partitions: 3 }, { name: input, partitions: 1 }])
+      const kafka = yield* Client.makeKafka({ clientId: "kafkajs-patch-coordinators", brokers: brokers() })
+      const transactional = yield* Producer.make(kafka, {
+        partition: 0,
+        transactionalId: Helpers.unique("coordinators-txn"),
+        transactionTimeout: Duration.seconds(30),
+        maxMessageBytes: 1_048_576
+      })
+      const producer = yield* transactional.fence
+      const groupId = Helpers.unique("coordinators-group")
+      const transaction = (n: number) =>
+        producer.commit(
+          Array.from({ length: 30 }, (_, i) => ({ topic, key: `key-${n}-${i}`, value: `v${n}`, partition: i % 3 })),
+          { groupId, offsets: [{ topic: input, partition: 0, offset: n + 1 }] }
+        )
+      for (let n = 0; n < 3; n++) yield* transaction(n)
+      // One lookup each: the fence's InitProducerId found the transaction coordinator, the first
+      // TxnOffsetCommit the group's; three transactions' eleven coordinator requests reused them.
+      assert.deepStrictEqual(lookups, { transaction: 1, group: 1 })
+
+      yield* Effect.promise(() => lastTransactionCoordinator!.disconnect())
+      yield* transaction(3)
+      assert.strictEqual(lookups.transaction, 2)
+      // On a one-node cluster the group coordinator is the same broker: its connection may have
+      // been closed at the same moment, and then the group is looked up again once too.
+      assert.include([1, 2], lookups.group)
+      assert.deepStrictEqual([...(yield* Helpers.groupOffsets(groupId, input))], [[0, 4]])
+      yield* Helpers.eventually(
+        Effect.map(Helpers.offsets(topic), (ends) => ends.reduce((n, e) => n + e.lastStable, 0) === 4 * 30 + 4 * 3),
+        { what: "the four transactions' records and commit markers below the last stable offsets" }
+      )
+      const read = yield* Helpers.readCommitted(topic)
+      assert.strictEqual(read.length, 4 * 30)
     }), 90_000)
 
   // The user's way: a program started from the unpatched install, under each runtime. It loads
