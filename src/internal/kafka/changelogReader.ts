@@ -19,6 +19,13 @@ import { toKafkaError } from "./errors.ts"
 import { isPermit } from "./producer.ts"
 import type { RestorePermit } from "./producer.ts"
 
+/**
+ * Fetched batches handed on but not yet applied, at most: the consumer fetches
+ * the next batch while the store writes the previous one (LevelDB writes off
+ * the main thread), and holds at most this many batches in memory.
+ */
+const batchesAhead = 2
+
 type ReadEvent =
   | { readonly _tag: "Records"; readonly records: ReadonlyArray<FetchedRecord>; readonly ack: () => void }
   | { readonly _tag: "Position"; readonly next: number }
@@ -36,6 +43,14 @@ export const changelogRecords = (batch: Batch): Array<FetchedRecord> =>
     rawHeaders: {},
     timestamp: Number(m.timestamp)
   }))
+
+/** The partition being read: its position, its events, and the applies of the batches handed on. */
+interface Reading {
+  readonly partition: number
+  position: number
+  readonly events: Queue.Queue<ReadEvent>
+  readonly applied: Array<Promise<void>>
+}
 
 export interface ChangelogReader {
   /**
@@ -59,7 +74,7 @@ export const make = (
   Effect.gen(function*() {
     const joined = yield* Deferred.make<ReadonlyArray<number>>()
     const access = { topics: [options.topic], topicOperation: "READ", group: options.groupId, groupOperation: "READ" } as const
-    let current: { partition: number; position: number; events: Queue.Queue<ReadEvent> } | undefined
+    let current: Reading | undefined
     let assigned: ReadonlyArray<number> = []
 
     const consumer: Consumer = kafka.consumer({
@@ -108,9 +123,11 @@ export const make = (
               const target = current
               if (target === undefined || batch.partition !== target.partition || batch.messages.length === 0) return
               const records = changelogRecords(batch)
-              await new Promise<void>((resolve) => {
+              target.applied.push(new Promise<void>((resolve) => {
                 Queue.unsafeOffer(target.events, { _tag: "Records", records, ack: resolve })
-              })
+              }))
+              // Fetch the next batch while this one is applied, unless enough are waiting.
+              if (target.applied.length >= batchesAhead) await target.applied.shift()
             }
           })
         },
@@ -118,6 +135,58 @@ export const make = (
       }),
       () => Effect.promise(() => consumer.disconnect().catch(() => undefined))
     )
+
+    /** Leaves a partition: no batch is handed to its reading any more, and it is paused. */
+    const leave = (partition: number) => {
+      current = undefined
+      try {
+        consumer.pause([{ topic: options.topic, partitions: [partition] }])
+      } catch {
+        // A crashed consumer cannot pause; the crash is already recorded above.
+      }
+    }
+
+    /**
+     * Once the partition is left, the batches fetched past the end (or left by
+     * a failure) are released unapplied: a consumer waiting on one fetches on.
+     */
+    const release = (reading: Reading) =>
+      Effect.zipRight(
+        Effect.sync(() => leave(reading.partition)),
+        Effect.flatMap(Queue.takeAll(reading.events), (left) =>
+          Effect.sync(() => {
+            for (const event of left) if (event._tag === "Records") event.ack()
+          }))
+      )
+
+    /** Applies the reading's batches in order until its position reaches `until`. */
+    const consume = <E>(
+      reading: Reading,
+      until: number,
+      apply: (records: ReadonlyArray<FetchedRecord>) => Effect.Effect<void, E>
+    ) =>
+      Effect.gen(function*() {
+        let restored = 0
+        while (reading.position < until) {
+          const event = yield* Queue.take(reading.events)
+          switch (event._tag) {
+            case "Failed":
+              return yield* Effect.fail(event.error)
+            case "Position":
+              reading.position = Math.max(reading.position, event.next)
+              break
+            case "Records": {
+              const records = event.records.filter((r) => r.offset >= reading.position && r.offset < until)
+              yield* Effect.ensuring(apply(records), Effect.sync(event.ack))
+              restored += records.length
+              const last = event.records[event.records.length - 1]
+              if (last !== undefined) reading.position = Math.max(reading.position, last.offset + 1)
+              break
+            }
+          }
+        }
+        return restored
+      })
 
     const read: ChangelogReader["read"] = (permit, partition, range, apply) =>
       !isPermit(permit, partition)
@@ -128,7 +197,7 @@ export const make = (
         yield* Deferred.await(joined)
         if (crashed !== undefined) return yield* Effect.fail(crashed)
         const events = yield* Queue.unbounded<ReadEvent>()
-        const reading = { partition, position: range.from, events }
+        const reading: Reading = { partition, position: range.from, events, applied: [] }
         current = reading
         yield* Effect.try({
           try: () => {
@@ -137,36 +206,8 @@ export const make = (
           },
           catch: toKafkaError("changelog seek")
         })
-        let restored = 0
-        while (reading.position < range.until) {
-          const event = yield* Queue.take(events)
-          switch (event._tag) {
-            case "Failed":
-              return yield* Effect.fail(event.error)
-            case "Position":
-              reading.position = Math.max(reading.position, event.next)
-              break
-            case "Records": {
-              const records = event.records.filter((r) => r.offset >= reading.position && r.offset < range.until)
-              yield* Effect.ensuring(apply(records), Effect.sync(event.ack))
-              restored += records.length
-              const last = event.records[event.records.length - 1]
-              if (last !== undefined) reading.position = Math.max(reading.position, last.offset + 1)
-              break
-            }
-          }
-        }
-        return restored
-      }).pipe(
-        Effect.ensuring(Effect.sync(() => {
-          current = undefined
-          try {
-            consumer.pause([{ topic: options.topic, partitions: [partition] }])
-          } catch {
-            // A crashed consumer cannot pause; the crash is already recorded above.
-          }
-        }))
-      )
+        return yield* Effect.ensuring(consume(reading, range.until, apply), release(reading))
+      }).pipe(Effect.ensuring(Effect.sync(() => leave(partition))))
 
     return { read }
   })
