@@ -95,7 +95,10 @@ export const preload = async (kafka: Kafka, topic: string, w: Workload, seq: Uin
   const producer = inputProducer(kafka)
   await producer.connect()
   const value = valueBuffer(w.valueBytes)
-  const batch = 20_000
+  // Each partition's share of a send is one record batch, which the broker refuses above
+  // `message.max.bytes` (1 MiB by default): about 800 KB per partition at most (keys are
+  // uniform), 20,000 records per send at the default 100-byte values.
+  const batch = Math.max(1, Math.min(20_000, Math.floor((800_000 * w.partitions) / (w.valueBytes + 40))))
   const t0 = performance.now()
   try {
     for (let start = 0; start < w.records; start += batch) {
