@@ -67,11 +67,19 @@ const split = (a: Runner.Stats, b: Runner.Stats) =>
     { what: "each instance to run half the tasks", timeout: 90_000 }
   )
 
-/** Every standby of `stats` is of a partition `other` runs, and caught up (lag 0). */
-const warm = (stats: Runner.Stats, other: Runner.Stats) =>
-  Effect.map(Health.snapshot(stats), (s) =>
-    s.standbys.length === other.assigned.size &&
-    s.standbys.every((standby) => other.assigned.has(standby.partition) && standby.lag === 0))
+/**
+ * Every standby of `stats` is of a partition `other` runs, and at its changelog partition's end.
+ * Its `lag` of 0 alone is not enough: a run read lag 0 at position 10002 with the changelog's end
+ * at 10031, and the standby went on to 10031 after the test had taken its position.
+ */
+const warm = (stats: Runner.Stats, other: Runner.Stats, changelog: string) =>
+  Effect.zipWith(Health.snapshot(stats), offsets(changelog), (s, ends) => {
+    const end = new Map(ends.map((o) => [o.partition, o.lastStable]))
+    return s.standbys.length === other.assigned.size &&
+      s.standbys.every((standby) =>
+        other.assigned.has(standby.partition) && standby.lag === 0 && standby.position === end.get(standby.partition)
+      )
+  })
 
 /** The last count per key and the input's count per key, both read back read_committed. */
 const recount = (input: string, output: string) =>
@@ -109,7 +117,7 @@ describe("standby replicas", () => {
 
       yield* produceKeys(input, 0, KEYS)
       yield* caughtUp(applicationId, input, 120_000)
-      yield* eventually(Effect.zipWith(warm(a.stats, b.stats), warm(b.stats, a.stats), (x, y) => x && y), {
+      yield* eventually(Effect.zipWith(warm(a.stats, b.stats, changelog), warm(b.stats, a.stats, changelog), (x, y) => x && y), {
         what: "each instance's standbys of the other's partitions to catch up",
         timeout: 90_000
       })
@@ -161,7 +169,7 @@ describe("standby replicas", () => {
       yield* split(a.stats, b.stats)
       yield* produceKeys(input, 0, KEYS / 4)
       yield* caughtUp(applicationId, input, 120_000)
-      yield* eventually(warm(a.stats, b.stats), { what: "a's standbys of b's partitions to catch up", timeout: 90_000 })
+      yield* eventually(warm(a.stats, b.stats, changelog), { what: "a's standbys of b's partitions to catch up", timeout: 90_000 })
       const moved = [...b.stats.assigned].sort()
       const positions = new Map((yield* Health.snapshot(a.stats)).standbys.map((s) => [s.partition, s.position]))
 
