@@ -18,7 +18,7 @@ import type { ConfigError, Redacted } from "effect"
  *   applicationId: "word-count",
  *   brokers: ["localhost:9092"]
  * })
- * config.maxPollRecords // 5000
+ * config.maxPollRecords // 50000
  * config.processingGuarantee // "exactly-once"
  * ```
  *
@@ -36,7 +36,10 @@ export interface SkeinConfig {
   readonly brokers: ReadonlyArray<string>
   /** The Kafka client id. */
   readonly clientId: string
-  /** Records per batch across all partitions: one transaction per task per batch. */
+  /**
+   * Records per batch across all partitions: one transaction per task per batch.
+   * A batch is what is buffered (at most one fetch per partition) up to this cap.
+   */
   readonly maxPollRecords: number
   /**
    * Directory of the LevelDB state stores, kept across restarts (a task that
@@ -264,7 +267,7 @@ export const SkeinConfig: Context.Tag<SkeinConfig, SkeinConfig> = Context.Generi
  * import { Duration } from "effect"
  * import { SkeinConfig } from "skein"
  *
- * SkeinConfig.defaults.maxPollRecords // 5000
+ * SkeinConfig.defaults.maxPollRecords // 50000
  * SkeinConfig.defaults.stateDir // ".skein/state"
  * Duration.toMillis(SkeinConfig.defaults.sessionTimeout) // 10000
  * ```
@@ -274,7 +277,7 @@ export const SkeinConfig: Context.Tag<SkeinConfig, SkeinConfig> = Context.Generi
  */
 export const defaults = {
   clientId: "skein",
-  maxPollRecords: 5000,
+  maxPollRecords: 50_000,
   stateDir: ".skein/state",
   stateCleanupDelay: Duration.minutes(10),
   standbyReplicas: 0,
