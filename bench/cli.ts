@@ -408,7 +408,7 @@ const runProcessInner = async (
       } else {
         notes.push(again.alive() ? "no restore-start/restore-end events: restore not measured" : "restart exited early: restore not measured")
       }
-      await again.kill()
+      await (process.env["SKEIN_BENCH_CPU_PROF"] ? again.stop() : again.kill())
     }
   }
 
