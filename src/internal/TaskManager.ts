@@ -3,7 +3,8 @@
  * everything that starts or stops one.
  *
  * - Assignment: every task is torn down, then the assigned partitions wait
- *   to start; the runner starts them one at a time (`startNext`).
+ *   to start; the runner starts them together (`startDue`, at most
+ *   `concurrentStarts` at once), so their fences and restores overlap.
  * - Starts and rewinds: a task that fails to start on a broker error, or
  *   whose delivery failed, starts again after a backoff (`deliveryBackoff`,
  *   doubling, capped), up to `maxDeliveryFailures` in a row.
@@ -60,8 +61,11 @@ export interface TaskManager {
   ) => Effect.Effect<void>
   /** A rebalance began: every task is torn down. */
   readonly revokeAll: Effect.Effect<void>
-  /** Starts the next partition whose start is due; `shutdown` interrupts a start in progress. */
-  readonly startNext: (shutdown: Effect.Effect<void>) => Effect.Effect<void, RunnerError>
+  /**
+   * Starts the partitions whose start is due, at most `concurrentStarts` at
+   * once; `shutdown` interrupts the starts in progress.
+   */
+  readonly startDue: (shutdown: Effect.Effect<void>) => Effect.Effect<void, RunnerError>
   /**
    * Processes a poll under the batch lock: `work` runs for each running task
    * with records in the poll, concurrently; then the outcomes are applied
@@ -78,7 +82,7 @@ export interface TaskManager {
   /**
    * Deletes the kept stores of partitions neither assigned to this instance
    * nor with a task, unused for `stateCleanupDelay`. Run by the runner's loop
-   * (like `startNext`) and under the batch lock: no task starts or stops meanwhile.
+   * (like `startDue`) and under the batch lock: no task starts or stops meanwhile.
    */
   readonly cleanStores: Effect.Effect<void>
   /** A fetched batch did not continue its partition: restart the task there, or stop it if records were deleted. */
@@ -88,6 +92,13 @@ export interface TaskManager {
 }
 
 const maxBackoff = Duration.seconds(10)
+
+/**
+ * Tasks started at once: their fences, offset lookups and restores overlap
+ * (a restore's fetch waits while another's store writes). Bounded, because
+ * each restore holds up to two fetched changelog batches in memory.
+ */
+const concurrentStarts = 8
 
 export const make = (options: {
   readonly config: SkeinConfig
@@ -353,10 +364,13 @@ export const make = (options: {
           })
         ),
       revokeAll: lock.withLock((held) => teardownAll(held)),
-      startNext: (shutdown) =>
+      startDue: (shutdown) =>
         Effect.suspend(() => {
-          const partition = due.shift()
-          return partition === undefined ? Effect.void : startTask(partition, shutdown)
+          const starting = due.splice(0, concurrentStarts)
+          return Effect.forEach(starting, (partition) => startTask(partition, shutdown), {
+            concurrency: "unbounded",
+            discard: true
+          })
         }),
       runPoll: (partitions, work) =>
         lock.withLock((held) =>

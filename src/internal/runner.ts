@@ -177,7 +177,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       while (!(yield* Deferred.isDone(shutdown))) {
         for (const event of yield* nextEvents) yield* handle(event)
         if (yield* Deferred.isDone(shutdown)) break
-        yield* manager.startNext(Deferred.await(shutdown))
+        yield* manager.startDue(Deferred.await(shutdown))
         if (!buffer.isEmpty() && !(yield* Deferred.isDone(shutdown))) yield* processPoll
       }
     })
