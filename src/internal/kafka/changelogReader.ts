@@ -27,9 +27,6 @@ import type { RestorePermit } from "./producer.ts"
  */
 const batchesAhead = 2
 
-/** How long a fetch may wait at the broker for records (`maxWaitTimeInMs`); see its use. */
-const restoreFetchWaitMs = 20
-
 type ReadEvent =
   | { readonly _tag: "Records"; readonly records: ReadonlyArray<FetchedRecord>; readonly ack: () => void }
   | { readonly _tag: "Position"; readonly next: number }
@@ -85,11 +82,11 @@ export const make = (
     const consumer: Consumer = kafka.consumer({
       groupId: options.groupId,
       readUncommitted: false,
-      // A partition's restore reads to its end, so the fetch in flight when it ends finds no
-      // data and the broker holds it for this long: the next partition's first fetch waits for
-      // it. (200 ms made each task's restore ~160 ms slower; an idle reader, every partition
-      // paused, sleeps this long between its checks.)
-      maxWaitTimeInMs: restoreFetchWaitMs,
+      // A fetch finding no records is held this long at the broker: the one in flight when the
+      // last restoring partition reaches its end delays the next restore by up to this. An idle
+      // reader (every partition paused) sleeps this long between its checks; 20 ms cost an idle
+      // runner ~1 % of a core, and with restores together no longer sped them up.
+      maxWaitTimeInMs: 200,
       maxBytesPerPartition: 4 * 1024 * 1024,
       // Generous for transient answers (a group coordinator loading or moving); a
       // crash after that is reported as a typed KafkaError, never restarted silently.
