@@ -92,16 +92,18 @@ export const make = (
       // crash after that is reported as a typed KafkaError, never restarted silently.
       retry: consumerRetry
     })
+    /** Fetches the reading's partition from its position on. */
+    const resumeAt = (reading: Reading) => {
+      consumer.seek({ topic: options.topic, partition: reading.partition, offset: String(reading.position) })
+      consumer.resume([{ topic: options.topic, partitions: [reading.partition] }])
+    }
     const pauseAll = () => {
       if (assigned.length > 0) consumer.pause([{ topic: options.topic, partitions: [...assigned] }])
     }
     consumer.on(consumer.events.GROUP_JOIN, (event) => {
       assigned = event.payload.memberAssignment[options.topic] ?? []
       pauseAll()
-      for (const reading of readings.values()) {
-        consumer.seek({ topic: options.topic, partition: reading.partition, offset: String(reading.position) })
-        consumer.resume([{ topic: options.topic, partitions: [reading.partition] }])
-      }
+      for (const reading of readings.values()) resumeAt(reading)
       Deferred.unsafeDone(joined, Effect.succeed(assigned))
     })
     consumer.on(consumer.events.END_BATCH_PROCESS, (event) => {
@@ -216,13 +218,7 @@ export const make = (
           }),
           (reading) =>
             Effect.zipRight(
-              Effect.try({
-                try: () => {
-                  consumer.seek({ topic: options.topic, partition, offset: String(range.from) })
-                  consumer.resume([{ topic: options.topic, partitions: [partition] }])
-                },
-                catch: toKafkaError("changelog seek")
-              }),
+              Effect.try({ try: () => resumeAt(reading), catch: toKafkaError("changelog seek") }),
               consume(reading, range.until, apply)
             ),
           release
