@@ -750,6 +750,11 @@ export class AuthorizationFailed extends Data.TaggedError("AuthorizationFailed")
   readonly operation: "READ" | "WRITE" | "DESCRIBE" | "DESCRIBE_CONFIGS" | "CREATE" | "IDEMPOTENT_WRITE"
   /** What Skein was doing, e.g. `commit` or `fence`. */
   readonly during: string
+  /**
+   * A name prefix to grant on instead, when the names carry a per-run suffix
+   * (a restore reader's group `{applicationId}-restore-<uuid>`).
+   */
+  readonly prefix?: string | undefined
   readonly cause: unknown
 }> {
   override get message(): string {
@@ -757,7 +762,11 @@ export class AuthorizationFailed extends Data.TaggedError("AuthorizationFailed")
     const flag = { topic: "--topic", group: "--group", "transactional-id": "--transactional-id", cluster: "--cluster" }[
       this.resource
     ]
-    const example = this.resource === "cluster" ? `${flag}` : `${flag} ${this.names[0] ?? "<name>"}`
+    const example = this.resource === "cluster"
+      ? `${flag}`
+      : this.prefix !== undefined
+      ? `${flag} ${this.prefix} --resource-pattern-type prefixed`
+      : `${flag} ${this.names[0] ?? "<name>"}`
     return `Not authorized: ${this.operation} on ${this.resource}${names} was denied (during ${this.during}). ` +
       `Grant it to the application's principal, e.g. kafka-acls --add --allow-principal User:<user> ` +
       `--operation ${aclOperation[this.operation]} ${example}.`

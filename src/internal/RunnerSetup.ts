@@ -9,7 +9,7 @@
  *
  * @internal
  */
-import { Duration, Effect, Option, Scope } from "effect"
+import { Deferred, Duration, Effect, Option, Scope } from "effect"
 import type { Semaphore } from "effect/Effect"
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
@@ -120,16 +120,24 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         stats,
         tail: yield* memoizeSuccess(
           ChangelogTail.make(kafka, { topic: changelog.value, groupId: `${config.applicationId}-standby-${randomUUID()}` })
-            .pipe(Scope.extend(runnerScope))
+            .pipe(Scope.extend(runnerScope)),
+          { discardWhen: (tail) => Deferred.isDone(tail.crashed) }
         )
       })
       : undefined
-    // A topic's reader is made at its first restore; a failed first connect is retried by the next one.
+    // A topic's reader is made at its first restore; a failed first connect is retried by the next
+    // one, and a reader whose consumer crashed (its group coordinator gone for longer than its
+    // retries) is made again, so the restore is retried after a backoff instead of failing forever.
     const lazyReader = (topic: string) =>
       memoizeSuccess(
-        ChangelogReader.make(kafka, { topic, groupId: `${config.applicationId}-restore-${randomUUID()}` }).pipe(
+        ChangelogReader.make(kafka, {
+          topic,
+          groupId: `${config.applicationId}-restore-${randomUUID()}`,
+          groupPrefix: config.applicationId
+        }).pipe(
           Scope.extend(runnerScope)
-        )
+        ),
+        { discardWhen: (reader) => reader.isCrashed }
       )
     const restoreFrom = yield* Effect.transposeMapOption(
       changelog,

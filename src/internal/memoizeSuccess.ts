@@ -8,11 +8,22 @@
  */
 import { Effect, Option, SynchronizedRef } from "effect"
 
-/** An effect that runs `acquire` until it succeeds once, then returns that value. */
-export const memoizeSuccess = <A, E, R>(acquire: Effect.Effect<A, E, R>): Effect.Effect<Effect.Effect<A, E, R>> =>
-  Effect.map(SynchronizedRef.make(Option.none<A>()), (ref) =>
-    SynchronizedRef.modifyEffect(ref, (cached) =>
+/**
+ * An effect that runs `acquire` until it succeeds once, then returns that
+ * value; a cached value that `discardWhen` finds unusable (a crashed reader)
+ * is acquired again by the next caller.
+ */
+export const memoizeSuccess = <A, E, R>(
+  acquire: Effect.Effect<A, E, R>,
+  options: { readonly discardWhen?: (value: A) => Effect.Effect<boolean> } = {}
+): Effect.Effect<Effect.Effect<A, E, R>> =>
+  Effect.map(SynchronizedRef.make(Option.none<A>()), (ref) => {
+    const fresh = Effect.map(acquire, (value) => [value, Option.some(value)] as const)
+    const discard = options.discardWhen ?? (() => Effect.succeed(false))
+    return SynchronizedRef.modifyEffect(ref, (cached) =>
       Option.match(cached, {
-        onSome: (value) => Effect.succeed([value, cached] as const),
-        onNone: () => Effect.map(acquire, (value) => [value, Option.some(value)] as const)
-      })))
+        onSome: (value) =>
+          Effect.flatMap(discard(value), (unusable) => unusable ? fresh : Effect.succeed([value, cached] as const)),
+        onNone: () => fresh
+      }))
+  })

@@ -56,25 +56,29 @@ export interface Acl {
   readonly operation: Operation
 }
 
+/** An ACL as kafkajs's admin takes it (an ALLOW entry for any host). */
+const kafkajsAcl = (acl: Acl) => ({
+  resourceType: acl.resource === "topic"
+    ? kafkajs.AclResourceTypes.TOPIC
+    : acl.resource === "group"
+    ? kafkajs.AclResourceTypes.GROUP
+    : kafkajs.AclResourceTypes.TRANSACTIONAL_ID,
+  resourceName: acl.name,
+  resourcePatternType: (acl.prefixed === true
+    ? kafkajs.ResourcePatternTypes.PREFIXED
+    : kafkajs.ResourcePatternTypes.LITERAL) as ResourcePatternTypes,
+  principal: acl.principal,
+  host: "*",
+  operation: kafkajs.AclOperationTypes[acl.operation],
+  permissionType: kafkajs.AclPermissionTypes.ALLOW
+})
+
 export const createAcls = (security: Security, acls: ReadonlyArray<Acl>) =>
-  withAdmin(security, (admin) =>
-    admin.createAcls({
-      acl: acls.map((acl) => ({
-        resourceType: acl.resource === "topic"
-          ? kafkajs.AclResourceTypes.TOPIC
-          : acl.resource === "group"
-          ? kafkajs.AclResourceTypes.GROUP
-          : kafkajs.AclResourceTypes.TRANSACTIONAL_ID,
-        resourceName: acl.name,
-        resourcePatternType: (acl.prefixed === true
-          ? kafkajs.ResourcePatternTypes.PREFIXED
-          : kafkajs.ResourcePatternTypes.LITERAL) as ResourcePatternTypes,
-        principal: acl.principal,
-        host: "*",
-        operation: kafkajs.AclOperationTypes[acl.operation],
-        permissionType: kafkajs.AclPermissionTypes.ALLOW
-      }))
-    }))
+  withAdmin(security, (admin) => admin.createAcls({ acl: acls.map(kafkajsAcl) }))
+
+/** Deletes ACLs, each matched exactly. */
+export const deleteAcls = (security: Security, acls: ReadonlyArray<Acl>) =>
+  withAdmin(security, (admin) => admin.deleteAcls({ filters: acls.map(kafkajsAcl) }))
 
 /**
  * What an application needs, as in the README: Read on its inputs, Write on its

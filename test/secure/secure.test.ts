@@ -10,13 +10,14 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as tls from "node:tls"
-import { Cause, Effect, Option, Redacted, Schema } from "effect"
+import { Cause, Effect, Fiber, Option, Redacted, Schema } from "effect"
 import { SkeinError, Topic, Transformer } from "../../src/index.ts"
 import { KafkaBroker, LocalKafka } from "../../src/testing/index.ts"
 import {
   applicationAcls,
   createAcls,
   createTopics,
+  deleteAcls,
   produce,
   readCommitted,
   runToFailure,
@@ -347,6 +348,47 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
         assert.strictEqual(error.resource, "group")
         assert.deepStrictEqual(error.names, [applicationId])
       }
+    }))
+
+  // The restore reader is a consumer in a group of its own (`<applicationId>-restore-<id>`): Read on
+  // the application's group alone, not its prefix, lets the run start but not restore. Before the
+  // fix the reader's failed join left every restore waiting for it, and the run hung.
+  it.scoped("Read on the application's group but not its prefix: a restore fails with AuthorizationFailed (group), naming the restore group", () =>
+    Effect.gen(function*() {
+      const { security } = yield* KafkaBroker.SecureKafkaBroker
+      const input = unique("sec-in")
+      const output = unique("sec-counts")
+      const applicationId = unique("sec-norestore")
+      yield* createTopics(security, [{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
+      const principal = `User:${security.user.username}`
+      const acls = applicationAcls({ principal, applicationId, inputs: [input], outputs: [output] })
+      yield* createAcls(security, [
+        ...acls,
+        { principal, resource: "topic", name: output, operation: "READ" },
+        { principal, resource: "group", name: "reader-", prefixed: true, operation: "READ" }
+      ])
+      yield* produce(security, input, records(20))
+      const connection = KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
+      // A first run fills the changelog.
+      const first = yield* startInstance(countOf(input, output), { applicationId, ...connection }, [])
+      yield* readCommitted(security, output, 20)
+      yield* Fiber.interrupt(first.fiber)
+      // Now Read on the application's group only; a fresh store folder must restore in full.
+      const prefixed = acls.filter((acl) => acl.resource === "group")
+      yield* deleteAcls(security, prefixed)
+      yield* createAcls(security, prefixed.map((acl) => ({ ...acl, prefixed: false })))
+      const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "skein-norestore-"))
+      const lines: Array<string> = []
+      const { error } = yield* runToFailure(countOf(input, output), { applicationId, stateDir, ...connection }, lines)
+      assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
+      if (error._tag === "AuthorizationFailed") {
+        assert.strictEqual(error.resource, "group")
+        assert.strictEqual(error.names.length, 1, String(error.names))
+        assert.ok(error.names[0]!.startsWith(`${applicationId}-restore-`), String(error.names))
+        // The fix names the prefix every restore group shares, not this run's random group.
+        assert.include(error.message, `--group ${applicationId} --resource-pattern-type prefixed`)
+      }
+      assertNoSecret([...lines, error.message], [security.user.password])
     }))
 
   it.scoped("no ACL on the input topic fails with AuthorizationFailed (topic) within 10 s", () =>

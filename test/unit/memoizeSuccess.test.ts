@@ -47,3 +47,22 @@ const suite = (name: string, memoize: Memoize) =>
   })
 
 suite("memoizeSuccess", memoizeSuccess)
+
+describe("memoizeSuccess discardWhen", () => {
+  // A reader whose consumer crashed stays crashed: before, the runner kept handing the crashed
+  // reader to every restore. A value found unusable is acquired again; a usable one stays cached.
+  it.effect("a cached value found unusable is acquired again by the next caller", () =>
+    Effect.gen(function*() {
+      let calls = 0
+      const crashed = new Set<number>()
+      const reader = yield* memoizeSuccess(Effect.sync(() => ++calls), {
+        discardWhen: (value) => Effect.sync(() => crashed.has(value))
+      })
+      const first = yield* reader
+      const cached = yield* reader
+      crashed.add(first)
+      const remade = yield* reader
+      const kept = yield* reader
+      assert.deepStrictEqual({ first, cached, remade, kept, calls }, { first: 1, cached: 1, remade: 2, kept: 2, calls: 2 })
+    }))
+})

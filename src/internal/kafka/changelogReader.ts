@@ -13,6 +13,7 @@ import { Deferred, Effect, Queue } from "effect"
 import type { Scope } from "effect"
 import type { Batch, Consumer } from "kafkajs"
 import { KafkaError } from "../../SkeinError.ts"
+import { explainGroupFailure } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { consumerRetry } from "./consumer.ts"
 import type { FetchedRecord } from "./consumer.ts"
@@ -66,14 +67,25 @@ export interface ChangelogReader {
     range: { readonly from: number; readonly until: number },
     apply: (records: ReadonlyArray<FetchedRecord>) => Effect.Effect<void, E>
   ) => Effect.Effect<number, KafkaError | E>
+  /**
+   * True once the reader's consumer crashed without restarting: every read
+   * fails from then on, so its owner makes a new reader for the next restore.
+   */
+  readonly isCrashed: Effect.Effect<boolean>
 }
 
 export const make = (
   kafka: Kafka,
-  options: { readonly topic: string; readonly groupId: string }
+  options: {
+    readonly topic: string
+    readonly groupId: string
+    /** A prefix of `groupId` that ACLs can grant on (its suffix is per run). */
+    readonly groupPrefix?: string | undefined
+  }
 ): Effect.Effect<ChangelogReader, KafkaError, Scope.Scope> =>
   Effect.gen(function*() {
-    const joined = yield* Deferred.make<ReadonlyArray<number>>()
+    /** The first assignment, or the crash that came before it (a failed join must not leave reads waiting). */
+    const joined = yield* Deferred.make<ReadonlyArray<number>, KafkaError>()
     const access = { topics: [options.topic], topicOperation: "READ", group: options.groupId, groupOperation: "READ" } as const
     /** The partitions being read, each by one `read`. */
     const readings = new Map<number, Reading>()
@@ -112,13 +124,16 @@ export const make = (
         Queue.unsafeOffer(reading.events, { _tag: "Position", next: Number(event.payload.lastOffset) + 1 })
       }
     })
-    // A crashed reader stays crashed: every later restore fails with this typed error.
+    // A crashed reader stays crashed: every later read fails with this typed error (a security
+    // failure as its cause, so an ACL missing on the restore group is fatal, not retried).
     let crashed: KafkaError | undefined = undefined
     consumer.on(consumer.events.CRASH, (event) => {
       if (event.payload.restart) return
       const error = toKafkaError("changelog consumer", access)(event.payload.error)
-      crashed = new KafkaError({ reason: "Crashed", operation: error.operation, cause: error.cause })
-      for (const reading of readings.values()) reading.events.unsafeOffer({ _tag: "Failed", error: crashed })
+      const failure = new KafkaError({ reason: "Crashed", operation: error.operation, cause: error.cause })
+      crashed = failure
+      Deferred.unsafeDone(joined, Effect.fail(failure))
+      for (const reading of readings.values()) reading.events.unsafeOffer({ _tag: "Failed", error: failure })
     })
 
     yield* Effect.acquireRelease(
@@ -204,7 +219,8 @@ export const make = (
         : range.until <= range.from
         ? Effect.succeed(0)
         : Effect.gen(function*() {
-        yield* Deferred.await(joined)
+        // A join that failed on the restore group's ACL is explained as the AuthorizationFailed it is.
+        yield* Effect.catchAll(Deferred.await(joined), explainGroupFailure(kafka, options.groupId, options.groupPrefix))
         if (crashed !== undefined) return yield* Effect.fail(crashed)
         if (readings.has(partition)) {
           return yield* Effect.dieMessage(`Skein invariant broken: partition ${partition} restored twice at once`)
@@ -225,5 +241,5 @@ export const make = (
         )
       })
 
-    return { read }
+    return { read, isCrashed: Effect.sync(() => crashed !== undefined) }
   })

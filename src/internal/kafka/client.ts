@@ -254,13 +254,13 @@ const clusterFactory = (kafka: Kafka): (() => ProbeCluster) | undefined => {
  */
 const deniedCoordinator = (
   kafka: Kafka,
-  coordinator: { readonly type: "group" | "transaction"; readonly key: string },
+  coordinator: { readonly type: "group" | "transaction"; readonly key: string; readonly prefix?: string | undefined },
   operation: string
 ): Effect.Effect<KafkaError | undefined> => {
   const factory = securedClients.has(kafka) ? clusterFactory(kafka) : undefined
   if (factory === undefined) return Effect.succeed(undefined)
   const access: Access = coordinator.type === "group"
-    ? { group: coordinator.key, groupOperation: "READ" }
+    ? { group: coordinator.key, groupOperation: "READ", groupPrefix: coordinator.prefix }
     : { transactionalId: coordinator.key }
   return Effect.promise(async (): Promise<KafkaError | undefined> => {
     const cluster = factory()
@@ -294,10 +294,12 @@ export const probeTransactionalId = (kafka: Kafka, transactionalId: string): Eff
 
 /**
  * Explains a failure to find a group's coordinator: the `AuthorizationFailed`
- * behind it if the group was denied, else the failure as it was.
+ * behind it if the group was denied, else the failure as it was. `prefix`
+ * covers a group named with a per-run suffix: the fix grants on it.
  */
-export const explainGroupFailure = (kafka: Kafka, groupId: string) => (error: KafkaError): Effect.Effect<never, KafkaError> =>
+export const explainGroupFailure = (kafka: Kafka, groupId: string, prefix?: string) =>
+(error: KafkaError): Effect.Effect<never, KafkaError> =>
   chain(error.cause).some((e) => e.name === "KafkaJSGroupCoordinatorNotFound")
-    ? Effect.flatMap(deniedCoordinator(kafka, { type: "group", key: groupId }, error.operation), (denied) =>
+    ? Effect.flatMap(deniedCoordinator(kafka, { type: "group", key: groupId, prefix }, error.operation), (denied) =>
       Effect.fail(denied ?? error))
     : Effect.fail(error)

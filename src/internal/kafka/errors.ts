@@ -61,6 +61,8 @@ export interface Access {
   readonly topicOperation?: AuthorizationFailed["operation"] | undefined
   readonly group?: string | undefined
   readonly groupOperation?: AuthorizationFailed["operation"] | undefined
+  /** A prefix covering the group's name, when the name has a per-run suffix (see `AuthorizationFailed.prefix`). */
+  readonly groupPrefix?: string | undefined
   readonly transactionalId?: string | undefined
   readonly clusterOperation?: AuthorizationFailed["operation"] | undefined
 }
@@ -132,13 +134,19 @@ export const securityError = (
     const denied = (
       resource: AuthorizationFailed["resource"],
       names: ReadonlyArray<string>,
-      op: AuthorizationFailed["operation"]
-    ) => new AuthorizationFailed({ resource, names, operation: op, during: operation, cause: error })
+      op: AuthorizationFailed["operation"],
+      prefix?: string
+    ) => new AuthorizationFailed({ resource, names, operation: op, during: operation, prefix, cause: error })
     switch (type) {
       case "TOPIC_AUTHORIZATION_FAILED":
         return denied("topic", access.topics ?? [], access.topicOperation ?? "DESCRIBE")
       case "GROUP_AUTHORIZATION_FAILED":
-        return denied("group", access.group === undefined ? [] : [access.group], access.groupOperation ?? "READ")
+        return denied(
+          "group",
+          access.group === undefined ? [] : [access.group],
+          access.groupOperation ?? "READ",
+          access.groupPrefix
+        )
       case "TRANSACTIONAL_ID_AUTHORIZATION_FAILED":
         return denied(
           "transactional-id",
