@@ -46,16 +46,31 @@ export const start = (
 }
 
 /**
- * Applies changelog records to `store` in one LevelDB batch (a record's
- * value, or a delete for a tombstone), with `checkpoint` in the same batch
- * when given.
+ * The store writes of changelog records: a record's value, or a delete for a
+ * tombstone, only the last record of each key (a batch is applied in order,
+ * so the earlier ones would be overwritten within it). A changelog holds a
+ * key once per commit that changed it until it is compacted, so a restore's
+ * batch repeats most keys many times.
+ */
+export const writes = (records: ReadonlyArray<FetchedRecord>): Array<StateStore.StoreWrite> => {
+  const seen = new Set<string>()
+  const out: Array<StateStore.StoreWrite> = []
+  for (let i = records.length - 1; i >= 0; i--) {
+    const record = records[i]!
+    const key = record.key?.toString("utf8") ?? ""
+    if (seen.has(key)) continue
+    seen.add(key)
+    out.push({ key, value: record.value?.toString("utf8") ?? null })
+  }
+  return out.reverse()
+}
+
+/**
+ * Applies changelog records to `store` in one LevelDB batch (see `writes`),
+ * with `checkpoint` in the same batch when given.
  */
 export const apply = (
   store: StateStore.StateStore,
   records: ReadonlyArray<FetchedRecord>,
   checkpoint?: StateStore.Checkpoint
-): Effect.Effect<void, StateStoreError> =>
-  store.write(
-    records.map((r) => ({ key: r.key?.toString("utf8") ?? "", value: r.value?.toString("utf8") ?? null })),
-    checkpoint
-  )
+): Effect.Effect<void, StateStoreError> => store.write(writes(records), checkpoint)
