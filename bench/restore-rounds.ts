@@ -14,7 +14,8 @@
  *
  * The full benchmark (`npm run bench`) measures one restore per run after a throughput run;
  * this takes many on one changelog, so two builds' restores are compared on the same data.
- * Broker: KAFKA_BROKERS, else a private one (bench/lib/broker.ts).
+ * Broker: KAFKA_BROKERS, else a private one (bench/lib/broker.ts). SKEIN_BENCH_CPU_PROF=<dir>
+ * writes a V8 CPU profile of every app run there.
  */
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -57,6 +58,8 @@ const start = (root: string, label: string): { readonly app: AppProcess; readonl
     cmd: process.execPath,
     cwd: root,
     args: [
+      // SKEIN_BENCH_CPU_PROF=<dir>: a V8 CPU profile of each app run (as in `npm run bench`).
+      ...(process.env["SKEIN_BENCH_CPU_PROF"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["SKEIN_BENCH_CPU_PROF"]}`] : []),
       "--import", "tsx", join(root, "bench", "apps", "skein-count.ts"), "--mode", "eos",
       "--brokers", brokers, "--input", names.input, "--output", names.output, "--group", names.group,
       "--state-dir", stateDir,

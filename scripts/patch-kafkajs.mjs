@@ -39,7 +39,12 @@
 //   when a request to one fails or its connection closes; and AddPartitionsToTxn answered
 //   CONCURRENT_TRANSACTIONS (right after the previous EndTxn) is asked again after 20 ms, as the
 //   Java client does, instead of failing the send into a metadata refresh and a backoff. See
-//   test/kafkajs-patch.test.ts.
+//   test/kafkajs-patch.test.ts;
+// - kafkajs/src/protocol/recordBatch/record/v0/decoder.js (every fetched record: input and
+//   changelog restores): offsets and timestamps with numbers where they are exact (below 2^53)
+//   instead of parsing each batch's base offset and timestamp into a BigInt-backed Long, adding
+//   and printing it back, per record, and a Long per byte of the timestamp delta; no headers'
+//   array for a record without headers. The same values; see test/unit/recordDecoder.test.ts.
 // Bun and Deno use the same node_modules, so patching the files covers all three runtimes.
 //
 // Plain Node, no dependency. Strict: patches are whole-file hunks (git diff -U100000), and the

@@ -41,7 +41,8 @@ const patchedFiles = [
   "src/protocol/request.js",
   "src/producer/partitioners/default/murmur2.js",
   "src/producer/partitioners/legacy/partitioner.js",
-  "src/producer/eosManager/index.js"
+  "src/producer/eosManager/index.js",
+  "src/protocol/recordBatch/record/v0/decoder.js"
 ]
 /** A line only the patched `sendMessages.js` has. */
 const patchedSendMessagesLine = "const donePartitions = new Set()"

@@ -1,0 +1,198 @@
+/**
+ * The record decoder of Skein's kafkajs patch decodes every record as kafkajs does.
+ *
+ * The patch (`patches/kafkajs+2.2.4.patch`: `protocol/recordBatch/record/v0/decoder.js`, the hot
+ * path of every fetch: input records and changelog restores) computes offsets and timestamps with
+ * numbers instead of BigInt-backed Longs when they are exact as numbers, and skips the headers'
+ * array for a record without headers. kafkajs as published and as patched run side by side (two
+ * private copies, `test/helpers/kafkajsCopies.ts`) on records written by kafkajs's own encoder.
+ */
+import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { copyKafkajs, type KafkajsCopy } from "../helpers/kafkajsCopies.ts"
+
+type RecordDecoder = (decoder: unknown, batchContext: Record<string, unknown>) => unknown
+interface Codecs {
+  readonly decode: (bytes: Buffer, batchContext: Record<string, unknown>) => unknown
+}
+
+const isFunction = (value: unknown): value is (...args: ReadonlyArray<unknown>) => unknown => typeof value === "function"
+
+const load = <A>(copy: KafkajsCopy, file: string, what: string): A => {
+  const loaded = copy.load(file)
+  if (!isFunction(loaded)) throw new Error(`${file} exports no ${what}`)
+  return loaded as unknown as A
+}
+
+/** Decodes one record's bytes (its length prefix included) as the batch decoder does. */
+const codecsOf = (copy: KafkajsCopy): Codecs => {
+  const Decoder = load<new(buffer: Buffer) => { readVarIntBytes: () => Buffer }>(copy, "src/protocol/decoder.js", "class")
+  const decodeRecord = load<RecordDecoder>(copy, "src/protocol/recordBatch/record/v0/decoder.js", "function")
+  return { decode: (bytes, batchContext) => decodeRecord(new Decoder(new Decoder(bytes).readVarIntBytes()), batchContext) }
+}
+
+let originalCopy: KafkajsCopy
+let patchedCopy: KafkajsCopy
+
+beforeAll(() => {
+  originalCopy = copyKafkajs("original")
+  patchedCopy = copyKafkajs("patched")
+})
+
+afterAll(() => {
+  originalCopy?.remove()
+  patchedCopy?.remove()
+})
+
+/** mulberry32: a small seeded generator, so a failure can be replayed from its seed. */
+const random = (seed: number) => {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+describe("kafkajs patch: record decoder", () => {
+  it("decodes offsets, timestamps, keys, values and headers as kafkajs does", () => {
+    const encodeRecord = load<(record: Record<string, unknown>) => { buffer: Buffer }>(
+      originalCopy,
+      "src/protocol/recordBatch/record/v0/index.js",
+      "function"
+    )
+    const Long = originalCopy.load("src/utils/long.js") as { fromString: (s: string) => unknown }
+    const original = codecsOf(originalCopy)
+    const patched = codecsOf(patchedCopy)
+    const seed = 21
+    const next = random(seed)
+    const pick = <A>(xs: ReadonlyArray<A>): A => xs[Math.floor(next() * xs.length)]!
+    // Offsets and timestamps as numbers are exact below 2^53: around it, the patch takes kafkajs's path.
+    const firstOffsets = ["0", "1", "35909", "4294967296", "9007199254740000", "9007199254740991", "9007199254740993", "9223372036854775000"]
+    const firstTimestamps = ["-1", "0", "1796208721285", "9007199254740990", "9223372036854775000"]
+    const deltas: ReadonlyArray<unknown> = [
+      0, 1, -1, 63, 64, -64, -65, 8191, 123_456, -123_456, 2 ** 31 - 1, -(2 ** 31),
+      Long.fromString("281474976710655"), Long.fromString("-281474976710656"), Long.fromString("281474976710656"),
+      Long.fromString("-281474976710657"), Long.fromString("9007199254740993"), Long.fromString("-9223372036854775000")
+    ]
+    const headerSets: ReadonlyArray<Record<string, unknown>> = [
+      {},
+      { trace: Buffer.from("abc") },
+      { a: Buffer.from("1"), b: [Buffer.from("2"), Buffer.from("3")] },
+      { ["__proto__"]: Buffer.from("x"), constructor: Buffer.from("y") },
+      { e: Buffer.alloc(0) }
+    ]
+    const bytes = (length: number) => Buffer.from(Array.from({ length }, () => Math.floor(next() * 256)))
+    let compared = 0
+    for (let i = 0; i < 3_000; i++) {
+      const record = {
+        offsetDelta: pick([0, 1, 63, 64, 1_000, 2 ** 20, Math.floor(next() * 2 ** 31)]),
+        timestampDelta: pick(deltas),
+        key: next() < 0.1 ? null : bytes(Math.floor(next() * 40)),
+        value: next() < 0.1 ? null : bytes(Math.floor(next() * 300)),
+        headers: pick(headerSets)
+      }
+      const encoded = encodeRecord(record).buffer
+      const context = {
+        firstOffset: pick(firstOffsets),
+        firstTimestamp: pick(firstTimestamps),
+        magicByte: 2,
+        isControlBatch: next() < 0.1,
+        timestampType: next() < 0.2 ? 1 : 0,
+        maxTimestamp: pick(["1796208721999", "0"])
+      }
+      assert.deepStrictEqual(patched.decode(encoded, context), original.decode(encoded, context), `record ${i} (seed ${seed})`)
+      compared++
+    }
+    assert.strictEqual(compared, 3_000)
+  })
+})
+
+describe("kafkajs patch: a damaged record", () => {
+  it("the same record or the same error as kafkajs when its timestamp delta or offset delta is damaged", () => {
+    const encodeRecord = load<(record: Record<string, unknown>) => { buffer: Buffer }>(
+      originalCopy,
+      "src/protocol/recordBatch/record/v0/index.js",
+      "function"
+    )
+    const original = codecsOf(originalCopy)
+    const patched = codecsOf(patchedCopy)
+    const attempt = (decode: () => unknown): unknown => {
+      try {
+        return { ok: decode() }
+      } catch (error) {
+        return { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }
+      }
+    }
+    const seed = 9
+    const next = random(seed)
+    const context = { firstOffset: "700635774", firstTimestamp: "1796208721285", magicByte: 2, timestampType: 0 }
+    for (let i = 0; i < 2_000; i++) {
+      const encoded = Buffer.from(encodeRecord({
+        offsetDelta: Math.floor(next() * 5_000),
+        timestampDelta: Math.floor(next() * 100),
+        key: Buffer.from(`key-${i}`),
+        value: Buffer.from(`value-${i}`)
+      }).buffer)
+      // After the length (1 byte here) and the attributes: the timestamp delta and offset delta varints.
+      const at = 2 + Math.floor(next() * 5)
+      encoded[at] = Math.floor(next() * 256)
+      if (next() < 0.5) encoded[at + 1] = 0x80 | Math.floor(next() * 128)
+      assert.deepStrictEqual(
+        attempt(() => patched.decode(encoded, context)),
+        attempt(() => original.decode(encoded, context)),
+        `record ${i}, damaged at ${at} (seed ${seed})`
+      )
+    }
+  })
+})
+
+describe("kafkajs patch: record batch decoder", () => {
+  /** A batch's records or its error, as a value to compare. */
+  const outcome = async (decode: () => Promise<unknown>): Promise<unknown> => {
+    try {
+      return { ok: await decode() }
+    } catch (error) {
+      return { error: error instanceof Error ? `${error.name}: ${error.message}` : String(error) }
+    }
+  }
+  const batchCodecsOf = (copy: KafkajsCopy) => {
+    const Decoder = load<new(buffer: Buffer) => unknown>(copy, "src/protocol/decoder.js", "class")
+    const decodeBatch = load<(decoder: unknown) => Promise<unknown>>(copy, "src/protocol/recordBatch/v0/decoder.js", "function")
+    return (bytes: Buffer) => outcome(() => decodeBatch(new Decoder(bytes)))
+  }
+
+  it("decodes whole batches as kafkajs does", async () => {
+    const Record = load<(record: Record<string, unknown>) => unknown>(originalCopy, "src/protocol/recordBatch/record/v0/index.js", "function")
+    const { RecordBatch } = originalCopy.load("src/protocol/recordBatch/v0/index.js") as {
+      readonly RecordBatch: (batch: Record<string, unknown>) => Promise<{ readonly buffer: Buffer }>
+    }
+    const Long = originalCopy.load("src/utils/long.js") as { fromValue: (value: number) => unknown }
+    const original = batchCodecsOf(originalCopy)
+    const patched = batchCodecsOf(patchedCopy)
+    const seed = 5
+    const next = random(seed)
+    const bytes = (length: number) => Buffer.from(Array.from({ length }, () => Math.floor(next() * 256)))
+    for (let b = 0; b < 60; b++) {
+      const count = 1 + Math.floor(next() * 40)
+      const records = Array.from({ length: count }, (_, i) =>
+        Record({
+          offsetDelta: i,
+          timestampDelta: Math.floor(i / 3),
+          key: next() < 0.1 ? null : bytes(Math.floor(next() * 20)),
+          value: next() < 0.1 ? null : bytes(Math.floor(next() * 200)),
+          headers: next() < 0.3 ? { h: bytes(5), g: [bytes(2), bytes(3)] } : {}
+        }))
+      const batch = (await RecordBatch({
+        firstOffset: Long.fromValue(Math.floor(next() * 1e9)),
+        firstTimestamp: 1_796_208_721_285,
+        maxTimestamp: 1_796_208_721_285 + count,
+        lastOffsetDelta: count - 1,
+        transactional: next() < 0.5,
+        records
+      })).buffer
+      assert.deepStrictEqual(await patched(batch), await original(batch), `batch ${b} (seed ${seed})`)
+    }
+  })
+})
