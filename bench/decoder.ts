@@ -15,6 +15,7 @@ import * as os from "node:os"
 import { parseArgs } from "node:util"
 import { isDeepStrictEqual } from "node:util"
 import { copyKafkajs, type KafkajsCopy } from "../test/helpers/kafkajsCopies.ts"
+import { spread } from "./lib/stats.ts"
 
 const { values: flags } = parseArgs({
   options: {
@@ -111,12 +112,6 @@ const round = async (decoder: BatchDecoder, batch: Buffer): Promise<number> => {
   return elapsed / (iterations * records)
 }
 
-const median = (values: ReadonlyArray<number>): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const middle = sorted.length >> 1
-  return sorted.length % 2 === 1 ? sorted[middle] ?? 0 : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2
-}
-
 const pad = (text: string, width: number): string => text.padStart(width)
 
 const main = async () => {
@@ -156,8 +151,8 @@ const main = async () => {
         times.kafkajs.push(await round(kafkajs, batch))
         times.patched.push(await round(patched, batch))
       }
-      const k = median(times.kafkajs)
-      const p = median(times.patched)
+      const k = spread(times.kafkajs)?.median ?? Number.NaN
+      const p = spread(times.patched)?.median ?? Number.NaN
       console.log(
         `${scenario.name.padEnd(40)}${pad(String(batch.length), 9)}${pad(k.toFixed(0), 16)}${
           pad(Math.min(...times.kafkajs).toFixed(0), 9)

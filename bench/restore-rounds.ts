@@ -25,7 +25,7 @@ import { acquireBroker } from "./lib/broker.ts"
 import { createTopics, groupCaughtUp, keySequence, makeKafka, preload, topicEnds } from "./lib/kafka.ts"
 import type { Workload } from "./lib/kafka.ts"
 import { AppProcess } from "./lib/proc.ts"
-import { sleep } from "./lib/stats.ts"
+import { fmtInt, sleep, spread } from "./lib/stats.ts"
 
 const { values } = parseArgs({
   options: {
@@ -75,12 +75,13 @@ try {
   const admin = kafka.admin()
   await admin.connect()
   await createTopics(admin, [names.input, names.output], workload.partitions)
-  log(`writing ${records.toLocaleString("en-US")} input records (${broker.origin}); logs in ${logDir}`)
+  log(`writing ${fmtInt(records)} input records (${broker.origin}); logs in ${logDir}`)
   await preload(kafka, names.input, workload, keySequence(workload))
   const ends = await topicEnds(admin, names.input)
   const fill = start(sides[0]!.root, "fill")
   const deadline = Date.now() + 600_000
-  while (!(await groupCaughtUp(admin, names.group, names.input, ends))) {
+  // A broker just started may answer GROUP_LOAD_IN_PROGRESS for a while: not caught up yet.
+  while (!(await groupCaughtUp(admin, names.group, names.input, ends).catch(() => false))) {
     if (Date.now() > deadline || !fill.app.alive()) throw new Error(`the fill run did not finish (log ${logDir}/fill.log)`)
     await sleep(500)
   }
@@ -101,17 +102,13 @@ try {
       const seconds = (end.ts - begin.ts) / 1000
       const rate = (end.records ?? 0) / seconds
       rates.get(side.name)!.push(rate)
-      log(`${side.name} round ${round}: ${end.records} records in ${seconds.toFixed(2)} s = ${Math.round(rate).toLocaleString("en-US")} rec/s`)
+      log(`${side.name} round ${round}: ${end.records} records in ${seconds.toFixed(2)} s = ${fmtInt(rate)} rec/s`)
     }
-  }
-  const median = (xs: ReadonlyArray<number>): number => {
-    const s = [...xs].sort((a, b) => a - b)
-    return s.length % 2 === 1 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2
   }
   console.log("\n| checkout | restore rec/s per round | median |\n| --- | --- | ---: |")
   for (const side of sides) {
     const xs = rates.get(side.name)!
-    console.log(`| ${side.name} (${side.root}) | ${xs.map((x) => Math.round(x).toLocaleString("en-US")).join(", ")} | ${Math.round(median(xs)).toLocaleString("en-US")} |`)
+    console.log(`| ${side.name} (${side.root}) | ${xs.map(fmtInt).join(", ")} | ${fmtInt(spread(xs)?.median ?? Number.NaN)} |`)
   }
 } finally {
   await broker.release()
