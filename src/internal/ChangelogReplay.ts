@@ -7,7 +7,7 @@
  */
 import type { Effect } from "effect"
 import type { StateStoreError } from "../SkeinError.ts"
-import type { FetchedRecord } from "./kafka/consumer.ts"
+import type { ChangelogRecord } from "./kafka/changelogReader.ts"
 import type * as StateStore from "./StateStore.ts"
 
 /** Where replaying starts: from the checkpoint (`tail`), or in full into an emptied store, with why. */
@@ -52,7 +52,7 @@ export const start = (
  * key once per commit that changed it until it is compacted, so a restore's
  * batch repeats most keys many times.
  */
-export const writes = (records: ReadonlyArray<FetchedRecord>): Array<StateStore.StoreWrite> => {
+export const writes = (records: ReadonlyArray<ChangelogRecord>): Array<StateStore.StoreWrite> => {
   const seen = new Set<string>()
   const out: Array<StateStore.StoreWrite> = []
   for (let i = records.length - 1; i >= 0; i--) {
@@ -71,6 +71,6 @@ export const writes = (records: ReadonlyArray<FetchedRecord>): Array<StateStore.
  */
 export const apply = (
   store: StateStore.StateStore,
-  records: ReadonlyArray<FetchedRecord>,
+  records: ReadonlyArray<ChangelogRecord>,
   checkpoint?: StateStore.Checkpoint
 ): Effect.Effect<void, StateStoreError> => store.write(writes(records), checkpoint)

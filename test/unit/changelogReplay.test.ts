@@ -1,16 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as ChangelogReplay from "../../src/internal/ChangelogReplay.ts"
-import type { FetchedRecord } from "../../src/internal/kafka/consumer.ts"
+import type { ChangelogRecord } from "../../src/internal/kafka/changelogReader.ts"
 
-const record = (offset: number, key: string | null, value: string | null): FetchedRecord => ({
-  topic: "app-count-changelog",
-  partition: 0,
+const record = (offset: number, key: string | null, value: string | null): ChangelogRecord => ({
   offset,
   key: key === null ? null : Buffer.from(key),
-  value: value === null ? null : Buffer.from(value),
-  headers: {},
-  rawHeaders: {},
-  timestamp: 0
+  value: value === null ? null : Buffer.from(value)
 })
 
 describe("ChangelogReplay.writes", () => {

@@ -16,8 +16,7 @@ import type { KafkaError } from "../../SkeinError.ts"
 import { EncodeError } from "../../SkeinError.ts"
 import type { Codec, EncodedRecord } from "../../Topic.ts"
 import type { KafkaAdmin } from "../kafka/admin.ts"
-import type { ChangelogReader } from "../kafka/changelogReader.ts"
-import type { FetchedRecord } from "../kafka/consumer.ts"
+import type { ChangelogReader, ChangelogRecord } from "../kafka/changelogReader.ts"
 import type { FencedProducer } from "../kafka/producer.ts"
 import { BadCursor } from "./errors.ts"
 
@@ -62,7 +61,7 @@ export const make = <C>(options: {
     /** The last committed record in [from, until) of the partition, if any. */
     const lastIn = (fenced: FencedProducer, partition: number, from: number, until: number) =>
       Effect.suspend(() => {
-        let last: FetchedRecord | undefined
+        let last: ChangelogRecord | undefined
         return options.reader.read(fenced, partition, { from, until }, (records) =>
           Effect.sync(() => {
             last = records[records.length - 1] ?? last
@@ -77,7 +76,7 @@ export const make = <C>(options: {
     const lastCommitted = (
       fenced: FencedProducer,
       partition: number
-    ): Effect.Effect<Option.Option<FetchedRecord>, KafkaError> =>
+    ): Effect.Effect<Option.Option<ChangelogRecord>, KafkaError> =>
       Effect.gen(function*() {
         const range = yield* options.admin.offsetRange(options.topic, partition)
         let window = FIRST_WINDOW
@@ -92,7 +91,7 @@ export const make = <C>(options: {
         return Option.none()
       })
 
-    const toCursor = (owned: TokenPartition<string>, record: FetchedRecord): Effect.Effect<C, BadCursor> => {
+    const toCursor = (owned: TokenPartition<string>, record: ChangelogRecord): Effect.Effect<C, BadCursor> => {
       const bad = (reason: BadCursor["reason"], cause: unknown) =>
         new BadCursor({
           reason,

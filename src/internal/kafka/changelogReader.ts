@@ -11,12 +11,11 @@
  */
 import { Deferred, Effect, Queue } from "effect"
 import type { Scope } from "effect"
-import type { Batch, Consumer } from "kafkajs"
+import type { Consumer, KafkaMessage } from "kafkajs"
 import { KafkaError } from "../../SkeinError.ts"
 import { explainGroupFailure } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { consumerRetry } from "./consumer.ts"
-import type { FetchedRecord } from "./consumer.ts"
 import { toKafkaError } from "./errors.ts"
 import { isPermit } from "./producer.ts"
 import type { RestorePermit } from "./producer.ts"
@@ -29,22 +28,46 @@ import type { RestorePermit } from "./producer.ts"
 const batchesAhead = 2
 
 type ReadEvent =
-  | { readonly _tag: "Records"; readonly records: ReadonlyArray<FetchedRecord>; readonly ack: () => void }
+  | { readonly _tag: "Records"; readonly records: ReadonlyArray<ChangelogRecord>; readonly ack: () => void }
   | { readonly _tag: "Position"; readonly next: number }
   | { readonly _tag: "Failed"; readonly error: KafkaError }
 
-/** A fetched changelog batch as records: keys, values, offsets and timestamps (a changelog's headers are not read). */
-export const changelogRecords = (batch: Batch): Array<FetchedRecord> =>
-  batch.messages.map((m) => ({
-    topic: batch.topic,
-    partition: batch.partition,
-    offset: Number(m.offset),
-    key: m.key,
-    value: m.value,
-    headers: {},
-    rawHeaders: {},
-    timestamp: Number(m.timestamp)
-  }))
+/**
+ * A changelog record as a restore needs it: its offset, key and value. A
+ * changelog's headers and timestamps are never read, and a restore handles
+ * hundreds of thousands of these, so they carry nothing else.
+ */
+export interface ChangelogRecord {
+  readonly offset: number
+  readonly key: Buffer | null
+  readonly value: Buffer | null
+}
+
+/** A fetched changelog batch as changelog records. */
+export const changelogRecords = (
+  batch: { readonly messages: ReadonlyArray<Pick<KafkaMessage, "offset" | "key" | "value">> }
+): Array<ChangelogRecord> => {
+  const messages = batch.messages
+  const records = new Array<ChangelogRecord>(messages.length)
+  for (let i = 0; i < messages.length; i++) {
+    const m = messages[i]!
+    records[i] = { offset: Number(m.offset), key: m.key, value: m.value }
+  }
+  return records
+}
+
+/** The records of `records` (in offset order) from `from` until `until`: the array itself when all are. */
+export const inRange = (
+  records: ReadonlyArray<ChangelogRecord>,
+  from: number,
+  until: number
+): ReadonlyArray<ChangelogRecord> => {
+  const first = records[0]
+  const last = records[records.length - 1]
+  if (first === undefined || last === undefined) return records
+  if (first.offset >= from && last.offset < until) return records
+  return records.filter((r) => r.offset >= from && r.offset < until)
+}
 
 /** A partition being read: its position, its events, and the applies of the batches handed on. */
 interface Reading {
@@ -65,7 +88,7 @@ export interface ChangelogReader {
     permit: RestorePermit,
     partition: number,
     range: { readonly from: number; readonly until: number },
-    apply: (records: ReadonlyArray<FetchedRecord>) => Effect.Effect<void, E>
+    apply: (records: ReadonlyArray<ChangelogRecord>) => Effect.Effect<void, E>
   ) => Effect.Effect<number, KafkaError | E>
   /**
    * True once the reader's consumer crashed without restarting: every read
@@ -188,7 +211,7 @@ export const make = (
     const consume = <E>(
       reading: Reading,
       until: number,
-      apply: (records: ReadonlyArray<FetchedRecord>) => Effect.Effect<void, E>
+      apply: (records: ReadonlyArray<ChangelogRecord>) => Effect.Effect<void, E>
     ) =>
       Effect.gen(function*() {
         let restored = 0
@@ -201,7 +224,7 @@ export const make = (
               reading.position = Math.max(reading.position, event.next)
               break
             case "Records": {
-              const records = event.records.filter((r) => r.offset >= reading.position && r.offset < until)
+              const records = inRange(event.records, reading.position, until)
               yield* Effect.ensuring(apply(records), Effect.sync(event.ack))
               restored += records.length
               const last = event.records[event.records.length - 1]

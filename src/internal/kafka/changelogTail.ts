@@ -16,7 +16,7 @@ import type { Consumer } from "kafkajs"
 import { KafkaError } from "../../SkeinError.ts"
 import type { Kafka } from "./client.ts"
 import { consumerRetry } from "./consumer.ts"
-import type { FetchedRecord } from "./consumer.ts"
+import type { ChangelogRecord } from "./changelogReader.ts"
 import { changelogRecords } from "./changelogReader.ts"
 import { toKafkaError } from "./errors.ts"
 
@@ -25,7 +25,7 @@ export type TailEvent =
   /** Records, and the next offset to read after them (past any filtered record); `ack` lets kafkajs fetch on. */
   | {
     readonly _tag: "Records"
-    readonly records: ReadonlyArray<FetchedRecord>
+    readonly records: ReadonlyArray<ChangelogRecord>
     readonly next: number
     readonly highWatermark: number
     readonly ack: () => void
