@@ -2,7 +2,7 @@
  * Restore rounds: how fast skein-eos rebuilds its stores from one changelog, many times over,
  * optionally side by side with another checkout of Skein (an A/B of a restore change).
  *
- *   npm run bench:restore -- [--records 300000] [--rounds 4] [--compare /path/to/other/checkout]
+ *   npm run bench:restore -- [--records 300000] [--rounds 4] [--compare /path/to/other/checkout] [--floor]
  *
  * It writes the benchmark's input (bench/lib/kafka.ts: 20,000 keys, 100-byte values, 6
  * partitions), runs bench/apps/skein-count.ts (exactly-once) until the group has committed the
@@ -10,7 +10,10 @@
  * `--rounds` times on the same group with an empty state folder: nothing is left to process, so
  * each round only restores. A round's rate = changelog records restored / (restore-end −
  * restore-start), as the app reports them (see its header). With `--compare`, every round runs
- * that checkout's app too, the order alternating, on the same changelog.
+ * that checkout's app too, the order alternating, on the same changelog. With `--floor`, every
+ * round also reads the changelog with a bare kafkajs consumer (bench/apps/kafkajs-changelog-read.ts,
+ * this install's patched kafkajs and kafkajs as published): the rate no restore on kafkajs can
+ * pass, rate = records read / (group joined → every partition at its end).
  *
  * The full benchmark (`npm run bench`) measures one restore per run after a throughput run;
  * this takes many on one changelog, so two builds' restores are compared on the same data.
@@ -32,12 +35,13 @@ const { values } = parseArgs({
     records: { type: "string", default: "300000" },
     rounds: { type: "string", default: "4" },
     compare: { type: "string" },
+    floor: { type: "boolean", default: false },
   },
 })
 const records = Number(values.records)
 const rounds = Number(values.rounds)
 if (!Number.isInteger(records) || records <= 0 || !Number.isInteger(rounds) || rounds <= 0) {
-  console.error("usage: npm run bench:restore -- [--records N] [--rounds N] [--compare /path/to/checkout]")
+  console.error("usage: npm run bench:restore -- [--records N] [--rounds N] [--compare /path/to/checkout] [--floor]")
   process.exit(2)
 }
 const sides = [
@@ -68,6 +72,23 @@ const start = (root: string, label: string): { readonly app: AppProcess; readonl
   return { app, stateDir }
 }
 
+/** A bare kafkajs read of the changelog (`--floor`): records / (joined → at the end). */
+const readFloor = async (kafkajs: "patched" | "original", label: string): Promise<{ records: number; seconds: number }> => {
+  const app = new AppProcess({
+    cmd: process.execPath,
+    args: [
+      "--import", "tsx", join(process.cwd(), "bench", "apps", "kafkajs-changelog-read.ts"),
+      "--brokers", brokers, "--topic", `${names.group}-count-changelog`, "--kafkajs", kafkajs,
+    ],
+  }, join(logDir, `${label}.log`))
+  const end = await app.waitFor((e) => e.event === "read-end", 120_000)
+  const begin = app.event("read-start")
+  await app.stop()
+  if (end === undefined || begin === undefined) throw new Error(`${label}: no read-end (log ${logDir}/${label}.log)`)
+  return { records: end.records ?? 0, seconds: (end.ts - begin.ts) / 1000 }
+}
+const floors = values.floor ? [{ name: "kafkajs-read (patched)", kafkajs: "patched" as const }, { name: "kafkajs-read (published)", kafkajs: "original" as const }] : []
+
 const broker = await acquireBroker(log)
 const brokers = broker.brokers
 try {
@@ -89,7 +110,7 @@ try {
   rmSync(fill.stateDir, { recursive: true, force: true })
   await admin.disconnect()
 
-  const rates = new Map<string, Array<number>>(sides.map((s) => [s.name, []]))
+  const rates = new Map<string, Array<number>>([...sides, ...floors].map((s) => [s.name, []]))
   for (let round = 1; round <= rounds; round++) {
     const order = round % 2 === 1 ? sides : [...sides].reverse()
     for (const side of order) {
@@ -104,11 +125,20 @@ try {
       rates.get(side.name)!.push(rate)
       log(`${side.name} round ${round}: ${end.records} records in ${seconds.toFixed(2)} s = ${fmtInt(rate)} rec/s`)
     }
+    for (const floor of round % 2 === 1 ? floors : [...floors].reverse()) {
+      const { records: read, seconds } = await readFloor(floor.kafkajs, `${floor.kafkajs}-read-${round}`)
+      rates.get(floor.name)!.push(read / seconds)
+      log(`${floor.name} round ${round}: ${read} records in ${seconds.toFixed(2)} s = ${fmtInt(read / seconds)} rec/s`)
+    }
   }
   console.log("\n| checkout | restore rec/s per round | median |\n| --- | --- | ---: |")
   for (const side of sides) {
     const xs = rates.get(side.name)!
     console.log(`| ${side.name} (${side.root}) | ${xs.map(fmtInt).join(", ")} | ${fmtInt(spread(xs)?.median ?? Number.NaN)} |`)
+  }
+  for (const floor of floors) {
+    const xs = rates.get(floor.name)!
+    console.log(`| ${floor.name} | ${xs.map(fmtInt).join(", ")} | ${fmtInt(spread(xs)?.median ?? Number.NaN)} |`)
   }
 } finally {
   await broker.release()
