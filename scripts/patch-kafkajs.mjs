@@ -45,6 +45,11 @@
 //   instead of parsing each batch's base offset and timestamp into a BigInt-backed Long, adding
 //   and printing it back, per record, and a Long per byte of the timestamp delta; no headers'
 //   array for a record without headers. The same values; see test/unit/recordDecoder.test.ts.
+// - kafkajs/src/consumer/consumerGroup.js: a fetch applies the pending seeks until none is left,
+//   right before it builds its request. A partition seeked while the fetch looked its offsets up
+//   (the first fetch after a join does) was fetched from its old offset and its data dropped on
+//   arrival: a whole fetch more, and the data decoded twice (every restore's changelog reader
+//   seeks its partitions right after its join). See test/kafkajs-seek.test.ts.
 // Bun and Deno use the same node_modules, so patching the files covers all three runtimes.
 //
 // Plain Node, no dependency. Strict: patches are whole-file hunks (git diff -U100000), and the

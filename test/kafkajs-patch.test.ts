@@ -42,7 +42,8 @@ const patchedFiles = [
   "src/producer/partitioners/default/murmur2.js",
   "src/producer/partitioners/legacy/partitioner.js",
   "src/producer/eosManager/index.js",
-  "src/protocol/recordBatch/record/v0/decoder.js"
+  "src/protocol/recordBatch/record/v0/decoder.js",
+  "src/consumer/consumerGroup.js"
 ]
 /** A line only the patched `sendMessages.js` has. */
 const patchedSendMessagesLine = "const donePartitions = new Set()"
