@@ -2,9 +2,9 @@
  * What a run acquires before its poll loop starts, in order: settings
  * checked, the health endpoint, the Kafka client (kafkajs patch checked),
  * the topics validated (the changelog created), the group's ownership
- * checked, the kept stores read (announced to the group), the group
- * joined, the changelog reader (made at the first restore), the standby
- * replicas (`standbyReplicas` above 0; their reader made at the first
+ * checked, the kept stores read (announced to the group), the changelog
+ * readers (made in the background, so that they join their groups while
+ * the run joins its own), the group joined, the standby replicas (`standbyReplicas` above 0; their reader made at the first
  * standby), and the task manager. Everything is released with the run's scope.
  *
  * @internal
@@ -99,6 +99,44 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const localStores = LocalStores.make()
     if (Option.isSome(changelog)) yield* LocalStores.scan(storeDir, changelog.value, localStores)
     const standbyReplicas = Option.isSome(changelog) ? config.standbyReplicas : 0
+    const runnerScope = yield* Effect.scope
+    // A topic's reader is made ahead of the first restore (below); a failed first connect is retried
+    // by the next restore, and a reader whose consumer crashed (its group coordinator gone for longer
+    // than its retries) is made again, so the restore is retried after a backoff instead of failing
+    // forever.
+    const readerOf = (topic: string) =>
+      memoizeSuccess(
+        ChangelogReader.make(kafka, {
+          topic,
+          groupId: `${config.applicationId}-restore-${randomUUID()}`,
+          groupPrefix: config.applicationId
+        }).pipe(
+          Scope.extend(runnerScope)
+        ),
+        { discardWhen: (reader) => reader.isCrashed }
+      )
+    const restoreFrom = yield* Effect.transposeMapOption(
+      changelog,
+      (topic) => Effect.map(readerOf(topic), (reader) => ({ topic, reader }))
+    )
+    const runsFrom = yield* Effect.transposeMapOption(
+      runsTopic,
+      (topic) => Effect.map(readerOf(topic), (reader) => ({ topic, reader, retention }))
+    )
+    // The readers join their private groups while the runner joins its own: a new group's first join
+    // waits out the broker's group.initial.rebalance.delay.ms (3 s by default), which the first
+    // restore would otherwise wait again after the runner's join. A failure here is only logged: the
+    // first restore makes the reader again and fails with the typed error.
+    for (const source of [restoreFrom, runsFrom]) {
+      if (Option.isNone(source)) continue
+      yield* Effect.forkIn(
+        Effect.catchAll(
+          source.value.reader,
+          (error) => Effect.logWarning(`the reader of ${source.value.topic} was not made ahead of the first restore (the restore makes it again): ${error.message}`)
+        ),
+        runnerScope
+      )
+    }
     const consumer = yield* Consumer.make(kafka, {
       groupId: config.applicationId,
       topics: inputTopics,
@@ -109,7 +147,6 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       stores: localStores.announced,
       standbyReplicas
     })
-    const runnerScope = yield* Effect.scope
     // Standby replicas: their reader is made at the first standby; with standbyReplicas 0 nothing runs.
     const standbys = Option.isSome(changelog) && standbyReplicas > 0
       ? yield* Standbys.make({
@@ -125,28 +162,6 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         )
       })
       : undefined
-    // A topic's reader is made at its first restore; a failed first connect is retried by the next
-    // one, and a reader whose consumer crashed (its group coordinator gone for longer than its
-    // retries) is made again, so the restore is retried after a backoff instead of failing forever.
-    const lazyReader = (topic: string) =>
-      memoizeSuccess(
-        ChangelogReader.make(kafka, {
-          topic,
-          groupId: `${config.applicationId}-restore-${randomUUID()}`,
-          groupPrefix: config.applicationId
-        }).pipe(
-          Scope.extend(runnerScope)
-        ),
-        { discardWhen: (reader) => reader.isCrashed }
-      )
-    const restoreFrom = yield* Effect.transposeMapOption(
-      changelog,
-      (topic) => Effect.map(lazyReader(topic), (reader) => ({ topic, reader }))
-    )
-    const runsFrom = yield* Effect.transposeMapOption(
-      runsTopic,
-      (topic) => Effect.map(lazyReader(topic), (reader) => ({ topic, reader, retention }))
-    )
     const messageLimits = Outputs.makeMessageLimits(config.maxMessageBytes, admin.maxMessageBytes)
     const partitionCounts = PartitionCounts.make(admin.partitionCount)
     const buffer = PollBuffer.make()

@@ -286,5 +286,9 @@ export const describeGroup = (groupId: string) =>
     return { state: group?.state ?? "Dead", members: (group?.members ?? []).map((m) => m.memberId) }
   })
 
+/** The consumer groups of the cluster whose id starts with `prefix`. */
+export const groupsWithPrefix = (prefix: string) =>
+  withAdmin(async (admin) => (await admin.listGroups()).groups.map((g) => g.groupId).filter((id) => id.startsWith(prefix)))
+
 /** The members of a consumer group, as the group coordinator sees them now. */
 export const groupMembers = (groupId: string) => Effect.map(describeGroup(groupId), (group) => group.members)

@@ -17,7 +17,9 @@ import {
   caughtUp,
   createTopics,
   deleteRecordsBefore,
+  describeGroup,
   eventually,
+  groupsWithPrefix,
   kafka,
   offsets,
   produceRaw,
@@ -121,6 +123,26 @@ describe("state kept across restarts", () => {
       assert.isAtLeast(full.reduce((n, r) => n + r.records, 0), 200_000)
       yield* fourth.stop
     }), { timeout: 300_000 })
+
+  // A new group's first join waits out the broker's group.initial.rebalance.delay.ms (3 s by default;
+  // 0 on the test broker): the reader joins its group while the runner joins its own, not after.
+  it.scopedLive("the changelog reader is made at startup and joins its group before any restore needs it", () =>
+    Effect.gen(function*() {
+      const { applicationId, counter, stateDir } = yield* setup
+      // An empty input and changelog: no task has anything to restore.
+      const instance = yield* startInstance(counter, { applicationId, stateDir })
+      const restores = yield* restoresOf(instance.stats)
+      assert.deepStrictEqual(restores.map((r) => r.records), [0, 0])
+      yield* eventually(
+        Effect.gen(function*() {
+          const groups = yield* groupsWithPrefix(`${applicationId}-restore-`)
+          if (groups.length !== 1) return false
+          const group = yield* describeGroup(groups[0]!)
+          return group.state === "Stable" && group.members.length === 1
+        }),
+        { what: `the restore reader's group (${applicationId}-restore-<uuid>) to be joined`, timeout: 30_000 }
+      )
+    }), { timeout: 60_000 })
 
   it.scopedLive("a store behind its changelog (a crash between a commit and the store write) catches up exactly", () =>
     Effect.gen(function*() {

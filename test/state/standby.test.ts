@@ -17,7 +17,7 @@ import {
   caughtUp,
   createTopics,
   eventually,
-  kafka,
+  groupsWithPrefix,
   offsets,
   produceRaw,
   readCommitted,
@@ -92,18 +92,6 @@ const recount = (input: string, output: string) =>
       last.set(r.key ?? "", Number(r.value))
     }
     return { expected, last, outputs: records.length }
-  })
-
-/** The consumer groups of the cluster whose id starts with `prefix`. */
-const groupsStartingWith = (prefix: string) =>
-  Effect.promise(async () => {
-    const admin = kafka().admin()
-    await admin.connect()
-    try {
-      return (await admin.listGroups()).groups.map((g) => g.groupId).filter((id) => id.startsWith(prefix))
-    } finally {
-      await admin.disconnect()
-    }
   })
 
 describe("standby replicas", () => {
@@ -223,6 +211,6 @@ describe("standby replicas", () => {
         assert.strictEqual(snapshot.counters.standbyFailures, 0)
         assert.notInclude(Health.prometheus(stats), "skein_standby_lag_records{")
       }
-      assert.deepStrictEqual(yield* groupsStartingWith(`${applicationId}-standby-`), [])
+      assert.deepStrictEqual(yield* groupsWithPrefix(`${applicationId}-standby-`), [])
     }), { timeout: 180_000 })
 })
