@@ -126,6 +126,8 @@ const program = Runner.runWithStats(Count, stats).pipe(
     stateDir,
     processingGuarantee: guarantees[mode],
     commitInterval: Duration.millis(commitIntervalMs),
+    // An experiment's knob, unset in the benchmark: SKEIN_MAX_POLL_RECORDS, as Skein's own env config reads it.
+    ...(process.env["SKEIN_MAX_POLL_RECORDS"] === undefined ? {} : { maxPollRecords: Number(process.env["SKEIN_MAX_POLL_RECORDS"]) }),
     ...skeinSecurity(securityFromEnv()),
   })),
 )
