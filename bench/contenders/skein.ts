@@ -72,6 +72,9 @@ const skein = (mode: "eos" | "alos"): ProcessContender => ({
     args: [
       // SKEIN_BENCH_CPU_PROF=<dir>: a V8 CPU profile of each Skein run, for `node --cpu-prof` analysis.
       ...(process.env["SKEIN_BENCH_CPU_PROF"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["SKEIN_BENCH_CPU_PROF"]}`] : []),
+      // SKEIN_BENCH_NODE_FLAGS="<flags>": more node flags for each Skein run, for diagnosis only
+      // (e.g. "--trace-gc"; node refuses those in NODE_OPTIONS). Unset in the benchmark.
+      ...(process.env["SKEIN_BENCH_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== ""),
       "--import",
       "tsx",
       APP,

@@ -20,7 +20,7 @@ import type { Transformer } from "../Transformer.ts"
 import { changelogTopic } from "../Transformer.ts"
 import * as Faults from "./faults.ts"
 import * as GroupOwnership from "./GroupOwnership.ts"
-import * as HealthServer from "./healthServer.ts"
+import * as HealthServerModule from "./healthServerModule.ts"
 import * as Admin from "./kafka/admin.ts"
 import * as ChangelogReader from "./kafka/changelogReader.ts"
 import * as ChangelogTail from "./kafka/changelogTail.ts"
@@ -64,6 +64,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     yield* Faults.announce
     yield* stats.begin(config.applicationId, transformer.name)
     if (config.healthPort !== undefined) {
+      const HealthServer = yield* HealthServerModule.load
       const server = yield* HealthServer.serve(stats, {
         port: config.healthPort,
         labels: { applicationId: config.applicationId, transformer: transformer.name }

@@ -5,8 +5,9 @@
  *
  * @internal
  */
-import { HttpRouter, HttpServerResponse } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import * as HttpRouter from "@effect/platform/HttpRouter"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Effect, Schema } from "effect"
 import type { Scope } from "effect"
 import * as Http from "node:http"

@@ -68,11 +68,25 @@ const checkSize = (
 }
 
 /**
+ * `encoded` with `timestamp`, built as one literal: a spread copy gains the
+ * timestamp as an out-of-object property, an allocation more per output.
+ */
+const withTimestamp = (encoded: Topic.EncodedRecord, timestamp: number): Topic.EncodedRecord => {
+  const { headers, key, partition, topic, value } = encoded
+  if (headers === undefined) {
+    return partition === undefined ? { topic, key, value, timestamp } : { topic, key, value, partition, timestamp }
+  }
+  return partition === undefined
+    ? { topic, key, value, headers, timestamp }
+    : { topic, key, value, headers, partition, timestamp }
+}
+
+/**
  * An output with its input's timestamp, unless it sets its own (or the input
  * has none: -1), and with the trace context of its transform when traced.
  */
 const stamped = (encoded: Topic.EncodedRecord, source: FetchedRecord, trace: Tracing.TraceHeaders | undefined): Topic.EncodedRecord => {
-  const timed = encoded.timestamp !== undefined || !(source.timestamp >= 0) ? encoded : { ...encoded, timestamp: source.timestamp }
+  const timed = encoded.timestamp !== undefined || !(source.timestamp >= 0) ? encoded : withTimestamp(encoded, source.timestamp)
   return trace === undefined ? timed : Tracing.withTraceHeaders(timed, trace)
 }
 

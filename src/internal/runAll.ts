@@ -11,7 +11,7 @@ import type { SkeinConfig } from "../SkeinConfig.ts"
 import { ConfigurationError } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { Transformer } from "../Transformer.ts"
-import * as HealthServer from "./healthServer.ts"
+import * as HealthServerModule from "./healthServerModule.ts"
 import * as runner from "./runner.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 
@@ -54,6 +54,7 @@ export const runAll = (
       })
     }
     if (config.healthPort !== undefined) {
+      const HealthServer = yield* HealthServerModule.load
       const { port } = yield* HealthServer.serveAll(
         transformers.map((t, i) => ({
           name: t.name,
