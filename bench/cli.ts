@@ -440,7 +440,7 @@ const runProcessInner = async (
     } catch (e) {
       notes.push(`latency not measured: ${String(e)}`)
     } finally {
-      await lapp.kill()
+      await (process.env["SKEIN_BENCH_CPU_PROF"] ? lapp.stop() : lapp.kill())
     }
   }
   // 4. Restart: time to the first new output with a large state, cold against warm.
