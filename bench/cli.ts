@@ -308,6 +308,9 @@ interface ProcessRunCtx {
   readonly warmupSeconds: number
 }
 
+/** Ends a phase's app: a profiled run (SKEIN_BENCH_CPU_PROF) stops gracefully, so that node writes its profile. */
+const endPhase = (app: AppProcess): Promise<unknown> => process.env["SKEIN_BENCH_CPU_PROF"] ? app.stop() : app.kill()
+
 const runProcess = async (c: ProcessContender, run: number, prefix: string, x: ProcessRunCtx): Promise<RunResult> => {
   const spawned: AppProcess[] = []
   const spawn = (cmd: Command, logFile: string): AppProcess => {
@@ -377,8 +380,7 @@ const runProcessInner = async (
     if (Math.max(load0, load1) > LOAD_BUSY_DURING_RUN) {
       notes.push(`machine busy during the throughput run: 1-min load average ${load0.toFixed(1)} → ${load1.toFixed(1)} on ${cpus().length} cores`)
     }
-    // A profiled run (SKEIN_BENCH_CPU_PROF) stops gracefully, so that node writes its profile.
-    await (process.env["SKEIN_BENCH_CPU_PROF"] ? app.stop() : app.kill())
+    await endPhase(app)
     const v = await verifyOutput(x.kafka, output, x.expected, 15_000)
     out.verified = v.exact
       ? "exact"
@@ -408,7 +410,7 @@ const runProcessInner = async (
       } else {
         notes.push(again.alive() ? "no restore-start/restore-end events: restore not measured" : "restart exited early: restore not measured")
       }
-      await (process.env["SKEIN_BENCH_CPU_PROF"] ? again.stop() : again.kill())
+      await endPhase(again)
     }
   }
 
@@ -440,7 +442,7 @@ const runProcessInner = async (
     } catch (e) {
       notes.push(`latency not measured: ${String(e)}`)
     } finally {
-      await (process.env["SKEIN_BENCH_CPU_PROF"] ? lapp.stop() : lapp.kill())
+      await endPhase(lapp)
     }
   }
   // 4. Restart: time to the first new output with a large state, cold against warm.
