@@ -27,6 +27,7 @@ import { parseArgs } from "node:util"
 import { acquireBroker } from "./lib/broker.ts"
 import { createTopics, groupCaughtUp, keySequence, makeKafka, preload, topicEnds } from "./lib/kafka.ts"
 import type { Workload } from "./lib/kafka.ts"
+import { buildSkein } from "./lib/build.ts"
 import { AppProcess } from "./lib/proc.ts"
 import { fmtInt, sleep, spread } from "./lib/stats.ts"
 
@@ -49,6 +50,8 @@ const sides = [
   ...(values.compare === undefined ? [] : [{ name: "compare", root: resolve(values.compare) }]),
 ]
 const log = (message: string): void => console.log(`[restore ${new Date().toISOString().slice(11, 19)}] ${message}`)
+// Each side's app runs its checkout's build (dist/), as the full benchmark does.
+for (const side of sides) await buildSkein(side.root)
 
 const run = `r${Date.now().toString(36)}`
 const logDir = mkdtempSync(join(tmpdir(), `skein-restore-${run}-`))

@@ -21,12 +21,18 @@
  * work are committed); ignored in eos mode, which commits one transaction per poll batch.
  * Connection security: the SKEIN_* settings of its environment (bench/lib/security.ts), given to
  * SkeinConfig, so Skein's own client boundary connects.
+ *
+ * Skein is loaded from its build, `dist/` (`npm run build`; the harness builds it first), as an
+ * installed package runs it: not its TypeScript sources through tsx, which wraps each named
+ * function it compiles in a `__name` call and compiles the sources at every start.
+ * SKEIN_BENCH_BUILD=<file> loads another build's `index.js` (an experiment's A/B).
  */
 import { existsSync, readdirSync } from "node:fs"
-import { join } from "node:path"
+import { join, resolve } from "node:path"
+import { pathToFileURL } from "node:url"
 import { parseArgs } from "node:util"
 import { Cause, Duration, Effect, Exit, Fiber, Option, Schema } from "effect"
-import { Runner, SkeinConfig, Topic, Transformer } from "../../src/index.ts"
+import type * as Skein from "../../src/index.ts"
 import { securityFromEnv, skeinSecurity } from "../lib/security.ts"
 
 const { values } = parseArgs({
@@ -53,6 +59,10 @@ if (mode !== "eos" && mode !== "alos") {
   console.error(`skein-count: unknown --mode ${mode}\n${usage}`)
   process.exit(2)
 }
+const build = process.env["SKEIN_BENCH_BUILD"] ?? new URL("../../dist/index.js", import.meta.url).href
+const { Runner, SkeinConfig, Topic, Transformer }: typeof Skein = await import(
+  build.startsWith("file:") ? build : pathToFileURL(resolve(build)).href
+)
 const commitIntervalMs = Number(values["commit-interval-ms"] ?? Duration.toMillis(SkeinConfig.defaults.commitInterval))
 if (!Number.isFinite(commitIntervalMs) || commitIntervalMs <= 0) {
   console.error(`skein-count: --commit-interval-ms must be a positive number\n${usage}`)

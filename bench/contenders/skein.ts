@@ -2,7 +2,8 @@
  * ============================================================================================
  *  SKEIN ADAPTER: contenders 1 and 2 (skein-eos, skein-alos).
  *
- *  Each spawns   node --import tsx bench/apps/skein-count.ts --mode eos|alos
+ *  Setup builds dist/ (bench/lib/build.ts); each run spawns
+ *                node --import tsx bench/apps/skein-count.ts --mode eos|alos
  *                     --brokers B --input T --output T --group G --state-dir D --commit-interval-ms N
  *  The app must follow the contender protocol described in bench/contenders/types.ts:
  *  count per key, output value = running count as a decimal string, commit offsets to --group,
@@ -13,7 +14,7 @@
  *  (with commitInterval = --commit-interval-ms). The harness's output check accepts at-least-once:
  *  duplicates are reported in the output-check column ("complete (+d dup)"), not as a failure.
  *
- *  The app is written against `import { ... } from "../../src/index.ts"`. While the app (or the
+ *  The app loads Skein's build (dist/, its types from src/index.ts). While the app (or the
  *  Skein API it needs) is missing, a contender is reported as "unavailable: <reason>" in the
  *  results table.
  * ============================================================================================
@@ -21,10 +22,14 @@
 import { existsSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
+import { buildSkein } from "../lib/build.ts"
 import { appArgs } from "./types.ts"
 import type { Availability, ProcessContender, SetupContext } from "./types.ts"
 
 const APP = join("bench", "apps", "skein-count.ts")
+
+/** One build per benchmark run, shared by the Skein contenders. */
+let built: Promise<void> | undefined
 
 const probe = async (ctx: SetupContext, mode: "eos" | "alos"): Promise<Availability> => {
   let exported: ReadonlyArray<string> = []
@@ -43,6 +48,12 @@ const probe = async (ctx: SetupContext, mode: "eos" | "alos"): Promise<Availabil
           ? `Skein runtime not ready: src/index.ts exports nothing yet, so ${APP} is not written`
           : `${APP} not written yet (src/index.ts now exports: ${exported.slice(0, 8).join(", ")})`,
     }
+  }
+  try {
+    built ??= buildSkein(ctx.root)
+    await built
+  } catch (e) {
+    return { ok: false, reason: String(e).slice(0, 400) }
   }
   if (mode === "alos") {
     // An older Skein (exactly-once only) has no processing-guarantee setting to switch.

@@ -10,7 +10,7 @@
  *
  * @internal
  */
-import { Cause, Effect, Either, Exit, Option, Schema } from "effect"
+import { Cause, Effect, Either, Exit, identity, Option, Schema } from "effect"
 import type { ParseResult } from "effect"
 import type { Semaphore } from "effect/Effect"
 import type { KafkaError } from "../SkeinError.ts"
@@ -86,12 +86,16 @@ export interface TaskBatchResult<E> {
   readonly interrupted: boolean
 }
 
-/** A record decoded ahead of processing, with its state key (or the defect its `stateKey` threw). */
-interface Entry<Inputs extends ReadonlyArray<Topic.Any>> {
-  readonly record: FetchedRecord
-  readonly decoded: Either.Either<RecordOf<Inputs>, DecodeError>
-  readonly stateKey: Either.Either<string, unknown>
-}
+/**
+ * A record decoded ahead of processing: ready, with its state key; poison
+ * (it does not decode); or with the defect its `stateKey` threw. Plain
+ * objects, no `Either` around the parts: a batch holds one per record until
+ * it commits.
+ */
+type Entry<Inputs extends ReadonlyArray<Topic.Any>> =
+  | { readonly _tag: "Ready"; readonly record: FetchedRecord; readonly decoded: RecordOf<Inputs>; readonly stateKey: string }
+  | { readonly _tag: "Poison"; readonly record: FetchedRecord; readonly error: DecodeError }
+  | { readonly _tag: "KeyDefect"; readonly record: FetchedRecord; readonly defect: unknown }
 
 /** Records processed one after the other. */
 interface Lane<Inputs extends ReadonlyArray<Topic.Any>, S> {
@@ -117,7 +121,7 @@ const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   for (const record of slice.records) {
     const decoded = decodeRecord(topic, record)
     if (Either.isLeft(decoded)) {
-      entries.push({ record, decoded: Either.left(decoded.left), stateKey: Either.right("") })
+      entries.push({ _tag: "Poison", record, error: decoded.left })
       continue
     }
     const value = {
@@ -130,23 +134,26 @@ const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       rawHeaders: headerPairs(record.rawHeaders),
       timestamp: record.timestamp
     } as RecordOf<Inputs>
-    const stateKey = stateKeyOf(transformer, value)
-    if (Either.isRight(stateKey)) StateKeyCheck.observe(stateKeys, stateKey.right, record.partition)
-    entries.push({ record, decoded: Either.right(value), stateKey })
+    entries.push(readyEntry(transformer, record, value, stateKeys))
   }
   return entries
 }
 
-/** The record's state key; a throwing `stateKey` fails its record (a defect), not the batch. */
-const stateKeyOf = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
+/** A decoded record with its state key; a throwing `stateKey` fails its record (a defect), not the batch. */
+const readyEntry = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
-  record: RecordOf<Inputs>
-): Either.Either<string, unknown> => {
+  record: FetchedRecord,
+  decoded: RecordOf<Inputs>,
+  stateKeys: StateKeyCheck.StateKeyCheck | undefined
+): Entry<Inputs> => {
+  let stateKey: string
   try {
-    return Either.right(transformer.stateKey(record))
+    stateKey = transformer.stateKey(decoded)
   } catch (defect) {
-    return Either.left(defect)
+    return { _tag: "KeyDefect", record, defect }
   }
+  StateKeyCheck.observe(stateKeys, stateKey, record.partition)
+  return { _tag: "Ready", record, decoded, stateKey }
 }
 
 /** One lane per slice, or one per state key for topics with key concurrency. */
@@ -163,9 +170,7 @@ const lanesOf = <Inputs extends ReadonlyArray<Topic.Any>, S>(
   const byKey = new Map<string, Array<Entry<Inputs>>>()
   for (const entry of entries) {
     // A poison record, or one without a state key, runs in a lane of its own.
-    const key = Either.isLeft(entry.decoded) || Either.isLeft(entry.stateKey)
-      ? `\u0000record-${entry.record.offset}`
-      : entry.stateKey.right
+    const key = entry._tag === "Ready" ? entry.stateKey : `\u0000record-${entry.record.offset}`
     const list = byKey.get(key)
     if (list === undefined) byKey.set(key, [entry])
     else list.push(entry)
@@ -240,24 +245,30 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const changeOf = (result: Result<S>): Option.Option<S> | undefined =>
       result.state === undefined ? undefined : result.state._tag === "Set" ? Option.some(result.state.value) : Option.none()
 
-    /** One transform call on a private copy of the state, with its outputs encoded. */
-    const attempt = (
+    /**
+     * One transform call on a private copy of the state, with its outputs
+     * encoded, ending in `then`. The steps around the transform's own effect
+     * are synchronous: one `flatMap` a record (each Effect step is an
+     * allocation and a turn of the fiber's loop, per record).
+     */
+    const attempt = <A>(
       decoded: RecordOf<Inputs>,
       state: Option.Option<S>,
       source: FetchedRecord,
-      trace: Tracing.TraceHeaders | undefined
-    ) => {
-      const call = Effect.flatMap(
-        Effect.flatMap(
-          Either.mapLeft(copyState(state), (cause) => new EncodeError({ topic: stateCodecName, cause })),
-          (copy) => Effect.suspend(() => transformer.transform(decoded, copy))
-        ),
-        (result) =>
-          Effect.map(
-            Outputs.encode(result.emit ?? [], options.messageLimits, options.partitionCounts, source, trace),
-            (outputs): Attempt<S> => ({ outputs, change: changeOf(result) })
-          )
-      )
+      trace: Tracing.TraceHeaders | undefined,
+      then: (attempt: Attempt<S>) => A
+    ): Effect.Effect<A, unknown, R> => {
+      const call = Effect.suspend(() => {
+        const copy = copyState(state)
+        if (Either.isLeft(copy)) return Effect.fail(new EncodeError({ topic: stateCodecName, cause: copy.left }))
+        return Effect.flatMap(transformer.transform(decoded, copy.right), (result) => {
+          const change = changeOf(result)
+          const encoded = Outputs.encode(result.emit ?? [], options.messageLimits, options.partitionCounts, source, trace)
+          return Either.isEither(encoded)
+            ? Either.map(encoded, (outputs) => then({ outputs, change }))
+            : Effect.map(encoded, (outputs) => then({ outputs, change }))
+        })
+      })
       return Option.isSome(options.permits) ? options.permits.value.withPermits(1)(call) : call
     }
 
@@ -279,10 +290,10 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       trace: Tracing.TraceHeaders | undefined
     ): Effect.Effect<Cut.Done<S>, unknown, R> => {
       if (transformer.rules.length === 0) {
-        return Effect.map(attempt(decoded, state, entry.record, trace), (finished) => finish(entry, stateKey, finished, "processed"))
+        return attempt(decoded, state, entry.record, trace, (finished) => finish(entry, stateKey, finished, "processed"))
       }
       return Effect.flatMap(
-        Rules.apply(transformer.rules, () => attempt(decoded, state, entry.record, trace), {
+        Rules.apply(transformer.rules, () => attempt(decoded, state, entry.record, trace, identity), {
           hasDeadLetterTopic: Option.isSome(options.deadLetterTopic),
           onRetry: () => {
             retries++
@@ -317,10 +328,10 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       entry: Entry<Inputs>,
       trace: Tracing.TraceHeaders | undefined
     ): Effect.Effect<Cut.Done<S>, unknown, R> => {
-      if (Either.isLeft(entry.decoded)) {
+      if (entry._tag === "Poison") {
         // A poison record never reaches the transform: it goes to the dead letter
         // topic inside this batch's transaction, or, with none configured, fails the run.
-        const error = entry.decoded.left
+        const error = entry.error
         if (Option.isNone(options.deadLetterTopic)) return Effect.fail(error)
         const dlq = options.deadLetterTopic.value
         return Effect.zipWith(options.messageLimits.lookup(dlq), Effect.logWarning(`poison record sent to ${dlq}: ${error.message}`), (limit) => ({
@@ -331,9 +342,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           disposition: "deadLettered" as const
         }))
       }
-      if (Either.isLeft(entry.stateKey)) return Effect.die(entry.stateKey.left)
-      const stateKey = entry.stateKey.right
-      const decoded = entry.decoded.right
+      if (entry._tag === "KeyDefect") return Effect.die(entry.defect)
+      const { decoded, stateKey } = entry
       const known = knownState(stateKey)
       return known === undefined
         ? Effect.flatMap(readState(stateKey), (state) => processKnown(entry, stateKey, decoded, state, trace))
@@ -368,29 +378,27 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         ))
     }
 
-    const runLane = (lane: Lane<Inputs, S>) =>
-      Effect.suspend(() => {
-        let index = 0
-        const next: Effect.Effect<void, unknown, R> = Effect.suspend(() => {
-          const entry = lane.entries[index]
-          if (entry === undefined) return Effect.void
-          return Effect.flatMap(propagate ? tracedEntry(entry) : processEntry(entry, undefined), (done) => {
-            lane.done.push(done)
-            index++
-            return next
-          })
-        })
-        return next
-      })
+    const processAt = (entry: Entry<Inputs>) => propagate ? tracedEntry(entry) : processEntry(entry, undefined)
+
+    /** A lane's records in order: each finished record's continuation starts the next (one `flatMap` a record). */
+    const runLane = (lane: Lane<Inputs, S>): Effect.Effect<void, unknown, R> => {
+      const entries = lane.entries
+      if (entries.length === 0) return Effect.void
+      let index = 0
+      const next = (done: Cut.Done<S>): Effect.Effect<void, unknown, R> => {
+        lane.done.push(done)
+        index++
+        return index < entries.length ? Effect.flatMap(processAt(entries[index]!), next) : Effect.void
+      }
+      return Effect.flatMap(Effect.suspend(() => processAt(entries[0]!)), next)
+    }
 
     // The states this batch needs that are not cached: read from the store in one call.
     const missing = new Set<string>()
     for (const lanes of lanesPerSlice) {
       for (const lane of lanes) {
         for (const entry of lane.entries) {
-          if (Either.isRight(entry.decoded) && Either.isRight(entry.stateKey) && knownState(entry.stateKey.right) === undefined) {
-            missing.add(entry.stateKey.right)
-          }
+          if (entry._tag === "Ready" && knownState(entry.stateKey) === undefined) missing.add(entry.stateKey)
         }
       }
     }

@@ -121,11 +121,15 @@ const checkPartition = (
   })
 }
 
+/** The encoded outputs of a transform, or why they cannot be sent. */
+export type Encoded = Either.Either<ReadonlyArray<Topic.EncodedRecord>, EncodeError | OutputTooLarge | PartitionOutOfRange>
+
 /**
  * Encodes outputs and checks their partitions and sizes: synchronous (an
  * `Either`) once each topic's limit (and, for an output naming its
- * partition, its partition count) is known. A failed lookup is a runtime
- * `KafkaError`, never the transform's own error.
+ * partition, its partition count) is known, else an effect that looks them
+ * up. A failed lookup is a runtime `KafkaError`, never the transform's own
+ * error.
  */
 export const encode = (
   emit: ReadonlyArray<Topic.OutputRecord>,
@@ -133,7 +137,7 @@ export const encode = (
   counts: PartitionCounts.PartitionCounts,
   source: FetchedRecord,
   trace?: Tracing.TraceHeaders | undefined
-): Effect.Effect<
+): Encoded | Effect.Effect<
   ReadonlyArray<Topic.EncodedRecord>,
   EncodeError | OutputTooLarge | PartitionOutOfRange | KafkaError
 > => {

@@ -1,0 +1,140 @@
+/**
+ * Micro-benchmark: a task's share of a poll (`src/internal/batch.ts` `run`, what the main thread
+ * does per input record between the fetch and the transaction), on the benchmark's job: a
+ * per-key count over `--keys` keys, one output per record, state in a store that is already
+ * warm in the task's state cache (as under a backlog), no broker.
+ *
+ * Each round processes `--records` records (one task's share of a 50,000-record poll under the
+ * full benchmark's backlog is about 8,000) until `--min-ms` have passed; the median of the
+ * rounds is reported in ns per record, with the share of it spent in garbage collection
+ * (`PerformanceObserver` `gc` entries).
+ *
+ *   npx tsx bench/batch.ts [--records 8000] [--keys 20000] [--value-bytes 100] [--rounds 9] [--min-ms 500] [--dist dist]
+ */
+import { Effect, Option, Schema } from "effect"
+import * as path from "node:path"
+import { PerformanceObserver } from "node:perf_hooks"
+import * as url from "node:url"
+import { parseArgs } from "node:util"
+import type { FetchedRecord } from "../src/internal/kafka/consumer.ts"
+import type { StateStore } from "../src/internal/StateStore.ts"
+import { spread } from "./lib/stats.ts"
+
+const { values: flags } = parseArgs({
+  options: {
+    records: { type: "string", default: "8000" },
+    keys: { type: "string", default: "20000" },
+    "value-bytes": { type: "string", default: "100" },
+    rounds: { type: "string", default: "9" },
+    "min-ms": { type: "string", default: "500" },
+    dist: { type: "string" }
+  }
+})
+const records = Number(flags.records)
+const keys = Number(flags.keys)
+const valueBytes = Number(flags["value-bytes"])
+const rounds = Number(flags.rounds)
+const minMs = Number(flags["min-ms"])
+
+// The sources through tsx, or (--dist <folder>) a build of them, what users run (`npm run build`
+// writes dist/): tsx wraps every named function it compiles in a `__name` call, a cost per
+// closure made per record that the build does not have. Two builds give an A/B.
+const dist = flags.dist === undefined ? undefined : path.resolve(flags.dist)
+const from = (module: string) =>
+  dist === undefined ? `../src/${module}.ts` : url.pathToFileURL(path.join(dist, `${module}.js`)).href
+const Batch: typeof import("../src/internal/batch.ts") = await import(from("internal/batch"))
+const { makeMessageLimits }: typeof import("../src/internal/outputs.ts") = await import(from("internal/outputs"))
+const PartitionCounts: typeof import("../src/internal/partitionCounts.ts") = await import(from("internal/partitionCounts"))
+const { makeStateCache }: typeof import("../src/internal/StateCache.ts") = await import(from("internal/StateCache"))
+const { StateStoreError }: typeof import("../src/SkeinError.ts") = await import(from("SkeinError"))
+const { Topic, Transformer }: typeof import("../src/index.ts") = await import(from("index"))
+
+// The job of bench/apps/skein-count.ts.
+const Input = Topic.make({ name: "bench.in", key: Schema.String, value: Schema.String })
+const Output = Topic.make({ name: "bench.out", key: Schema.String, value: Schema.NumberFromString })
+const Count = Transformer.make({
+  name: "count",
+  inputs: [Input],
+  state: Schema.Number,
+  transform: (record, count) =>
+    Effect.sync(() => {
+      const next = Option.getOrElse(count, () => 0) + 1
+      return { emit: [Topic.record(Output, record.key, next)], state: Transformer.set(next) }
+    })
+})
+
+// Seeded keys (a linear congruential sequence), as the benchmark's input.
+let seed = 42
+const nextKey = () => {
+  seed = (seed * 1103515245 + 12345) % 2147483648
+  return `key-${seed % keys}`
+}
+const value = Buffer.alloc(valueBytes, "v")
+const noHeaders = Object.freeze({})
+const fetched: ReadonlyArray<FetchedRecord> = Array.from({ length: records }, (_, offset) => ({
+  topic: Input.name,
+  partition: 0,
+  offset,
+  key: Buffer.from(nextKey()),
+  value,
+  headers: noHeaders,
+  rawHeaders: noHeaders,
+  timestamp: 1_700_000_000_000 + offset
+}))
+
+/** A store whose every key is already in the state cache: only `getMany` of a cold key would reach it. */
+const store: StateStore = {
+  path: "(memory)",
+  get: () => Effect.succeed(undefined),
+  getMany: (wanted) => Effect.succeed(wanted.map(() => undefined)),
+  write: () => Effect.void,
+  checkpoint: Effect.succeed("missing"),
+  clear: Effect.void,
+  count: Effect.succeed(0),
+  keys: () => Effect.fail(new StateStoreError({ operation: "keys", path: "(memory)", cause: "unused" }))
+}
+const cache = makeStateCache(100_000)
+for (let k = 0; k < keys; k++) cache.set(`key-${k}`, Option.some(k))
+
+const options: import("../src/internal/batch.ts").Options = {
+  deadLetterTopic: Option.none(),
+  stop: Effect.never,
+  permits: Option.none(),
+  messageLimits: makeMessageLimits(1024 * 1024, () => Effect.succeed(undefined)),
+  partitionCounts: PartitionCounts.make(() => Effect.succeed(6)),
+  cache
+}
+const slice: import("../src/internal/batch.ts").Slice = { topic: Input.name, partition: 0, records: fetched, endOffset: records }
+const poll = Batch.run(Count, Option.some(store), [slice], options)
+
+let gcNs = 0
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) gcNs += entry.duration * 1e6
+}).observe({ entryTypes: ["gc"] })
+
+const round = async (): Promise<{ readonly ns: number; readonly gc: number }> => {
+  let n = 0
+  const gcBefore = gcNs
+  const start = process.hrtime.bigint()
+  let elapsed = 0
+  while (elapsed < minMs * 1e6) {
+    const result = await Effect.runPromise(poll)
+    if (result.processed !== records) throw new Error(`processed ${result.processed} of ${records}`)
+    n += records
+    elapsed = Number(process.hrtime.bigint() - start)
+  }
+  // gc entries arrive asynchronously: let the observer catch up before reading it.
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  return { ns: elapsed / n, gc: (gcNs - gcBefore) / elapsed }
+}
+
+await round() // warm-up
+const results: Array<{ readonly ns: number; readonly gc: number }> = []
+for (let r = 0; r < rounds; r++) results.push(await round())
+const ns = spread(results.map((r) => r.ns))
+const gc = spread(results.map((r) => r.gc))
+console.log(
+  `batch.run: ${records} records, ${keys} keys, ${valueBytes}-byte values, ${rounds} rounds: ` +
+    `${ns!.median.toFixed(0)} ns/record (${ns!.min.toFixed(0)}-${ns!.max.toFixed(0)}), ` +
+    `${(100 * gc!.median).toFixed(1)} % of it in GC`
+)
