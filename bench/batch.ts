@@ -9,7 +9,8 @@
  * rounds is reported in ns per record, with the share of it spent in garbage collection
  * (`PerformanceObserver` `gc` entries).
  *
- *   npx tsx bench/batch.ts [--records 8000] [--keys 20000] [--value-bytes 100] [--rounds 9] [--min-ms 500] [--dist dist]
+ *   npx tsx bench/batch.ts [--records 8000] [--keys 20000] [--value-bytes 100] [--rounds 9] [--min-ms 500]
+ *                          [--dist dist] [--rules]
  */
 import { Effect, Option, Schema } from "effect"
 import * as path from "node:path"
@@ -27,7 +28,8 @@ const { values: flags } = parseArgs({
     "value-bytes": { type: "string", default: "100" },
     rounds: { type: "string", default: "9" },
     "min-ms": { type: "string", default: "500" },
-    dist: { type: "string" }
+    dist: { type: "string" },
+    rules: { type: "boolean", default: false }
   }
 })
 const records = Number(flags.records)
@@ -47,15 +49,18 @@ const { makeMessageLimits }: typeof import("../src/internal/outputs.ts") = await
 const PartitionCounts: typeof import("../src/internal/partitionCounts.ts") = await import(from("internal/partitionCounts"))
 const { makeStateCache }: typeof import("../src/internal/StateCache.ts") = await import(from("internal/StateCache"))
 const { StateStoreError }: typeof import("../src/SkeinError.ts") = await import(from("SkeinError"))
-const { Topic, Transformer }: typeof import("../src/index.ts") = await import(from("index"))
+const { ErrorRule, Topic, Transformer }: typeof import("../src/index.ts") = await import(from("index"))
 
 // The job of bench/apps/skein-count.ts.
 const Input = Topic.make({ name: "bench.in", key: Schema.String, value: Schema.String })
 const Output = Topic.make({ name: "bench.out", key: Schema.String, value: Schema.NumberFromString })
+// --rules: the same job under a dead letter rule for an error it never raises (what every record
+// of a transformer with rules pays).
 const Count = Transformer.make({
   name: "count",
   inputs: [Input],
   state: Schema.Number,
+  rules: flags.rules ? [ErrorRule.tagged("Invalid", { then: "dlq" })] : [],
   transform: (record, count) =>
     Effect.sync(() => {
       const next = Option.getOrElse(count, () => 0) + 1
@@ -134,7 +139,7 @@ for (let r = 0; r < rounds; r++) results.push(await round())
 const ns = spread(results.map((r) => r.ns))
 const gc = spread(results.map((r) => r.gc))
 console.log(
-  `batch.run: ${records} records, ${keys} keys, ${valueBytes}-byte values, ${rounds} rounds: ` +
+  `batch.run${flags.rules ? " (a rule)" : ""}: ${records} records, ${keys} keys, ${valueBytes}-byte values, ${rounds} rounds: ` +
     `${ns!.median.toFixed(0)} ns/record (${ns!.min.toFixed(0)}-${ns!.max.toFixed(0)}), ` +
     `${(100 * gc!.median).toFixed(1)} % of it in GC`
 )

@@ -289,39 +289,40 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       state: Option.Option<S>,
       trace: Tracing.TraceHeaders | undefined
     ): Effect.Effect<Cut.Done<S>, unknown, R> => {
-      if (transformer.rules.length === 0) {
-        return attempt(decoded, state, entry.record, trace, (finished) => finish(entry, stateKey, finished, "processed"))
-      }
-      return Effect.flatMap(
-        Rules.apply(transformer.rules, () => attempt(decoded, state, entry.record, trace, identity), {
-          hasDeadLetterTopic: Option.isSome(options.deadLetterTopic),
-          onRetry: () => {
-            retries++
-          }
-        }),
-        (ruled) => {
-          switch (ruled._tag) {
-            case "Succeeded":
-              return Effect.succeed(finish(entry, stateKey, ruled.value, "processed"))
-            case "Skipped": {
-              const r = entry.record
-              return Effect.as(
-                Effect.logWarning(`skipped ${r.topic}/${r.partition}@${r.offset}: ${describe(ruled.error)}`),
-                finish(entry, stateKey, { outputs: [], change: undefined }, "skipped")
-              )
+      const processed = attempt(decoded, state, entry.record, trace, (finished) => finish(entry, stateKey, finished, "processed"))
+      if (transformer.rules.length === 0) return processed
+      // Under rules, a record that succeeds at once costs one `catchAll`; a failed one gets its rule.
+      return Effect.catchAll(processed, (failed) =>
+        Effect.flatMap(
+          Rules.recover(transformer.rules, failed, () => attempt(decoded, state, entry.record, trace, identity), {
+            hasDeadLetterTopic: Option.isSome(options.deadLetterTopic),
+            onRetry: () => {
+              retries++
             }
-            case "DeadLettered":
-              return Option.match(options.deadLetterTopic, {
-                onNone: () => Effect.fail(ruled.error),
-                onSome: (dlq) =>
-                  Effect.map(options.messageLimits.lookup(dlq), (limit) => {
-                    const letter = deadLetter(dlq, entry.record, { message: describe(ruled.error) }, limit)
-                    return finish(entry, stateKey, { outputs: [letter], change: undefined }, "deadLettered")
-                  })
-              })
+          }),
+          (ruled) => {
+            switch (ruled._tag) {
+              case "Succeeded":
+                return Effect.succeed(finish(entry, stateKey, ruled.value, "processed"))
+              case "Skipped": {
+                const r = entry.record
+                return Effect.as(
+                  Effect.logWarning(`skipped ${r.topic}/${r.partition}@${r.offset}: ${describe(ruled.error)}`),
+                  finish(entry, stateKey, { outputs: [], change: undefined }, "skipped")
+                )
+              }
+              case "DeadLettered":
+                return Option.match(options.deadLetterTopic, {
+                  onNone: () => Effect.fail(ruled.error),
+                  onSome: (dlq) =>
+                    Effect.map(options.messageLimits.lookup(dlq), (limit) => {
+                      const letter = deadLetter(dlq, entry.record, { message: describe(ruled.error) }, limit)
+                      return finish(entry, stateKey, { outputs: [letter], change: undefined }, "deadLettered")
+                    })
+                })
+            }
           }
-        }
-      )
+        ))
     }
 
     const processEntry = (

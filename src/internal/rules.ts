@@ -47,12 +47,26 @@ export const apply = <A, E, R>(
   attempt: () => Effect.Effect<A, unknown, R>,
   options: { readonly hasDeadLetterTopic: boolean; readonly onRetry: () => void }
 ): Effect.Effect<Ruled<A>, unknown, R> =>
+  Effect.catchAll(
+    Effect.map(attempt(), (value): Ruled<A> => ({ _tag: "Succeeded", value })),
+    (failed) => recover(rules, failed, attempt, options)
+  )
+
+/**
+ * The rules applied to an attempt that failed with `failed`: `apply` after its
+ * first attempt. A record that succeeds at once never gets here, so its only
+ * cost of the rules is one `catchAll` (no generator per record).
+ */
+export const recover = <A, E, R>(
+  rules: ReadonlyArray<Rule<E>>,
+  failed: unknown,
+  attempt: () => Effect.Effect<A, unknown, R>,
+  options: { readonly hasDeadLetterTopic: boolean; readonly onRetry: () => void }
+): Effect.Effect<Ruled<A>, unknown, R> =>
   Effect.gen(function*() {
-    let outcome = yield* Effect.either(attempt())
-    if (Either.isRight(outcome)) return { _tag: "Succeeded", value: outcome.right } as const
-    const failed = outcome.left
     const rule = rules.find((r) => matches(r, failed))
     if (rule === undefined) return yield* Effect.fail(failed)
+    let outcome: Either.Either<A, unknown> = Either.left(failed)
     if (rule.retry !== undefined) {
       const driver = yield* Schedule.driver(rule.retry as Schedule.Schedule<unknown, unknown>)
       while (Either.isLeft(outcome) && matches(rule, outcome.left)) {
