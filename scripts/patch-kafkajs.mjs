@@ -49,7 +49,10 @@
 //   right before it builds its request. A partition seeked while the fetch looked its offsets up
 //   (the first fetch after a join does) was fetched from its old offset and its data dropped on
 //   arrival: a whole fetch more, and the data decoded twice (every restore's changelog reader
-//   seeks its partitions right after its join). See test/kafkajs-seek.test.ts.
+//   seeks its partitions right after its join). See test/kafkajs-seek.test.ts. And a fetch with
+//   every partition paused sleeps maxWaitTimeInMs: a partition resumed during the sleep waited it
+//   out (a restore on an idle changelog reader started up to 200 ms late); `resume` now ends the
+//   sleep. See test/kafkajs-idle-resume.test.ts.
 // Bun and Deno use the same node_modules, so patching the files covers all three runtimes.
 //
 // Plain Node, no dependency. Strict: patches are whole-file hunks (git diff -U100000), and the
