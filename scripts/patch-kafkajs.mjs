@@ -53,6 +53,12 @@
 //   every partition paused sleeps maxWaitTimeInMs: a partition resumed during the sleep waited it
 //   out (a restore on an idle changelog reader started up to 200 ms late); `resume` now ends the
 //   sleep. See test/kafkajs-idle-resume.test.ts.
+// - kafkajs/src/protocol/recordBatch/v0/decoder.js: a batch's records are decoded in place from
+//   the batch's buffer, not each from a Buffer view and a Decoder made for it; and
+//   kafkajs/src/consumer/batch.js: a fetched batch keeps the messages at or after the fetched
+//   offset comparing numbers where they are exact, not a Long parsed from every message's offset.
+//   Every fetched record (input and restores) paid both. The same messages; see
+//   test/unit/recordDecoder.test.ts and bench/decoder.ts.
 // Bun and Deno use the same node_modules, so patching the files covers all three runtimes.
 //
 // Plain Node, no dependency. Strict: patches are whole-file hunks (git diff -U100000), and the

@@ -4,7 +4,9 @@
  * The patch (`patches/kafkajs+2.2.4.patch`: `protocol/recordBatch/record/v0/decoder.js`, the hot
  * path of every fetch: input records and changelog restores) computes offsets and timestamps with
  * numbers instead of BigInt-backed Longs when they are exact as numbers, and skips the headers'
- * array for a record without headers. kafkajs as published and as patched run side by side (two
+ * array for a record without headers; the batch decoder (`protocol/recordBatch/v0/decoder.js`)
+ * decodes each record in place from the batch's buffer; a fetched batch (`consumer/batch.js`)
+ * filters its messages by offset with numbers. kafkajs as published and as patched run side by side (two
  * private copies, `test/helpers/kafkajsCopies.ts`) on records written by kafkajs's own encoder.
  */
 import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
@@ -187,6 +189,32 @@ describe("kafkajs patch: record batch decoder", () => {
         records
       })).buffer
       assert.deepStrictEqual(await patched(batch), await original(batch), `batch ${b} (seed ${seed})`)
+    }
+  })
+})
+
+describe("kafkajs patch: a fetched batch's offset filter", () => {
+  type BatchClass = new(topic: string, fetchedOffset: string, partitionData: Record<string, unknown>) => {
+    readonly messages: ReadonlyArray<{ readonly offset: string }>
+    readonly messagesWithinOffset: ReadonlyArray<{ readonly offset: string }>
+  }
+
+  it("keeps the messages at or after the fetched offset, as kafkajs does, around 2^53 too", () => {
+    const Original = load<BatchClass>(originalCopy, "src/consumer/batch.js", "class")
+    const Patched = load<BatchClass>(patchedCopy, "src/consumer/batch.js", "class")
+    const Long = originalCopy.load("src/utils/long.js") as { fromString: (s: string) => { add: (n: number) => { toString: () => string } } }
+    // A compressed batch may start before the fetched offset; offsets beyond 2^53 take kafkajs's Long comparison.
+    const bases = ["0", "35909", "9007199254740980", "9007199254740991", "9223372036854775000"]
+    for (const base of bases) {
+      const offsets = Array.from({ length: 30 }, (_, i) => Long.fromString(base).add(i).toString())
+      const messages = offsets.map((offset) => ({ offset, key: null, value: null, isControlRecord: false, batchContext: {} }))
+      for (const fetched of [offsets[0]!, offsets[7]!, offsets[29]!, Long.fromString(base).add(30).toString()]) {
+        const data = { partition: 0, highWatermark: "0", abortedTransactions: [], messages }
+        const patched = new Patched("t", fetched, data)
+        const original = new Original("t", fetched, data)
+        assert.deepStrictEqual(patched.messagesWithinOffset.map((m) => m.offset), original.messagesWithinOffset.map((m) => m.offset), `base ${base}, fetched ${fetched}`)
+        assert.deepStrictEqual(patched.messages.map((m) => m.offset), original.messages.map((m) => m.offset), `base ${base}, fetched ${fetched}`)
+      }
     }
   })
 })
