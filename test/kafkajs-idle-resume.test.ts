@@ -20,7 +20,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type * as KafkaJS from "kafkajs"
-import { copyKafkajs } from "./helpers/kafkajsCopies.ts"
+import { copyKafkajs, runUntilRead } from "./helpers/kafkajsCopies.ts"
 import type { Side } from "./helpers/kafkajsCopies.ts"
 import * as Helpers from "./helpers/kafka.ts"
 import { brokers } from "./utils/broker.ts"
@@ -42,11 +42,6 @@ const deliversAfterResume = (side: Side, topic: string, records: number) =>
         const { Kafka, logLevel } = copy.load("index.js") as typeof KafkaJS
         const kafka = new Kafka({ clientId: `idle-resume-${side}`, brokers: [...brokers()], logLevel: logLevel.NOTHING })
         const consumer = kafka.consumer({ groupId: Helpers.unique(`idle-resume-${side}`), maxWaitTimeInMs: idleSleepMs })
-        let read = 0
-        let delivered = (): void => {}
-        const allRead = new Promise<"delivered">((resolve) => {
-          delivered = () => resolve("delivered")
-        })
         let resumed = (): void => {}
         const resumedAt = new Promise<void>((resolve) => {
           resumed = resolve
@@ -62,29 +57,18 @@ const deliversAfterResume = (side: Side, topic: string, records: number) =>
             resumed()
           }, 1_000)
         })
-        await consumer.connect()
-        try {
-          await consumer.subscribe({ topics: [topic], fromBeginning: true })
-          await consumer.run({
-            autoCommit: false,
-            eachBatch: async ({ batch }) => {
-              read += batch.messages.length
-              if (read >= records) delivered()
-            }
-          })
+        return runUntilRead(consumer, topic, records, async (allRead) => {
           await resumedAt
           let timer: ReturnType<typeof setTimeout> | undefined
           const outcome = await Promise.race([
-            allRead,
+            allRead.then(() => "delivered" as const),
             new Promise<"not yet">((resolve) => {
               timer = setTimeout(() => resolve("not yet"), deliveredWithinMs)
             })
           ])
           clearTimeout(timer)
           return outcome === "delivered"
-        } finally {
-          await consumer.disconnect()
-        }
+        })
       }),
     (copy) => Effect.sync(() => copy.remove())
   )

@@ -21,7 +21,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type * as KafkaJS from "kafkajs"
-import { copyKafkajs } from "./helpers/kafkajsCopies.ts"
+import { copyKafkajs, runUntilRead } from "./helpers/kafkajsCopies.ts"
 import type { Side } from "./helpers/kafkajsCopies.ts"
 import * as Helpers from "./helpers/kafka.ts"
 import { brokers } from "./utils/broker.ts"
@@ -38,11 +38,6 @@ const fetchesUntilRead = (side: Side, topic: string, records: number) =>
         const kafka = new Kafka({ clientId: `seek-race-${side}`, brokers: [...brokers()], logLevel: logLevel.NOTHING })
         const consumer = kafka.consumer({ groupId: Helpers.unique(`seek-race-${side}`), maxWaitTimeInMs: 200 })
         let fetches = 0
-        let read = 0
-        let done = (): void => {}
-        const finished = new Promise<void>((resolve) => {
-          done = resolve
-        })
         consumer.on(consumer.events.GROUP_JOIN, () => consumer.pause([{ topic, partitions }]))
         consumer.on(consumer.events.FETCH_START, () => {
           fetches++
@@ -53,21 +48,10 @@ const fetchesUntilRead = (side: Side, topic: string, records: number) =>
             consumer.resume([{ topic, partitions }])
           })
         })
-        await consumer.connect()
-        try {
-          await consumer.subscribe({ topics: [topic], fromBeginning: true })
-          await consumer.run({
-            autoCommit: false,
-            eachBatch: async ({ batch }) => {
-              read += batch.messages.length
-              if (read >= records) done()
-            }
-          })
-          await finished
+        return runUntilRead(consumer, topic, records, async (allRead) => {
+          await allRead
           return fetches
-        } finally {
-          await consumer.disconnect()
-        }
+        })
       }),
     (copy) => Effect.sync(() => copy.remove())
   )

@@ -11,6 +11,7 @@ import { createRequire } from "node:module"
 import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
+import type * as KafkaJS from "kafkajs"
 import { parsePatch } from "../../src/internal/kafka/patchedKafkajs.ts"
 
 export type Side = "original" | "patched"
@@ -46,4 +47,36 @@ export const copyKafkajs = (side: Side, root: string = projectRoot): KafkajsCopy
   }
   const load = (file: string): unknown => createRequire(path.join(dir, "package.json"))(path.join(dir, file))
   return { side, dir, load, remove: () => fs.rmSync(parent, { recursive: true, force: true }) }
+}
+
+/**
+ * Connects `consumer`, runs it on `topic` from the beginning (no offset commits) and returns what
+ * `use` returns, then disconnects it. `use` gets a promise that resolves once the consumer's
+ * batches have delivered `records` records.
+ */
+export const runUntilRead = async <A>(
+  consumer: KafkaJS.Consumer,
+  topic: string,
+  records: number,
+  use: (allRead: Promise<void>) => Promise<A>
+): Promise<A> => {
+  let read = 0
+  let done = (): void => {}
+  const allRead = new Promise<void>((resolve) => {
+    done = resolve
+  })
+  await consumer.connect()
+  try {
+    await consumer.subscribe({ topics: [topic], fromBeginning: true })
+    await consumer.run({
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        read += batch.messages.length
+        if (read >= records) done()
+      }
+    })
+    return await use(allRead)
+  } finally {
+    await consumer.disconnect()
+  }
 }
