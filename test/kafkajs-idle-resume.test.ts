@@ -13,9 +13,11 @@
  * The patch (`consumer/consumerGroup.js`) ends an idle sleep when partitions are resumed: the
  * fetch loop goes round at once and fetches them.
  *
- * The test makes the sleep long (8 s) so the two behaviours are apart by seconds: every
- * partition paused at the join, resumed 1 s into the first idle sleep; kafkajs as published
- * delivers the records ~7 s later, when its sleep ends, the patched kafkajs at once.
+ * The test watches the idle sleep's own timer (the only timer armed with `idleSleepMs`): every
+ * partition is paused at the join, and the partition is resumed right after the sleep's timer is
+ * armed. The property is an order of events, whatever the machine's speed: kafkajs as published
+ * delivers the records only after that timer has fired (the sleep ran out); the patched kafkajs
+ * delivers them while it is still pending (it is cleared by the resume and never fires).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -25,53 +27,74 @@ import type { Side } from "./helpers/kafkajsCopies.ts"
 import * as Helpers from "./helpers/kafka.ts"
 import { brokers } from "./utils/broker.ts"
 
-/** The idle sleep of the consumers under test. */
-const idleSleepMs = 8_000
-/** How long after the resume the records must have arrived: well inside the sleep's remaining ~7 s. */
-const deliveredWithinMs = 3_000
+/** The idle sleep of the consumers under test: a value no other timer of the process uses. */
+const idleSleepMs = 4_919
+
+/** What happened around the first idle sleep, in order. */
+type Event = "sleep armed" | "sleep ran out" | "all read"
 
 /**
- * Whether a consumer of `side`, idle with its partition paused, delivers the topic's records
- * within `deliveredWithinMs` of resuming it, 1 s into its idle sleep.
+ * Calls `armed` when a timer of `delay` ms is armed, the first time only, and `ranOut` when that
+ * timer fires. Restores `setTimeout` when the scope closes.
  */
-const deliversAfterResume = (side: Side, topic: string, records: number) =>
-  Effect.acquireUseRelease(
-    Effect.sync(() => copyKafkajs(side)),
-    (copy) =>
-      Effect.promise(async () => {
-        const { Kafka, logLevel } = copy.load("index.js") as typeof KafkaJS
-        const kafka = new Kafka({ clientId: `idle-resume-${side}`, brokers: [...brokers()], logLevel: logLevel.NOTHING })
-        const consumer = kafka.consumer({ groupId: Helpers.unique(`idle-resume-${side}`), maxWaitTimeInMs: idleSleepMs })
-        let resumed = (): void => {}
-        const resumedAt = new Promise<void>((resolve) => {
-          resumed = resolve
-        })
-        let fetchStarts = 0
-        consumer.on(consumer.events.GROUP_JOIN, () => consumer.pause([{ topic, partitions: [0] }]))
-        consumer.on(consumer.events.FETCH_START, () => {
-          fetchStarts++
-          if (fetchStarts !== 1) return
-          // Every partition is paused: this fetch sleeps. Resume 1 s into the sleep.
-          setTimeout(() => {
-            consumer.resume([{ topic, partitions: [0] }])
-            resumed()
-          }, 1_000)
-        })
-        return runUntilRead(consumer, topic, records, async (allRead) => {
-          await resumedAt
-          let timer: ReturnType<typeof setTimeout> | undefined
-          const outcome = await Promise.race([
-            allRead.then(() => "delivered" as const),
-            new Promise<"not yet">((resolve) => {
-              timer = setTimeout(() => resolve("not yet"), deliveredWithinMs)
-            })
-          ])
-          clearTimeout(timer)
-          return outcome === "delivered"
-        })
-      }),
-    (copy) => Effect.sync(() => copy.remove())
+const watchFirstTimer = (delay: number, armed: () => void, ranOut: () => void) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const original = globalThis.setTimeout
+      let seen = false
+      const watched = <TArgs extends Array<unknown>>(callback: (...args: TArgs) => void, ms?: number, ...args: TArgs) => {
+        if (seen || ms !== delay) return original(callback, ms, ...args)
+        seen = true
+        const timer = original((...callbackArgs: TArgs) => {
+          ranOut()
+          callback(...callbackArgs)
+        }, ms, ...args)
+        armed()
+        return timer
+      }
+      globalThis.setTimeout = Object.assign(watched, { __promisify__: original.__promisify__ })
+      return original
+    }),
+    (original) => Effect.sync(() => {
+      globalThis.setTimeout = original
+    })
   )
+
+/**
+ * The events of a consumer of `side`, idle with its partition paused, resuming it as soon as its
+ * idle sleep is armed, until it has read the topic's records.
+ */
+const eventsAfterResume = (side: Side, topic: string, records: number) =>
+  Effect.gen(function*() {
+    const events: Array<Event> = []
+    const startedAt = performance.now()
+    const log = (event: Event) => {
+      events.push(event)
+      process.stderr.write(`idle-resume ${side}: ${event} at ${Math.round(performance.now() - startedAt)} ms\n`)
+    }
+    let resume = (): void => {}
+    yield* watchFirstTimer(idleSleepMs, () => {
+      log("sleep armed")
+      // After the sleep's promise executor has returned (the patch registers its wake-up there).
+      setImmediate(() => resume())
+    }, () => log("sleep ran out"))
+    const copy = yield* Effect.acquireRelease(
+      Effect.sync(() => copyKafkajs(side)),
+      (copy) => Effect.sync(() => copy.remove())
+    )
+    yield* Effect.promise(async () => {
+      const { Kafka, logLevel } = copy.load("index.js") as typeof KafkaJS
+      const kafka = new Kafka({ clientId: `idle-resume-${side}`, brokers: [...brokers()], logLevel: logLevel.NOTHING })
+      const consumer = kafka.consumer({ groupId: Helpers.unique(`idle-resume-${side}`), maxWaitTimeInMs: idleSleepMs })
+      resume = () => consumer.resume([{ topic, partitions: [0] }])
+      consumer.on(consumer.events.GROUP_JOIN, () => consumer.pause([{ topic, partitions: [0] }]))
+      return runUntilRead(consumer, topic, records, async (allRead) => {
+        await allRead
+        log("all read")
+      })
+    })
+    return events
+  }).pipe(Effect.scoped)
 
 describe("kafkajs resume during an idle fetch", () => {
   it.scopedLive("a partition resumed while every partition was paused is fetched at once, not after the idle sleep", () =>
@@ -80,10 +103,10 @@ describe("kafkajs resume during an idle fetch", () => {
       yield* Helpers.createTopics([{ name: topic, partitions: 1 }])
       const records = Array.from({ length: 20 }, (_, i) => ({ key: `k${i}`, value: `v${i}`, partition: 0 }))
       yield* Helpers.produce(topic, records)
-      const published = yield* deliversAfterResume("original", topic, records.length)
-      const patched = yield* deliversAfterResume("patched", topic, records.length)
+      const published = yield* eventsAfterResume("original", topic, records.length)
+      const patched = yield* eventsAfterResume("patched", topic, records.length)
       // The case is provoked: as published, the resumed partition waits out the idle sleep.
-      assert.isFalse(published, "kafkajs as published: the records came before the idle sleep ended (the resume did not land in it)")
-      assert.isTrue(patched, `patched: the records did not come within ${deliveredWithinMs} ms of the resume`)
+      assert.deepStrictEqual(published, ["sleep armed", "sleep ran out", "all read"], "kafkajs as published")
+      assert.deepStrictEqual(patched, ["sleep armed", "all read"], "patched: the records came only when the idle sleep ran out")
     }), { timeout: 90_000 })
 })
