@@ -43,7 +43,9 @@ const patchedFiles = [
   "src/producer/partitioners/legacy/partitioner.js",
   "src/producer/eosManager/index.js",
   "src/protocol/recordBatch/record/v0/decoder.js",
-  "src/consumer/consumerGroup.js"
+  "src/consumer/consumerGroup.js",
+  "src/protocol/recordBatch/v0/decoder.js",
+  "src/consumer/batch.js"
 ]
 /** A line only the patched `sendMessages.js` has. */
 const patchedSendMessagesLine = "const donePartitions = new Set()"
@@ -155,6 +157,33 @@ describe("kafkajs patch", () => {
       // The loaded module is kafkajs, usable as such.
       assert.isFunction(loaded.kafkajs.Kafka)
       assert.isFunction(loaded.kafkajs.AssignerProtocol.MemberMetadata.encode)
+    }))
+
+  // Compiled in the patch's order, a patched file that requires another patched file compiled
+  // after it (sendMessages.js -> groupMessagesPerPartition.js, consumerGroup.js -> batch.js) got
+  // the original from disk: the cache held the patched module, but kafkajs's own require had
+  // received the original. Every require inside kafkajs of a patched file must get the patched one.
+  it.scoped("in memory, every require inside kafkajs of a patched file receives the patched module", () =>
+    Effect.gen(function*() {
+      const root = yield* unpatchedInstall
+      const dir = path.join(root, "node_modules", "kafkajs")
+      const patch = yield* Effect.promise(() => fs.readFile(path.join(root, "patches", "kafkajs+2.2.4.patch"), "utf8"))
+      const files = PatchedKafkajs.parsePatch(patch)?.map(({ file }) => path.join(dir, file)) ?? []
+      assert.isAtLeast(files.length, patchedFiles.length)
+      const loaded = yield* PatchedKafkajs.loadFrom(root)
+      assert.strictEqual(loaded.applied, "in-memory")
+      const cache = createRequire(path.join(root, "package.json")).cache
+      const received: Array<string> = []
+      for (const [key, module] of Object.entries(cache)) {
+        if (module === undefined || !key.startsWith(dir + path.sep)) continue
+        for (const child of module.children) {
+          if (files.includes(child.filename) && child !== cache[child.filename]) {
+            received.push(`${path.relative(dir, key)} -> original ${path.relative(dir, child.filename)}`)
+          }
+        }
+      }
+      assert.deepStrictEqual(received, [], "kafkajs modules that received an original file instead of the patched one")
+      for (const file of files) assert.isTrue(cache[file]?.loaded, file)
     }))
 
   it.scoped("a kafkajs the application loaded first is replaced by a patched instance of Skein's own", () =>

@@ -8,9 +8,10 @@
  * (a second install of the same version restores the package without running
  * its script), Bun's untrusted dependencies and Deno all leave the original
  * files in place. So Skein applies the patch when it loads kafkajs: each file
- * the patch changes is compiled from its patched text into the CommonJS module
- * cache before kafkajs's entry point is required, so kafkajs's own `require`s
- * get the patched modules. Files already patched on disk are loaded as they
+ * the patch changes is put into the CommonJS module cache, compiled from its
+ * patched text on its first `require`, before kafkajs's entry point is
+ * required, so kafkajs's own `require`s get the patched modules (a patched file
+ * requiring another patched file too). Files already patched on disk are loaded as they
  * are. A file that is neither the original nor the patched text (another
  * kafkajs version, a local edit) fails with `ConfigurationError`, and so does a
  * runtime whose module cache does not take the patched modules: there is
@@ -223,8 +224,16 @@ const checkFiles = (root: string): Effect.Effect<Checked, ConfigurationError> =>
     return { dir, version, files, original }
   })
 
-/** Runs a module's source as that module (`Module.prototype._compile`, which Node, Bun and Deno all have). */
-const compile = (file: string, source: string): Module => {
+/**
+ * A module whose source is compiled on its first `require`, not when it is
+ * made: its `exports` is a getter until then. Every patched module is in the
+ * module cache before any of them runs, so a patched file that requires
+ * another (`sendMessages.js` requires `groupMessagesPerPartition.js`) gets the
+ * patched one whatever the order of the patch, as kafkajs's own `require`s do.
+ * Runs the source with `Module.prototype._compile`, which Node, Bun and Deno
+ * all have; `compiled` tells whether it ran.
+ */
+const lazyModule = (file: string, source: string): { readonly module: Module; readonly compiled: () => boolean } => {
   const module = new Module(file)
   module.filename = file
   module.paths = createRequire(file).resolve.paths("kafkajs") ?? []
@@ -232,9 +241,24 @@ const compile = (file: string, source: string): Module => {
   if (typeof compileMethod !== "function") {
     throw new Error("this runtime's node:module has no Module.prototype._compile")
   }
-  Reflect.apply(compileMethod, module, [source, file])
+  let compiled = false
+  Object.defineProperty(module, "exports", {
+    configurable: true,
+    enumerable: true,
+    get() {
+      // A data property again before the source runs: the module assigns `module.exports`, and
+      // a circular require of it meanwhile gets its exports so far, as with any module.
+      Object.defineProperty(module, "exports", { configurable: true, enumerable: true, writable: true, value: {} })
+      module.loaded = false
+      compiled = true
+      Reflect.apply(compileMethod, module, [source, file])
+      module.loaded = true
+      return module.exports
+    }
+  })
+  // Loaded, so a `require` of it takes `exports` from the cache (and runs the getter).
   module.loaded = true
-  return module
+  return { module, compiled: () => compiled }
 }
 
 /**
@@ -247,20 +271,37 @@ const loadPatchedInMemory = (root: string, checked: Checked): Effect.Effect<Kafk
   Effect.try({
     try: () => {
       const require = createRequire(path.join(root, "package.json"))
-      const inside = checked.dir + path.sep
       for (const key of Object.keys(require.cache)) {
-        if (key.startsWith(inside)) delete require.cache[key]
+        if (key.startsWith(checked.dir + path.sep)) delete require.cache[key]
       }
+      // Every patched module is in the cache before kafkajs runs any of them (see lazyModule)
       const modules = checked.files.map(({ file, patched }) => {
         const filename = path.join(checked.dir, file)
-        const module = compile(filename, patched)
-        require.cache[filename] = module
-        return { filename, module }
+        const lazy = lazyModule(filename, patched)
+        require.cache[filename] = lazy.module
+        return { filename, ...lazy }
       })
       const kafkajs: KafkaJS = require("kafkajs")
       const notTaken = modules.filter(({ filename, module }) => require.cache[filename] !== module)
       if (notTaken.length > 0) {
         throw new Error(`the module cache did not keep ${notTaken.map(({ filename }) => filename).join(", ")}`)
+      }
+      // A patched file kafkajs did not require on load runs now (its getter), so none runs later.
+      for (const { module } of modules) Reflect.get(module, "exports")
+      const notRun = modules.filter(({ compiled }) => !compiled())
+      // Where the runtime records a module's children (Node does), none may be an original file.
+      const patchedFiles = new Set(modules.map(({ filename }) => filename))
+      const inside = checked.dir + path.sep
+      const original = Object.entries(require.cache).flatMap(([key, module]) =>
+        key.startsWith(inside) && module !== undefined && Array.isArray(module.children)
+          ? module.children.filter((child) => patchedFiles.has(child.filename) && child !== require.cache[child.filename])
+            .map((child) => `${key} required the original ${child.filename}`)
+          : []
+      )
+      if (notRun.length > 0 || original.length > 0) {
+        throw new Error(
+          [...notRun.map(({ filename }) => `${filename} did not run`), ...original].join(", ")
+        )
       }
       return kafkajs
     },
