@@ -88,6 +88,7 @@ describe("kept stores of revoked partitions, while running", () => {
         yield* oldStore(path.join(storesA, `${p}.${randomUUID()}.tmp`))
         backdate(path.join(storesA, String(p)))
       }
+      const backdatedAt = Date.now()
       const sweeps = () => logs.lines.filter((line) => line.startsWith(`swept the stores under ${storesA}:`)).length
       const sweptTwice = (after: number) => eventually(Effect.sync(() => sweeps() >= after + 2), { what: "two sweeps" })
 
@@ -108,16 +109,30 @@ describe("kept stores of revoked partitions, while running", () => {
       const [kept] = [...a.stats.assigned]
       if (revoked === undefined || kept === undefined) return assert.fail("no assignment")
       const revokedFolders = folders(revoked)
-      // Closing the store marked it used now, though its folder was backdated two hours.
+      // Closing the store marked it used at the close, after the backdating (two hours back).
       const closedAt = fs.statSync(path.join(storesA, String(revoked))).mtimeMs
-      assert.isBelow(Date.now() - closedAt, 60_000)
+      assert.isAbove(closedAt, backdatedAt, "the close set the folder's modification time (it was backdated before)")
 
-      yield* eventually(Effect.sync(() => revokedFolders.every((folder) => !exists(folder))), {
-        what: `the folders of partition ${revoked} to be deleted`,
-        timeout: 60_000
-      })
+      // The delay running out is an event: a timer set to the moment the closed store's age
+      // reaches stateCleanupDelay. No poll may see the kept store gone before it fired.
+      let delayRanOut = false
+      yield* Effect.forkScoped(Effect.sleep(Duration.millis(Math.max(0, closedAt + Duration.toMillis(DELAY) - Date.now()))).pipe(
+        Effect.zipRight(Effect.sync(() => {
+          delayRanOut = true
+        }))
+      ))
+      const keptStore = path.join(storesA, String(revoked))
+      const goneBeforeTheDelay: Array<string> = []
+      yield* eventually(
+        Effect.sync(() => {
+          if (!exists(keptStore) && !delayRanOut) goneBeforeTheDelay.push(keptStore)
+          return revokedFolders.every((folder) => !exists(folder))
+        }),
+        { what: `the folders of partition ${revoked} to be deleted`, timeout: 60_000 }
+      )
+      process.stderr.write(`store-cleanup: the revoked store was deleted ${Math.round(Date.now() - closedAt)} ms (or less) after its close\n`)
       // Not before stateCleanupDelay since the revocation, and the instance is still running.
-      assert.isAtLeast(Date.now() - closedAt, Duration.toMillis(DELAY))
+      assert.deepStrictEqual(goneBeforeTheDelay, [], "the kept store was deleted before stateCleanupDelay ran out")
       assert.isTrue(Option.isNone(yield* a.exit))
       assert.strictEqual(a.stats.phase, "running")
       const deleted = logs.lines.filter((line) => line.startsWith("deleted"))
