@@ -8,15 +8,19 @@
 import { Duration, Effect } from "effect"
 import type { Scope } from "effect"
 import { KafkaBrokerError } from "../KafkaBrokerError.ts"
-import type { KafkaVersion, LoggingBackend } from "./distribution.ts"
+import { defaultVersion, type KafkaVersion, type LoggingBackend } from "./distribution.ts"
 import * as NodeConfig from "./nodeConfig.ts"
 import { freePorts } from "./ports.ts"
 
-/** The image used when neither an image nor a version is given. */
-export const defaultImage = "apache/kafka:4.1.0"
-
 /** The official image of a Kafka version. */
 export const imageOf = (version: KafkaVersion): string => `apache/kafka:${version}`
+
+/**
+ * The image used when neither an image nor a version is given: the default
+ * version's, the same Kafka a local broker runs, so a test run's broker does
+ * not depend on whether the host has Docker.
+ */
+export const defaultImage = imageOf(defaultVersion)
 
 /** `log.dirs` → `KAFKA_LOG_DIRS`, as the apache/kafka image expects. */
 const envName = (property: string): string =>
