@@ -126,8 +126,21 @@ describe("error rules", () => {
       assert.deepStrictEqual(lastTally(yield* readCommitted(output)).seen, ["a", "b"])
 
       const unmatched = yield* setup([ErrorRule.tagged("Invalid", { then: "skip" })], ["flaky-1"])
-      const other = yield* startInstance(unmatched.transformer, { applicationId: unique("rules-app") })
+      const otherId = unique("rules-app")
+      const other = yield* startInstance(unmatched.transformer, { applicationId: otherId })
       yield* eventually(Effect.map(other.exit, Option.isSome), { what: "the unmatched error to end the run" })
+      const exit = yield* Fiber.await(other.fiber)
+      const error = Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+      assert.ok(
+        error instanceof Unavailable && error.value === "flaky-1",
+        `the run ends with the transform's typed error as a failure, got ${
+          Exit.isFailure(exit) ? `${Cause.isDie(exit.cause) ? "a defect: " : ""}${Cause.pretty(exit.cause)}` : "a success"
+        }`
+      )
+      assert.strictEqual(unmatched.attempts.get("flaky-1"), 1, "no rule, no retry")
+      assert.strictEqual(other.stats.skipped, 0, "an unmatched error is never skipped")
+      assert.strictEqual((yield* readCommitted(unmatched.output)).length, 0, "nothing committed")
+      assert.deepStrictEqual(Object.fromEntries(yield* groupOffsets(otherId, unmatched.input)), { 0: -1 }, "no offset committed")
     }))
 
   it.live("a dlq rule without a dead letter topic fails at startup with ConfigurationError", () =>
