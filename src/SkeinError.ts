@@ -418,8 +418,10 @@ export class StateStoreError extends Data.TaggedError("StateStoreError")<{
 }
 
 /**
- * The committed offset of a partition is no longer readable (deleted by
- * retention). The runtime never silently resets an offset.
+ * The committed offset of a partition is no longer readable: deleted by
+ * retention (before `earliest`), or beyond the partition's `end` (an unclean
+ * leader election truncated the log, or the offsets were set past it). The
+ * runtime never silently resets an offset.
  *
  * @example
  * ```ts
@@ -441,11 +443,18 @@ export class OffsetOutOfRange extends Data.TaggedError("OffsetOutOfRange")<{
   readonly partition: number
   readonly committed: number
   readonly earliest: number
+  /** The partition's end offset, set when the committed offset is beyond it. */
+  readonly end?: number | undefined
 }> {
   override get message(): string {
+    const reset = "Reset the group's offsets deliberately (kafka-consumer-groups --reset-offsets) to continue."
+    if (this.end !== undefined && this.committed > this.end) {
+      return `Committed offset ${this.committed} of ${this.topic}/${this.partition} is beyond the end offset ` +
+        `${this.end}: the log was truncated below it (an unclean leader election) or the offsets were set past ` +
+        `its end, and records written there later would be skipped. ${reset}`
+    }
     return `Committed offset ${this.committed} of ${this.topic}/${this.partition} is before the earliest ` +
-      `available offset ${this.earliest}: records were deleted before they were processed. ` +
-      `Reset the group's offsets deliberately (kafka-consumer-groups --reset-offsets) to continue.`
+      `available offset ${this.earliest}: records were deleted before they were processed. ${reset}`
   }
 }
 

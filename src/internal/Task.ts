@@ -148,6 +148,12 @@ const committedOffsets = (context: TaskContext, permit: RestorePermit, partition
         if (offset < range.low) {
           return yield* Effect.fail(new OffsetOutOfRange({ topic, partition, committed: offset, earliest: range.low }))
         }
+        if (offset > range.end) {
+          // A fetch there fails and kafkajs resets it: never restarted in a loop, never a skip.
+          return yield* Effect.fail(
+            new OffsetOutOfRange({ topic, partition, committed: offset, earliest: range.low, end: range.end })
+          )
+        }
         return { topic, partition, offset }
       }))
   })
