@@ -93,6 +93,7 @@ const store: StateStore = {
   get: () => Effect.succeed(undefined),
   getMany: (wanted) => Effect.succeed(wanted.map(() => undefined)),
   write: () => Effect.void,
+  replay: () => Effect.void,
   checkpoint: Effect.succeed("missing"),
   clear: Effect.void,
   count: Effect.succeed(0),

@@ -73,4 +73,4 @@ export const apply = (
   store: StateStore.StateStore,
   records: ReadonlyArray<ChangelogRecord>,
   checkpoint?: StateStore.Checkpoint
-): Effect.Effect<void, StateStoreError> => store.write(writes(records), checkpoint)
+): Effect.Effect<void, StateStoreError> => store.replay(writes(records), checkpoint)

@@ -110,7 +110,8 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         ChangelogReader.make(kafka, {
           topic,
           groupId: `${config.applicationId}-restore-${randomUUID()}`,
-          groupPrefix: config.applicationId
+          groupPrefix: config.applicationId,
+          guarantee: config.processingGuarantee
         }).pipe(
           Scope.extend(runnerScope)
         ),

@@ -73,7 +73,7 @@ export const make = (options: {
         } else {
           position = start.from
         }
-        yield* store.write([], { topic: changelog, partition, offset: position })
+        yield* store.replay([], { topic: changelog, partition, offset: position })
         localStores.set(partition, position)
         stats.setStandby(partition, position, Math.max(0, range.end - position))
         const tail = yield* options.tail
@@ -94,7 +94,7 @@ export const make = (options: {
               Effect.sync(event.ack)
             )
           } else if (next > position) {
-            yield* store.write([], { topic: changelog, partition, offset: next })
+            yield* store.replay([], { topic: changelog, partition, offset: next })
           }
           position = next
           localStores.set(partition, position)

@@ -20,6 +20,7 @@ import { Effect, Either, Schema } from "effect"
 import type { Scope } from "effect"
 import * as fs from "node:fs/promises"
 import { StateStoreError } from "../SkeinError.ts"
+import * as CommitReceipt from "./CommitReceipt.ts"
 
 /** One write: a value (encoded text) or a delete. */
 export interface StoreWrite {
@@ -48,8 +49,22 @@ export interface StateStore {
   readonly get: (key: string) => Effect.Effect<string | undefined, StateStoreError>
   /** Reads several keys in one call (`undefined` for a missing key). */
   readonly getMany: (keys: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string | undefined>, StateStoreError>
-  /** Applies writes atomically (one LevelDB batch), with the new checkpoint when given. */
-  readonly write: (writes: ReadonlyArray<StoreWrite>, checkpoint?: Checkpoint) => Effect.Effect<void, StateStoreError>
+  /**
+   * Applies a commit's writes atomically (one LevelDB batch), with the new
+   * checkpoint when given. Requires the commit's receipt (spent by the
+   * write): state reaches the store only after its commit.
+   */
+  readonly write: (
+    receipt: CommitReceipt.CommitReceipt,
+    writes: ReadonlyArray<StoreWrite>,
+    checkpoint?: Checkpoint
+  ) => Effect.Effect<void, StateStoreError>
+  /**
+   * Applies writes read back from the store's changelog (a restore, a
+   * standby: committed records, read read_committed) atomically, with the new
+   * checkpoint when given.
+   */
+  readonly replay: (writes: ReadonlyArray<StoreWrite>, checkpoint?: Checkpoint) => Effect.Effect<void, StateStoreError>
   /** The checkpoint last written: `"missing"` for a new (or cleared) store, `"unreadable"` when it does not decode. */
   readonly checkpoint: Effect.Effect<Checkpoint | "missing" | "unreadable", StateStoreError>
   /** Deletes every key and the checkpoint (before a full restore). */
@@ -96,11 +111,8 @@ export const open = (path: string): Effect.Effect<StateStore, StateStoreError, S
         const now = new Date()
         await fs.utimes(path, now, now).catch(() => undefined)
       })
-  ).pipe(Effect.map((db): StateStore => ({
-    path,
-    get: (key) => attempt("get", path, () => db.get(dataKey(key))),
-    getMany: (keys) => attempt("getMany", path, () => db.getMany(keys.map(dataKey))),
-    write: (writes, checkpoint) =>
+  ).pipe(Effect.map((db): StateStore => {
+    const replay: StateStore["replay"] = (writes, checkpoint) =>
       writes.length === 0 && checkpoint === undefined ? Effect.void : attempt("write", path, () =>
         db.batch([
           ...writes.map((w) =>
@@ -111,28 +123,36 @@ export const open = (path: string): Effect.Effect<StateStore, StateStoreError, S
           ...(checkpoint === undefined
             ? []
             : [{ type: "put" as const, key: checkpointKey, value: Schema.encodeSync(CheckpointJson)(checkpoint) }])
-        ])),
-    checkpoint: attempt("get", path, () => db.get(checkpointKey)).pipe(
-      Effect.map((text) =>
-        text === undefined
-          ? "missing"
-          : Either.getOrElse(Schema.decodeUnknownEither(CheckpointJson)(text), () => "unreadable" as const)
-      )
-    ),
-    clear: attempt("clear", path, () => db.clear()),
-    count: attempt("count", path, async () => {
-      let n = 0
-      for await (const _ of db.keys({ gte: "d", lt: "e" })) n++
-      return n
-    }),
-    keys: (prefix) =>
-      attempt("keys", path, async () => {
-        const found: Array<string> = []
-        // Every key with the prefix sorts between it and it followed by the highest code unit.
-        for await (const key of db.keys({ gte: dataKey(prefix), lt: dataKey(`${prefix}\uffff`) })) found.push(key.slice(1))
-        return found
-      })
-  })))
+        ]))
+    return {
+      path,
+      get: (key) => attempt("get", path, () => db.get(dataKey(key))),
+      getMany: (keys) => attempt("getMany", path, () => db.getMany(keys.map(dataKey))),
+      write: (receipt, writes, checkpoint) =>
+        Effect.suspend(() => CommitReceipt.spend(receipt) ? replay(writes, checkpoint) : CommitReceipt.missing(path)),
+      replay,
+      checkpoint: attempt("get", path, () => db.get(checkpointKey)).pipe(
+        Effect.map((text) =>
+          text === undefined
+            ? "missing"
+            : Either.getOrElse(Schema.decodeUnknownEither(CheckpointJson)(text), () => "unreadable" as const)
+        )
+      ),
+      clear: attempt("clear", path, () => db.clear()),
+      count: attempt("count", path, async () => {
+        let n = 0
+        for await (const _ of db.keys({ gte: "d", lt: "e" })) n++
+        return n
+      }),
+      keys: (prefix) =>
+        attempt("keys", path, async () => {
+          const found: Array<string> = []
+          // Every key with the prefix sorts between it and it followed by the highest code unit.
+          for await (const key of db.keys({ gte: dataKey(prefix), lt: dataKey(`${prefix}\uffff`) })) found.push(key.slice(1))
+          return found
+        })
+    }
+  }))
 
 /** Deletes the store folder at `path` (it must not be open). */
 export const remove = (path: string): Effect.Effect<void> =>

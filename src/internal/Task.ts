@@ -192,7 +192,7 @@ const restore = (
           context.onRestoreProgress(partition, restored, total)
         })))
     }
-    yield* store.write([], { topic: changelog.topic, partition, offset: range.end })
+    yield* store.replay([], { topic: changelog.topic, partition, offset: range.end })
     announce?.set(partition, range.end)
     const summary: Restore = start.mode === "tail"
       ? { mode: "tail", reason: "local state kept", from, until: range.end, records: restored }
@@ -440,13 +440,13 @@ export const processSlices = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         : task.delivery.producer.deliver(records)
       const committed = yield* Effect.either(Effect.uninterruptible(
         options.inTransaction(send).pipe(
-          Effect.flatMap((appended) =>
+          Effect.flatMap((receipt) =>
             Option.match(task.store, {
               onNone: () => Effect.void,
               onSome: (store) => {
-                const after = checkpointAfter(appended, options.changelog, partition, task.delivery._tag === "ExactlyOnce")
+                const after = checkpointAfter(receipt.appended, options.changelog, partition, task.delivery._tag === "ExactlyOnce")
                 return Faults.afterCommitBeforeStore(partition).pipe(
-                  Effect.zipRight(store.write(result.writes, after?.checkpoint)),
+                  Effect.zipRight(store.write(receipt, result.writes, after?.checkpoint)),
                   Effect.tap(() => {
                     if (after !== undefined) task.stored(after.position, after.lag)
                   })

@@ -27,13 +27,17 @@ import type { PartitionOffset } from "../TopicPartition.ts"
 import * as BatchLock from "./BatchLock.ts"
 import type { BatchLockHeld } from "./BatchLock.ts"
 import type { BatchOutcome } from "./kafka/consumer.ts"
-import { isFatal } from "./kafka/errors.ts"
+import { classify } from "./kafka/errors.ts"
+import type { Recoverable } from "./kafka/errors.ts"
 import type { PollBuffer } from "./PollBuffer.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 import type { Standbys } from "./Standbys.ts"
 import * as StoreCleanup from "./StoreCleanup.ts"
 import { describe } from "./errorText.ts"
 import * as Task from "./Task.ts"
+
+/** The task manager's batch lock, by name: its permits are `BatchLockHeld<TasksLock>`. */
+type TasksLock = "tasks"
 
 /**
  * Why the runner's loop should look again: a task start fell due, acknowledged
@@ -111,7 +115,7 @@ export const make = (options: {
   Effect.gen(function*() {
     const { buffer, config, context, standbys, stats } = options
     const exactlyOnce = config.processingGuarantee === "exactly-once"
-    const lock = yield* BatchLock.make
+    const lock = yield* BatchLock.make<TasksLock>("tasks")
     const managerScope = yield* Effect.scope
     const wakeups = yield* Queue.unbounded<Wakeup>()
     /** Scopes of the tasks starting or running; closing one tears its task down. */
@@ -157,9 +161,9 @@ export const make = (options: {
     })
 
     /** Tears one task down; its buffered batches complete with `outcome` ("Kept": left to the caller). */
-    const stopTask = (partition: number, held: BatchLockHeld, outcome: BatchOutcome | "Kept" = "Dropped") =>
+    const stopTask = (partition: number, held: BatchLockHeld<TasksLock>, outcome: BatchOutcome | "Kept" = "Dropped") =>
       Effect.gen(function*() {
-        yield* BatchLock.verify(held)
+        yield* lock.verify(held)
         const scope = scopes.get(partition)
         scopes.delete(partition)
         running.delete(partition)
@@ -173,7 +177,7 @@ export const make = (options: {
       })
 
     /** Tears every task down; the buffered batches complete with `outcome` ("Rejoin": kafkajs rejoins the group). */
-    const teardownAll = (held: BatchLockHeld, outcome: BatchOutcome = "Dropped") =>
+    const teardownAll = (held: BatchLockHeld<TasksLock>, outcome: BatchOutcome = "Dropped") =>
       Effect.gen(function*() {
         stats.recordTeardown()
         if (!exactlyOnce && uncommitted.size > 0) {
@@ -192,7 +196,7 @@ export const make = (options: {
     yield* Effect.addFinalizer(() => lock.withLock((held) => teardownAll(held)))
 
     /** Schedules `partition`'s start after the backoff of one more failure in a row; `Some` once they are exhausted. */
-    const retryLater = (partition: number, what: string, error: KafkaError) =>
+    const retryLater = (partition: number, what: string, { error }: Recoverable) =>
       Effect.gen(function*() {
         const attempts = (failures.get(partition) ?? 0) + 1
         failures.set(partition, attempts)
@@ -212,12 +216,13 @@ export const make = (options: {
       })
 
     /** A failed delivery rewinds the partition: its task restarts from the last commit after a backoff. */
-    const rewind = (partition: number, error: KafkaError, held: BatchLockHeld) =>
+    const rewind = (partition: number, error: KafkaError, held: BatchLockHeld<TasksLock>) =>
       Effect.gen(function*() {
         stats.recordAbort()
         yield* stopTask(partition, held)
-        if (isFatal(error)) return yield* Effect.fail(error) // credentials, TLS, ACLs: no retry gets past them
-        const exhausted = yield* retryLater(partition, `delivery of task ${partition} failed, rewinding to the last commit`, error)
+        const failure = classify(error)
+        if (failure._tag === "Fatal") return yield* Effect.fail(error) // credentials, TLS, ACLs: no retry gets past them
+        const exhausted = yield* retryLater(partition, `delivery of task ${partition} failed, rewinding to the last commit`, failure)
         if (Option.isSome(exhausted)) {
           return yield* Effect.fail(new DeliveryFailed({ partition, attempts: exhausted.value, cause: error }))
         }
@@ -231,7 +236,7 @@ export const make = (options: {
       })
 
     /** A partition's failure: stops only it (`failureIsolation: "partition"`) or ends the run. */
-    const failPartition = <E>(partition: number, cause: Cause.Cause<E>, held: BatchLockHeld) =>
+    const failPartition = <E>(partition: number, cause: Cause.Cause<E>, held: BatchLockHeld<TasksLock>) =>
       Effect.gen(function*() {
         if (config.failureIsolation === "run") return yield* Effect.failCause(cause)
         yield* markStopped(partition, describe(Cause.squash(cause)))
@@ -301,17 +306,18 @@ export const make = (options: {
           // An unreadable partition stops like a failed record: never a silent reset.
           return yield* markStopped(partition, failure.message)
         }
-        if (failure._tag === "KafkaError" && !isFatal(failure)) {
+        const recoverable = failure._tag === "KafkaError" ? classify(failure) : undefined
+        if (recoverable?._tag === "Recoverable") {
           // A broker unreachable or busy while the task connects, fences or restores: retried
           // after a backoff like a failed delivery, up to maxDeliveryFailures in a row.
-          const exhausted = yield* retryLater(partition, `task ${partition} failed to start`, failure)
+          const exhausted = yield* retryLater(partition, `task ${partition} failed to start`, recoverable)
           if (Option.isSome(exhausted)) return yield* Effect.fail(failure)
           return
         }
         return yield* Effect.fail(failure)
       })
 
-    const applyOutcomes = <E>(outcomes: ReadonlyArray<Task.Outcome<E>>, held: BatchLockHeld) =>
+    const applyOutcomes = <E>(outcomes: ReadonlyArray<Task.Outcome<E>>, held: BatchLockHeld<TasksLock>) =>
       Effect.gen(function*() {
         const migrated = outcomes.filter((o) => o._tag === "Migrated")
         const fatal: Array<Cause.Cause<RunnerError | E>> = []

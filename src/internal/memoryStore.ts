@@ -7,24 +7,28 @@
  * @internal
  */
 import { Effect } from "effect"
+import * as CommitReceipt from "./CommitReceipt.ts"
 import type { Checkpoint, StateStore } from "./StateStore.ts"
 
 /** A store kept in memory; `path` only names it in errors. */
 export const make = (path: string): StateStore => {
   const data = new Map<string, string>()
   let checkpoint: Checkpoint | undefined
+  const replay: StateStore["replay"] = (writes, next) =>
+    Effect.sync(() => {
+      for (const w of writes) {
+        if (w.value === null) data.delete(w.key)
+        else data.set(w.key, w.value)
+      }
+      if (next !== undefined) checkpoint = next
+    })
   return {
     path,
     get: (key) => Effect.sync(() => data.get(key)),
     getMany: (keys) => Effect.sync(() => keys.map((key) => data.get(key))),
-    write: (writes, next) =>
-      Effect.sync(() => {
-        for (const w of writes) {
-          if (w.value === null) data.delete(w.key)
-          else data.set(w.key, w.value)
-        }
-        if (next !== undefined) checkpoint = next
-      }),
+    write: (receipt, writes, next) =>
+      Effect.suspend(() => CommitReceipt.spend(receipt) ? replay(writes, next) : CommitReceipt.missing(path)),
+    replay,
     checkpoint: Effect.sync(() => checkpoint ?? "missing"),
     clear: Effect.sync(() => {
       data.clear()

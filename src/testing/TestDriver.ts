@@ -20,6 +20,7 @@ import * as Topic from "../Topic.ts"
 import { changelogTopic } from "../Transformer.ts"
 import type { Transformer } from "../Transformer.ts"
 import * as Batch from "../internal/batch.ts"
+import * as CommitReceipt from "../internal/CommitReceipt.ts"
 import { headerRecord } from "../internal/headers.ts"
 import type { FetchedHeaders, FetchedRecord } from "../internal/kafka/consumer.ts"
 import * as MemoryStore from "../internal/memoryStore.ts"
@@ -331,7 +332,7 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           commit: (records) =>
             Effect.sync(() => {
               for (const record of records) append(record)
-              return []
+              return CommitReceipt.issue(partition, [])
             }),
           retention: runStore.retention
         }))
@@ -374,7 +375,8 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           for (const output of result.outputs) append(output)
           if (Option.isSome(task.store)) {
             for (const w of result.writes) append({ topic: changelog, key: w.key, value: w.value }, slice.partition)
-            yield* task.store.value.write(result.writes)
+            // The in-memory commit happened: the outputs and the changelog records are in the driver's topics.
+            yield* task.store.value.write(CommitReceipt.issue(slice.partition, []), result.writes)
           }
           for (const [key, state] of result.states) task.cache.set(key, state)
         }

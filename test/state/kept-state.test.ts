@@ -241,7 +241,7 @@ describe("state kept across restarts", () => {
       const { applicationId, counter, input, output, stateDir, storePath } = yield* setup
       // Another process's task holding partition 0's store open (here: this test).
       const held = yield* StateStore.open(storePath(0))
-      yield* held.write([{ key: "a", value: "1" }])
+      yield* held.replay([{ key: "a", value: "1" }])
       const second = yield* Effect.flip(Effect.scoped(StateStore.open(storePath(0))))
       assert.isTrue(StateStore.isLocked(second), second.message)
 

@@ -38,7 +38,7 @@ const exists = (folder: string) => fs.existsSync(folder)
 /** A closed LevelDB store at `folder`, last used two hours ago. */
 const oldStore = (folder: string) =>
   Effect.gen(function*() {
-    yield* Effect.scoped(Effect.flatMap(StateStore.open(folder), (store) => store.write([{ key: "k", value: "1" }])))
+    yield* Effect.scoped(Effect.flatMap(StateStore.open(folder), (store) => store.replay([{ key: "k", value: "1" }])))
     backdate(folder)
   })
 

@@ -1,28 +1,72 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
 import * as BatchLock from "../../src/internal/BatchLock.ts"
+import * as CommitReceipt from "../../src/internal/CommitReceipt.ts"
+import { classify } from "../../src/internal/kafka/errors.ts"
 import { isPermit } from "../../src/internal/kafka/producer.ts"
 import type { FencedProducer } from "../../src/internal/kafka/producer.ts"
+import * as MemoryStore from "../../src/internal/memoryStore.ts"
+import { AuthorizationFailed, KafkaError } from "../../src/SkeinError.ts"
+
+const dies = (exit: Exit.Exit<unknown, unknown>): boolean => Exit.isFailure(exit) && Cause.isDie(exit.cause)
 
 // The ordering proofs cannot be forged: the types reject a literal (test/types/ordering.ts),
 // and the runtime rejects what a cast lets through.
 describe("ordering proofs", () => {
-  it.effect("a batch lock permit is valid only while its lock is held", () =>
+  it.effect("a batch lock permit is valid only for its own lock, while it is held", () =>
     Effect.gen(function*() {
-      const lock = yield* BatchLock.make
-      const kept: Array<BatchLock.BatchLockHeld> = []
+      const lock = yield* BatchLock.make("tasks")
+      const other = yield* BatchLock.make("tasks")
+      const kept: Array<BatchLock.BatchLockHeld<"tasks">> = []
       yield* lock.withLock((held) => {
         kept.push(held)
-        return BatchLock.verify(held)
+        return lock.verify(held)
       })
-      const stale = yield* Effect.exit(BatchLock.verify(kept[0]!))
-      assert.isTrue(Exit.isFailure(stale) && Cause.isDie(stale.cause), "a permit used after its lock was released dies")
-      const forged = yield* Effect.exit(BatchLock.verify({} as BatchLock.BatchLockHeld))
-      assert.isTrue(Exit.isFailure(forged) && Cause.isDie(forged.cause), "a cast object is not a permit")
+      const held = kept[0]!
+      assert.isTrue(dies(yield* Effect.exit(lock.verify(held))), "a permit used after its lock was released dies")
+      const another = yield* Effect.exit(lock.withLock(() => other.withLock((otherHeld) => lock.verify(otherHeld))))
+      assert.isTrue(dies(another), "another lock's permit (same name, so same type) dies")
+      const forged = yield* Effect.exit(lock.withLock(() => lock.verify({ lock: "tasks" } as unknown as BatchLock.BatchLockHeld<"tasks">)))
+      assert.isTrue(dies(forged), "a cast object is not a permit")
     }))
 
   it("a restore permit must be issued by the producer module, for its own partition", () => {
     const forged = { _tag: "FencedProducer", partition: 0, transactionalId: "app-0" } as unknown as FencedProducer
     assert.isFalse(isPermit(forged, 0))
+  })
+
+  it.effect("a store write needs a receipt issued by a commit, spent once", () =>
+    Effect.gen(function*() {
+      const store = MemoryStore.make("memory:proofs")
+      const receipt = CommitReceipt.issue(0, [])
+      yield* store.write(receipt, [{ key: "a", value: "1" }])
+      assert.strictEqual(yield* store.get("a"), "1")
+      const again = yield* Effect.exit(store.write(receipt, [{ key: "a", value: "2" }]))
+      assert.isTrue(dies(again), "a spent receipt dies")
+      const forged = { partition: 0, appended: [] } as unknown as CommitReceipt.CommitReceipt
+      assert.isTrue(dies(yield* Effect.exit(store.write(forged, [{ key: "a", value: "3" }]))), "a cast receipt dies")
+      assert.strictEqual(yield* store.get("a"), "1", "neither write reached the store")
+    }))
+
+  it("only the producer module and the in-memory commit issue receipts", () => {
+    const files = (dir: string): Array<string> =>
+      fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+        entry.isDirectory() ? files(path.join(dir, entry.name)) : entry.name.endsWith(".ts") ? [path.join(dir, entry.name)] : []
+      )
+    const issuers = files("src").filter((file) => fs.readFileSync(file, "utf8").includes("CommitReceipt.issue("))
+    assert.deepStrictEqual(issuers.sort(), [path.join("src", "internal", "kafka", "producer.ts"), path.join("src", "testing", "TestDriver.ts")])
+  })
+
+  it("a security failure is fatal, any other broker failure recoverable", () => {
+    const timeout = new KafkaError({ reason: "Timeout", operation: "commit", cause: "timeout" })
+    assert.strictEqual(classify(timeout)._tag, "Recoverable")
+    const denied = new KafkaError({
+      reason: "Protocol",
+      operation: "commit",
+      cause: new AuthorizationFailed({ resource: "topic", names: ["out"], operation: "WRITE", during: "commit", cause: "denied" })
+    })
+    assert.strictEqual(classify(denied)._tag, "Fatal")
   })
 })

@@ -51,7 +51,7 @@ export const make = <C>(options: {
   readonly codec: Codec<C>
   readonly admin: KafkaAdmin
   /** The reader reads one partition at a time: callers share it through `make`'s lock. */
-  readonly reader: ChangelogReader
+  readonly reader: ChangelogReader<"exactly-once">
 }): Effect.Effect<Cursors<C>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const lock = yield* Effect.makeSemaphore(1)

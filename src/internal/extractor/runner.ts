@@ -55,7 +55,8 @@ export const run = <Token extends string, C, E, R>(
     const reader = yield* ChangelogReader.make(kafka, {
       topic,
       groupId: `${config.applicationId}-extract-${extractor.name}-cursors-${randomUUID()}`,
-      groupPrefix: config.applicationId
+      groupPrefix: config.applicationId,
+      guarantee: "exactly-once"
     })
     const cursors = yield* Cursors.make({ extractor: extractor.name, topic, codec: extractor.cursor, admin, reader })
     const group = groupId(config.applicationId, extractor.name)

@@ -18,7 +18,7 @@ import type { Kafka } from "./client.ts"
 import { consumerRetry } from "./consumer.ts"
 import { toKafkaError } from "./errors.ts"
 import { isPermit } from "./producer.ts"
-import type { RestorePermit } from "./producer.ts"
+import type { Guarantee, RestorePermit } from "./producer.ts"
 
 /**
  * Fetched batches handed on but not yet applied, at most: the consumer fetches
@@ -77,16 +77,21 @@ interface Reading {
   readonly applied: Array<Promise<void>>
 }
 
-export interface ChangelogReader {
+/**
+ * A changelog reader for tasks under guarantee `G` (both: the reader of a
+ * runner whose guarantee is a setting).
+ */
+export interface ChangelogReader<G extends Guarantee = Guarantee> {
   /**
    * Feeds every record of `partition` in [from, until) to `apply`, in order.
-   * Requires the fenced producer of the partition's task (exactly-once: only
-   * after fencing is the changelog's last stable offset final), or the
-   * at-least-once producer, which declares that no fencing is wanted.
+   * Requires the permit of the partition's task (its type names the
+   * partition `P`): the fenced producer (exactly-once: only after fencing is
+   * the changelog's last stable offset final), or the at-least-once producer,
+   * which declares that no fencing is wanted.
    */
-  readonly read: <E>(
-    permit: RestorePermit,
-    partition: number,
+  readonly read: <P extends number, E>(
+    permit: RestorePermit<P, G>,
+    partition: NoInfer<P>,
     range: { readonly from: number; readonly until: number },
     apply: (records: ReadonlyArray<ChangelogRecord>) => Effect.Effect<void, E>
   ) => Effect.Effect<number, KafkaError | E>
@@ -97,15 +102,17 @@ export interface ChangelogReader {
   readonly isCrashed: Effect.Effect<boolean>
 }
 
-export const make = (
+export const make = <G extends Guarantee = Guarantee>(
   kafka: Kafka,
   options: {
     readonly topic: string
     readonly groupId: string
     /** A prefix of `groupId` that ACLs can grant on (its suffix is per run). */
     readonly groupPrefix?: string | undefined
+    /** The guarantee of the tasks that read (a permit of the other one is rejected); both when unset. */
+    readonly guarantee?: G | undefined
   }
-): Effect.Effect<ChangelogReader, KafkaError, Scope.Scope> =>
+): Effect.Effect<ChangelogReader<G>, KafkaError, Scope.Scope> =>
   Effect.gen(function*() {
     /** The first assignment, or the crash that came before it (a failed join must not leave reads waiting). */
     const joined = yield* Deferred.make<ReadonlyArray<number>, KafkaError>()
@@ -236,9 +243,18 @@ export const make = (
         return restored
       })
 
-    const read: ChangelogReader["read"] = (permit, partition, range, apply) =>
-      !isPermit(permit, partition)
-        ? Effect.dieMessage(`Skein invariant broken: restoring partition ${partition} without its task's fenced producer`)
+    const wanted = options.guarantee === undefined
+      ? undefined
+      : options.guarantee === "exactly-once"
+      ? "FencedProducer"
+      : "AtLeastOnceProducer"
+    const read: ChangelogReader<G>["read"] = (permit, partition, range, apply) =>
+      !isPermit(permit, partition) || (wanted !== undefined && permit._tag !== wanted)
+        ? Effect.dieMessage(
+          `Skein invariant broken: restoring partition ${partition} without its task's ${
+            options.guarantee ?? "fenced or at-least-once"
+          } producer (an open one, of that partition)`
+        )
         : range.until <= range.from
         ? Effect.succeed(0)
         : Effect.gen(function*() {

@@ -192,6 +192,34 @@ export const securityFailure = (error: KafkaError): SecurityError | undefined =>
  */
 export const isFatal = (error: KafkaError): boolean => securityFailure(error) !== undefined
 
+const recoverableBrand: unique symbol = Symbol("skein/Recoverable")
+
+/**
+ * A broker failure the runner recovers from: it rewinds or restarts the task
+ * after a backoff. Only `classify` makes one (its brand is a symbol this
+ * module does not export), so a retry of a fatal failure does not compile.
+ */
+export interface Recoverable {
+  readonly [recoverableBrand]: true
+  readonly _tag: "Recoverable"
+  readonly error: KafkaError
+}
+
+/** A broker failure no retry gets past (credentials, TLS, ACLs): the run fails with it at once. */
+export interface Fatal {
+  readonly _tag: "Fatal"
+  readonly error: KafkaError
+  readonly security: SecurityError
+}
+
+/** Whether the runner can recover from `error`, as a type: `Recoverable` or `Fatal`. */
+export const classify = (error: KafkaError): Recoverable | Fatal => {
+  const security = securityFailure(error)
+  return security === undefined
+    ? { [recoverableBrand]: true, _tag: "Recoverable", error }
+    : { _tag: "Fatal", error, security }
+}
+
 /**
  * A run's failure as the user should see it: a `KafkaError` (or a
  * `DeliveryFailed`) caused by a security failure is that failure.

@@ -14,6 +14,7 @@ import { Duration, Effect } from "effect"
 import type { Scope } from "effect"
 import type { IHeaders, Message, Producer, RecordMetadata, Transaction } from "kafkajs"
 import { KafkaError, TaskMigrated } from "../../SkeinError.ts"
+import * as CommitReceipt from "../CommitReceipt.ts"
 import type { EncodedRecord } from "../../Topic.ts"
 import { probeTransactionalId } from "./client.ts"
 import type { Kafka } from "./client.ts"
@@ -21,11 +22,11 @@ import { recordBytes, recordSizeBound } from "../recordSize.ts"
 import { isFenced, toKafkaError } from "./errors.ts"
 
 
-/** A producer that has not fenced its transactional id yet. */
-export interface TransactionalProducer {
-  readonly transactionalId: string
+/** A producer of task `P` that has not fenced its transactional id `T` yet. */
+export interface TransactionalProducer<P extends number = number, T extends string = string> {
+  readonly transactionalId: T
   /** Fences every previous owner of the transactional id. */
-  readonly fence: Effect.Effect<FencedProducer, KafkaError>
+  readonly fence: Effect.Effect<FencedProducer<P, T>, KafkaError>
 }
 
 /** Where the broker appended a send's records of one partition: the first offset of the last batch it took. */
@@ -79,17 +80,18 @@ export interface TransactionOffsets {
 }
 
 /** The key only this module can write: no object literal elsewhere has the shape of a permit. */
-const issuedBy: unique symbol = Symbol.for("skein/RestorePermit")
+const issuedBy: unique symbol = Symbol("skein/RestorePermit")
 
 /**
- * A producer that owns its transactional id, for task `partition`. Only
- * `fence` creates one (`isPermit` rejects any other value, a cast included).
+ * A producer that owns transactional id `T`, for task `P`. Only `fence`
+ * creates one (`isPermit` rejects any other value, a cast included, and any
+ * permit whose producer closed).
  */
-export interface FencedProducer {
-  readonly [issuedBy]: typeof issuedBy
+export interface FencedProducer<P extends number = number, T extends string = string> {
+  readonly [issuedBy]: "exactly-once"
   readonly _tag: "FencedProducer"
-  readonly partition: number
-  readonly transactionalId: string
+  readonly partition: P
+  readonly transactionalId: T
   /**
    * Runs one transaction: sends the records, adds the offsets, commits.
    * Fails with `TaskMigrated` when a newer owner fenced this producer, with
@@ -99,7 +101,7 @@ export interface FencedProducer {
   readonly commit: (
     records: ReadonlyArray<EncodedRecord>,
     offsets: TransactionOffsets
-  ) => Effect.Effect<ReadonlyArray<Appended>, KafkaError | TaskMigrated>
+  ) => Effect.Effect<CommitReceipt.CommitReceipt<P>, KafkaError | TaskMigrated>
 }
 
 const toMessage = (record: EncodedRecord): Message => {
@@ -126,31 +128,51 @@ const toMessage = (record: EncodedRecord): Message => {
  * commits offsets after it. A zombie may still write (no fencing): that is the
  * at-least-once contract.
  */
-export interface AtLeastOnceProducer {
-  readonly [issuedBy]: typeof issuedBy
+export interface AtLeastOnceProducer<P extends number = number> {
+  readonly [issuedBy]: "at-least-once"
   readonly _tag: "AtLeastOnceProducer"
-  readonly partition: number
-  readonly deliver: (records: ReadonlyArray<EncodedRecord>) => Effect.Effect<ReadonlyArray<Appended>, KafkaError>
+  readonly partition: P
+  readonly deliver: (records: ReadonlyArray<EncodedRecord>) => Effect.Effect<CommitReceipt.CommitReceipt<P>, KafkaError>
 }
+
+/** A processing guarantee, as a restore permit's type names it. */
+export type Guarantee = "exactly-once" | "at-least-once"
 
 /**
  * What a task must hold before it reads committed offsets or restores its
- * store: the fenced producer (exactly-once) or the at-least-once producer,
- * which declares that no fencing is wanted.
+ * store, for task `P` under guarantee `G`: the fenced producer (exactly-once)
+ * or the at-least-once producer, which declares that no fencing is wanted.
  */
-export type RestorePermit = FencedProducer | AtLeastOnceProducer
+export type RestorePermit<P extends number = number, G extends Guarantee = Guarantee> = G extends "exactly-once"
+  ? FencedProducer<P>
+  : AtLeastOnceProducer<P>
 
-/** The permits this module issued: a value not in here was not made by `fence` or `atLeastOnce`. */
-const issued = new WeakSet<RestorePermit>()
+/**
+ * The permits this module issued, each with whether its producer is still
+ * open: a value not in here was not made by `fence` or `atLeastOnce`.
+ */
+const issued = new WeakMap<RestorePermit, Producer>()
 
-const issue = <P extends RestorePermit>(permit: P): P => {
-  issued.add(permit)
+/** The producers whose scope closed: their permits are revoked. */
+const closed = new WeakSet<Producer>()
+
+const issue = <R extends RestorePermit>(permit: R, producer: Producer): R => {
+  issued.set(permit, producer)
   return permit
 }
 
-/** True when `permit` was issued by this module for task `partition`. */
-export const isPermit = (permit: RestorePermit, partition: number): boolean =>
-  issued.has(permit) && permit.partition === partition
+/** Revokes the producer's permits, then disconnects it (its scope's release). */
+const release = (producer: Producer) =>
+  Effect.promise(() => {
+    closed.add(producer)
+    return producer.disconnect().catch(() => undefined)
+  })
+
+/** True when `permit` was issued by this module for task `partition`, and its producer is still open. */
+export const isPermit = (permit: RestorePermit, partition: number): boolean => {
+  const producer = issued.get(permit)
+  return producer !== undefined && !closed.has(producer) && permit.partition === partition
+}
 
 /**
  * The records' messages per topic, in send calls of at most `maxBytes` each,
@@ -254,16 +276,16 @@ export interface Limits {
 const unknownLimits = (): undefined => undefined
 
 /** A connected transactional producer, disconnected when the scope closes. */
-export const make = (
+export const make = <P extends number, T extends string>(
   kafka: Kafka,
   options: {
-    readonly partition: number
-    readonly transactionalId: string
+    readonly partition: P
+    readonly transactionalId: T
     readonly transactionTimeout: Duration.Duration
     readonly maxMessageBytes: number
     readonly limitOf?: ((topic: string) => number | undefined) | undefined
   }
-): Effect.Effect<TransactionalProducer, KafkaError, Scope.Scope> =>
+): Effect.Effect<TransactionalProducer<P, T>, KafkaError, Scope.Scope> =>
   Effect.zipRight(probeTransactionalId(kafka, options.transactionalId), Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
@@ -281,8 +303,8 @@ export const make = (
       },
       catch: toKafkaError("producer.connect", { transactionalId: options.transactionalId })
     }),
-    (producer) => Effect.promise(() => producer.disconnect().catch(() => undefined))
-  ).pipe(Effect.map((producer): TransactionalProducer => ({
+    release
+  ).pipe(Effect.map((producer): TransactionalProducer<P, T> => ({
     transactionalId: options.transactionalId,
     fence: Effect.tryPromise({
       try: async () => {
@@ -292,25 +314,27 @@ export const make = (
         await transaction.abort()
       },
       catch: toKafkaError("fence", { transactionalId: options.transactionalId, clusterOperation: "IDEMPOTENT_WRITE" })
-    }).pipe(Effect.as(fenced(producer, options, {
-      maxMessageBytes: options.maxMessageBytes,
-      limitOf: options.limitOf ?? unknownLimits
-    })))
+    }).pipe(Effect.zipRight(Effect.sync(() =>
+      fenced(producer, options, {
+        maxMessageBytes: options.maxMessageBytes,
+        limitOf: options.limitOf ?? unknownLimits
+      })
+    )))
   }))))
 
-const fenced = (
+const fenced = <P extends number, T extends string>(
   producer: Producer,
-  options: { readonly partition: number; readonly transactionalId: string },
+  options: { readonly partition: P; readonly transactionalId: T },
   limits: Limits
-): FencedProducer =>
+): FencedProducer<P, T> =>
   issue({
-    [issuedBy]: issuedBy,
+    [issuedBy]: "exactly-once",
     _tag: "FencedProducer",
     partition: options.partition,
     transactionalId: options.transactionalId,
     commit: (records: ReadonlyArray<EncodedRecord>, offsets: TransactionOffsets) =>
       Effect.tryPromise({
-        try: () => runTransaction(producer, records, offsets, limits),
+        try: () => runTransaction(producer, records, offsets, limits).then((appended) => CommitReceipt.issue(options.partition, appended)),
         catch: (error): KafkaError | TaskMigrated =>
           isFenced(error)
             ? new TaskMigrated({ partition: options.partition, cause: error })
@@ -322,17 +346,17 @@ const fenced = (
               transactionalId: options.transactionalId
             })(error)
       }).pipe(Effect.uninterruptible)
-  })
+  }, producer)
 
 /** A connected idempotent producer for at-least-once mode, disconnected when the scope closes. */
-export const atLeastOnce = (
+export const atLeastOnce = <P extends number>(
   kafka: Kafka,
   options: {
-    readonly partition: number
+    readonly partition: P
     readonly maxMessageBytes: number
     readonly limitOf?: ((topic: string) => number | undefined) | undefined
   }
-): Effect.Effect<AtLeastOnceProducer, KafkaError, Scope.Scope> =>
+): Effect.Effect<AtLeastOnceProducer<P>, KafkaError, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
@@ -342,10 +366,10 @@ export const atLeastOnce = (
       },
       catch: toKafkaError("producer.connect")
     }),
-    (producer) => Effect.promise(() => producer.disconnect().catch(() => undefined))
+    release
   ).pipe(Effect.map((producer) =>
     issue({
-      [issuedBy]: issuedBy,
+      [issuedBy]: "at-least-once",
       _tag: "AtLeastOnceProducer",
       partition: options.partition,
       deliver: (records: ReadonlyArray<EncodedRecord>) =>
@@ -355,7 +379,7 @@ export const atLeastOnce = (
             for (const topicMessages of sendCalls(records, options.maxMessageBytes, options.limitOf ?? unknownLimits)) {
               appendedOf(await producer.sendBatch({ topicMessages, acks: -1 }), topicMessages, appended)
             }
-            return [...appended.values()]
+            return CommitReceipt.issue(options.partition, [...appended.values()])
           },
           catch: toKafkaError("send", {
             topics: [...new Set(records.map((r) => r.topic))],
@@ -363,5 +387,5 @@ export const atLeastOnce = (
             clusterOperation: "IDEMPOTENT_WRITE"
           })
         }).pipe(Effect.uninterruptible)
-    } satisfies AtLeastOnceProducer)
+    } satisfies AtLeastOnceProducer<P>, producer)
   ))

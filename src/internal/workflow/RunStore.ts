@@ -27,7 +27,8 @@ import { Clock, Duration, Effect, FiberRef, Option, Schema } from "effect"
 import type { KafkaError, TaskMigrated } from "../../SkeinError.ts"
 import { StateStoreError } from "../../SkeinError.ts"
 import type { EncodedRecord } from "../../Topic.ts"
-import type { Appended, FencedProducer } from "../kafka/producer.ts"
+import type { CommitReceipt } from "../CommitReceipt.ts"
+import type { FencedProducer } from "../kafka/producer.ts"
 import type { StateStore, StoreWrite } from "../StateStore.ts"
 
 export interface RunStore {
@@ -79,8 +80,8 @@ export const make = (options: {
   readonly topic: string
   readonly partition: number
   readonly store: StateStore
-  /** Commits records to the run store topic in one transaction (a fenced producer's, or memory's). */
-  readonly commit: (records: ReadonlyArray<EncodedRecord>) => Effect.Effect<ReadonlyArray<Appended>, RunStoreWriteError>
+  /** Commits records to the run store topic in one transaction (a fenced producer's, or memory's): its receipt. */
+  readonly commit: (records: ReadonlyArray<EncodedRecord>) => Effect.Effect<CommitReceipt, RunStoreWriteError>
   /** How long a completed run is remembered. */
   readonly retention: Duration.Duration
 }): RunStore => {
@@ -90,9 +91,9 @@ export const make = (options: {
   const write = (writes: ReadonlyArray<StoreWrite>) =>
     lock.withPermits(1)(
       options.commit(writes.map((w) => ({ topic, partition, key: w.key, value: w.value }))).pipe(
-        Effect.flatMap((appended) => {
-          const batch = appended.find((a) => a.topic === topic && a.partition === partition)
-          return store.write(writes, batch === undefined ? undefined : { topic, partition, offset: batch.baseOffset })
+        Effect.flatMap((receipt) => {
+          const batch = receipt.appended.find((a) => a.topic === topic && a.partition === partition)
+          return store.write(receipt, writes, batch === undefined ? undefined : { topic, partition, offset: batch.baseOffset })
         })
       )
     )
