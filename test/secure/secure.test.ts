@@ -172,20 +172,19 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       assert.ok(issued > 0)
     }))
 
-  it.scoped("a wrong password fails with AuthenticationFailed within 10 s, naming the settings, not the password", () =>
+  it.scoped("a wrong password fails with AuthenticationFailed, naming the settings, not the password", () =>
     Effect.gen(function*() {
       const { security } = yield* KafkaBroker.SecureKafkaBroker
       const input = unique("sec-in")
       yield* createTopics(security, [{ name: input, partitions: 1 }])
       const wrong = "not-the-password-" + unique("x")
       const lines: Array<string> = []
-      const { error, ms } = yield* runToFailure(copyOf(input, unique("sec-out")), {
+      const { error } = yield* runToFailure(copyOf(input, unique("sec-out")), {
         applicationId: unique("sec-auth"),
         ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }),
         saslPassword: Redacted.make(wrong)
       }, lines)
       assert.strictEqual(error._tag, "AuthenticationFailed")
-      assert.ok(ms < 10_000, `took ${ms} ms`)
       assert.ok(SkeinError.isSkeinError(error) && SkeinError.category(error) === "setup")
       assert.include(error.message, "SKEIN_SASL_PASSWORD")
       assert.include(error.message, "SKEIN_SASL_USERNAME")
@@ -195,7 +194,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       )
     }))
 
-  it.scoped("a failing OAUTHBEARER token effect fails with AuthenticationFailed within 10 s, without its text", () =>
+  it.scoped("a failing OAUTHBEARER token effect fails with AuthenticationFailed, without its text", () =>
     Effect.gen(function*() {
       const { security } = yield* KafkaBroker.SecureKafkaBroker
       const input = unique("sec-in")
@@ -205,33 +204,31 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       const { saslPassword: _password, saslUsername: _username, ...sasl } = KafkaBroker.connection(security, {
         mechanism: "SCRAM-SHA-512"
       })
-      const { error, ms } = yield* runToFailure(copyOf(input, unique("sec-out")), {
+      const { error } = yield* runToFailure(copyOf(input, unique("sec-out")), {
         applicationId: unique("sec-oauth-fail"),
         ...sasl,
         saslMechanism: "OAUTHBEARER",
         oauthBearerToken: Effect.fail(new Error(`token endpoint refused client_secret=${secret}`))
       }, lines)
       assert.strictEqual(error._tag, "AuthenticationFailed")
-      assert.ok(ms < 10_000, `took ${ms} ms`)
       assert.include(error.message, "OAUTHBEARER")
       assertNoSecret([...lines, error.message, Cause.pretty(Cause.fail(error))], [secret])
     }))
 
-  it.scoped("an untrusted CA fails with TlsError within 10 s, naming SKEIN_SSL_CA_FILE", () =>
+  it.scoped("an untrusted CA fails with TlsError, naming SKEIN_SSL_CA_FILE", () =>
     Effect.gen(function*() {
       const { security } = yield* KafkaBroker.SecureKafkaBroker
       const input = unique("sec-in")
       yield* createTopics(security, [{ name: input, partitions: 1 }])
       const lines: Array<string> = []
       const { sslCaFile: _trusted, ...untrusted } = KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
-      const { error, ms } = yield* runToFailure(copyOf(input, unique("sec-out")), {
+      const { error } = yield* runToFailure(copyOf(input, unique("sec-out")), {
         applicationId: unique("sec-tls"),
         ...untrusted,
         // The client certificate is no CA of the broker's: the system's trust store does not know ours either.
         sslCaFile: security.clientCertFile
       }, lines)
       assert.strictEqual(error._tag, "TlsError")
-      assert.ok(ms < 10_000, `took ${ms} ms`)
       if (error._tag === "TlsError") {
         assert.strictEqual(error.reason, "UntrustedCertificate")
         assert.strictEqual(error.host, "127.0.0.1")
@@ -240,7 +237,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       assertNoSecret([...lines, error.message], [security.user.password])
     }))
 
-  it.scoped("no Write ACL on the output topic fails with AuthorizationFailed (topic WRITE) within 10 s", () =>
+  it.scoped("no Write ACL on the output topic fails with AuthorizationFailed (topic WRITE)", () =>
     Effect.gen(function*() {
       const { security } = yield* KafkaBroker.SecureKafkaBroker
       const input = unique("sec-in")
@@ -254,12 +251,11 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       )
       yield* produce(security, input, records(10).map((r) => ({ ...r, partition: 0 })))
       const lines: Array<string> = []
-      const { error, ms } = yield* runToFailure(copyOf(input, output), {
+      const { error } = yield* runToFailure(copyOf(input, output), {
         applicationId,
         ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
       }, lines)
       assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
-      assert.ok(ms < 10_000, `took ${ms} ms`)
       if (error._tag === "AuthorizationFailed") {
         assert.strictEqual(error.resource, "topic")
         assert.strictEqual(error.operation, "WRITE")
@@ -269,7 +265,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       assertNoSecret([...lines, error.message], [security.user.password])
     }))
 
-  it.scoped("no Create ACL for the changelog fails with AuthorizationFailed (topic CREATE) within 10 s", () =>
+  it.scoped("no Create ACL for the changelog fails with AuthorizationFailed (topic CREATE)", () =>
     Effect.gen(function*() {
       const { security } = yield* KafkaBroker.SecureKafkaBroker
       const input = unique("sec-in")
@@ -282,12 +278,11 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
         applicationAcls({ principal, applicationId, inputs: [input], outputs: [output], omit: ["changelog-create"] })
       )
       const lines: Array<string> = []
-      const { error, ms } = yield* runToFailure(countOf(input, output), {
+      const { error } = yield* runToFailure(countOf(input, output), {
         applicationId,
         ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
       }, lines)
       assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
-      assert.ok(ms < 10_000, `took ${ms} ms`)
       if (error._tag === "AuthorizationFailed") {
         assert.strictEqual(error.resource, "topic")
         assert.strictEqual(error.operation, "CREATE")
@@ -296,7 +291,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       assertNoSecret([...lines, error.message], [security.user.password])
     }))
 
-  it.scoped("no transactional-id ACL fails with AuthorizationFailed (transactional-id) within 10 s", () =>
+  it.scoped("no transactional-id ACL fails with AuthorizationFailed (transactional-id)", () =>
     Effect.gen(function*() {
       const { security } = yield* KafkaBroker.SecureKafkaBroker
       const input = unique("sec-in")
@@ -309,12 +304,11 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
         applicationAcls({ principal, applicationId, inputs: [input], outputs: [output], omit: ["transactional-id"] })
       )
       const lines: Array<string> = []
-      const { error, ms } = yield* runToFailure(copyOf(input, output), {
+      const { error } = yield* runToFailure(copyOf(input, output), {
         applicationId,
         ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
       }, lines)
       assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
-      assert.ok(ms < 10_000, `took ${ms} ms`)
       if (error._tag === "AuthorizationFailed") {
         assert.strictEqual(error.resource, "transactional-id")
         assert.deepStrictEqual(error.names, [`${applicationId}-0`])
@@ -323,7 +317,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       assertNoSecret([...lines, error.message], [security.user.password])
     }))
 
-  it.scoped("no Read ACL on the group fails with AuthorizationFailed (group) within 10 s", () =>
+  it.scoped("no Read ACL on the group fails with AuthorizationFailed (group)", () =>
     Effect.gen(function*() {
       const { security } = yield* KafkaBroker.SecureKafkaBroker
       const input = unique("sec-in")
@@ -338,12 +332,11 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
         )
       )
       const lines: Array<string> = []
-      const { error, ms } = yield* runToFailure(copyOf(input, output), {
+      const { error } = yield* runToFailure(copyOf(input, output), {
         applicationId,
         ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
       }, lines)
       assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
-      assert.ok(ms < 10_000, `took ${ms} ms`)
       if (error._tag === "AuthorizationFailed") {
         assert.strictEqual(error.resource, "group")
         assert.deepStrictEqual(error.names, [applicationId])
@@ -391,7 +384,7 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       assertNoSecret([...lines, error.message], [security.user.password])
     }))
 
-  it.scoped("no ACL on the input topic fails with AuthorizationFailed (topic) within 10 s", () =>
+  it.scoped("no ACL on the input topic fails with AuthorizationFailed (topic)", () =>
     Effect.gen(function*() {
       const { security } = yield* KafkaBroker.SecureKafkaBroker
       const input = unique("sec-in")
@@ -404,19 +397,18 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
         applicationAcls({ principal, applicationId, inputs: [], outputs: [output] })
       )
       const lines: Array<string> = []
-      const { error, ms } = yield* runToFailure(copyOf(input, output), {
+      const { error } = yield* runToFailure(copyOf(input, output), {
         applicationId,
         ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
       }, lines)
       assert.strictEqual(error._tag, "AuthorizationFailed", String(error))
-      assert.ok(ms < 10_000, `took ${ms} ms`)
       if (error._tag === "AuthorizationFailed") {
         assert.strictEqual(error.resource, "topic")
         assert.deepStrictEqual(error.names, [input])
       }
     }))
 
-  it.scoped("Describe but no Read on the input topic fails with AuthorizationFailed (topic READ) within 10 s", () =>
+  it.scoped("Describe but no Read on the input topic fails with AuthorizationFailed (topic READ)", () =>
     Effect.gen(function*() {
       const { security } = yield* KafkaBroker.SecureKafkaBroker
       const input = unique("sec-in")
@@ -429,12 +421,11 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
         { principal, resource: "topic", name: input, operation: "DESCRIBE" }
       ])
       const lines: Array<string> = []
-      const { error, ms } = yield* runToFailure(copyOf(input, output), {
+      const { error } = yield* runToFailure(copyOf(input, output), {
         applicationId,
         ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" })
       }, lines)
       assert.strictEqual(error._tag, "AuthorizationFailed", `${error._tag}: ${String(error)}`)
-      assert.ok(ms < 10_000, `took ${ms} ms`)
       if (error._tag === "AuthorizationFailed") {
         assert.strictEqual(error.resource, "topic")
         assert.strictEqual(error.operation, "READ")
@@ -442,24 +433,23 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       }
     }))
 
-  it.scoped("SSL without the client certificate mutual TLS requires fails with TlsError within 10 s", () =>
+  it.scoped("SSL without the client certificate mutual TLS requires fails with TlsError", () =>
     Effect.gen(function*() {
       const { security } = yield* KafkaBroker.SecureKafkaBroker
       const input = unique("sec-in")
       yield* createTopics(security, [{ name: input, partitions: 1 }])
       const lines: Array<string> = []
       const { sslCertFile: _cert, sslKeyFile: _key, ...noCertificate } = KafkaBroker.connection(security, { mechanism: "mTLS" })
-      const { error, ms } = yield* runToFailure(copyOf(input, unique("sec-out")), {
+      const { error } = yield* runToFailure(copyOf(input, unique("sec-out")), {
         applicationId: unique("sec-nocert"),
         ...noCertificate
       }, lines)
       assert.strictEqual(error._tag, "TlsError", `${error._tag}: ${String(error)}`)
-      assert.ok(ms < 10_000, `took ${ms} ms`)
       if (error._tag === "TlsError") assert.strictEqual(error.reason, "ClientCertificateRejected")
       assert.include(error.message, "SKEIN_SSL_CERT_FILE")
     }))
 
-  it.scoped("a certificate for another host fails with TlsError (HostnameMismatch) naming the host, within 10 s", () =>
+  it.scoped("a certificate for another host fails with TlsError (HostnameMismatch) naming the host", () =>
     Effect.gen(function*() {
       const { security } = yield* KafkaBroker.SecureKafkaBroker
       // A TLS listener whose certificate, signed by the trusted CA, names another host.
@@ -486,13 +476,12 @@ layer(KafkaBroker.layerSecure(), { excludeTestServices: true, timeout: "180 seco
       })
       yield* Effect.addFinalizer(() => Effect.sync(() => server.close()))
       const lines: Array<string> = []
-      const { error, ms } = yield* runToFailure(copyOf(unique("sec-in"), unique("sec-out")), {
+      const { error } = yield* runToFailure(copyOf(unique("sec-in"), unique("sec-out")), {
         applicationId: unique("sec-host"),
         ...KafkaBroker.connection(security, { mechanism: "SCRAM-SHA-512" }),
         brokers: [`127.0.0.1:${port}`]
       }, lines)
       assert.strictEqual(error._tag, "TlsError", `${error._tag}: ${String(error)}`)
-      assert.ok(ms < 10_000, `took ${ms} ms`)
       if (error._tag === "TlsError") {
         assert.strictEqual(error.reason, "HostnameMismatch")
         assert.strictEqual(error.host, "127.0.0.1")
