@@ -1,37 +1,26 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { spawn } from "node:child_process"
-import type { ChildProcess } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { brokers, caughtUp, createTopics, produce, readCommitted, sleep, unique } from "../helpers/kafka.ts"
+import { spawnApp } from "../helpers/appProcess.ts"
+import { brokers, caughtUp, createTopics, describeGroup, eventually, produce, readCommitted, unique } from "../helpers/kafka.ts"
 
 const app = path.join(import.meta.dirname, "apps", "stalling-copy.ts")
 
-const spawnApp = (env: Record<string, string>, log: Array<string>) =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      const child = spawn(process.execPath, ["--import", "tsx", app], {
-        env: { ...process.env, ...env },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      child.stdout?.on("data", (d: Buffer) => log.push(d.toString()))
-      child.stderr?.on("data", (d: Buffer) => log.push(d.toString()))
-      return child
-    }),
-    (child: ChildProcess) => Effect.sync(() => child.kill("SIGKILL"))
-  )
-
 // EosIntegrationTest "zombie": an instance stalls past the session timeout, its
-// partition moves, and when it wakes its commit is fenced.
+// partition moves, and when it wakes its commit is fenced. Each step waits for its event: the
+// stall ends once the new owner has committed past the stalling record, not after a fixed time.
 describe("zombie instance", () => {
   it.scopedLive("a stalled instance's partition moves; its late commit is fenced; output exactly once", () =>
     Effect.gen(function*() {
       const input = unique("zombie-in")
       const output = unique("zombie-out")
       const applicationId = unique("zombie-app")
-      const stallFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "skein-zombie-")), "stalled")
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "skein-zombie-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+      const stallFile = path.join(dir, "stalled")
+      const releaseFile = path.join(dir, "release")
       yield* createTopics([{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
       const env = {
         INPUT: input,
@@ -39,14 +28,20 @@ describe("zombie instance", () => {
         APPLICATION_ID: applicationId,
         BROKERS: brokers().join(","),
         STALL_FILE: stallFile,
-        STALL_MS: "14000"
+        RELEASE_FILE: releaseFile,
+        // Only a guard: the stall ends when the test writes RELEASE_FILE.
+        STALL_MS: "240000"
       }
-      const log: Array<string> = []
-      yield* spawnApp(env, log)
-      yield* spawnApp(env, log)
+      const apps = [yield* spawnApp(app, env), yield* spawnApp(app, env)]
+      const log = () => apps.map((a, i) => `\n--- app ${i} ---\n${a.output()}`).join("")
       const first = Array.from({ length: 30 }, (_, i) => ({ key: `k${i}`, value: `a${i}`, partition: i % 2 }))
       yield* produce(input, first)
-      yield* sleep(8000)
+      // Both instances in the group, one partition each, the first records committed.
+      yield* eventually(
+        Effect.map(describeGroup(applicationId), (g) => g.state === "Stable" && g.members.length === 2),
+        { what: "both instances to join", timeout: 120_000 }
+      )
+      yield* caughtUp(applicationId, input, 120_000)
       // The stalling record and 29 more, on both partitions.
       const second = Array.from({ length: 30 }, (_, i) => ({
         key: `k${i}`,
@@ -54,20 +49,22 @@ describe("zombie instance", () => {
         partition: i % 2
       }))
       yield* produce(input, second)
-      yield* caughtUp(applicationId, input, 90_000)
-      // Let the zombie wake up and try to commit.
-      yield* Effect.promise(async () => {
-        const deadline = Date.now() + 30_000
-        while (!log.join("").includes("woke") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200))
+      yield* eventually(Effect.sync(() => log().includes("stalling")), { what: "an instance to stall" })
+      // The stalled instance cannot commit: the group is caught up once the other instance owns
+      // the stalled partition (after the session timeout) and has committed past the record.
+      yield* caughtUp(applicationId, input, 180_000)
+      assert.notInclude(log(), "woke", `the stalled instance woke before its partition moved${log()}`)
+      // Wake the zombie; its late commit must be fenced.
+      fs.writeFileSync(releaseFile, "wake")
+      yield* eventually(Effect.sync(() => log().includes("fenced by a newer owner")), {
+        what: "the woken instance's commit to be fenced",
+        timeout: 120_000
       })
-      yield* sleep(3000)
-      const output_ = yield* readCommitted(output)
-      const values = output_.map((r) => r.value ?? "")
+      const values = (yield* readCommitted(output)).map((r) => r.value ?? "")
       const expected = [...first, ...second].map((r) => r.value)
-      assert.include(log.join(""), "stalling", "an instance stalled")
-      assert.include(log.join(""), "woke", "the stalled instance woke up")
-      assert.include(log.join(""), "fenced by a newer owner", "its late commit was fenced")
+      assert.include(log(), "woke", "the stalled instance woke up")
+      assert.notInclude(log(), "STALL_MS ran out", "woken by the test's event")
       assert.strictEqual(values.length, expected.length, "60 records in, 60 out")
       assert.deepStrictEqual([...values].sort(), [...expected].sort())
-    }), 300_000)
+    }), 420_000)
 })

@@ -1,7 +1,9 @@
 /**
- * A stateless copier run as its own process by the zombie test. On the record
- * whose value is "stall" it blocks its whole process (no heartbeats) for
- * STALL_MS, once: the first process to reach it creates STALL_FILE.
+ * A stateless copier run as its own process by the zombie and SIGTERM tests. On
+ * the record whose value is "stall" it blocks its whole process (no heartbeats),
+ * once: the first process to reach it creates STALL_FILE. The stall lasts until
+ * the file RELEASE_FILE exists when that is set (the test's event), STALL_MS at
+ * most.
  */
 import { Duration, Effect, Schema } from "effect"
 import * as fs from "node:fs"
@@ -23,8 +25,16 @@ const stallOnce = () => {
     return
   }
   console.log(`stalling ${process.pid}`)
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Number(env("STALL_MS")))
-  console.log(`woke ${process.pid}`)
+  const cell = new Int32Array(new SharedArrayBuffer(4))
+  const release = process.env["RELEASE_FILE"]
+  const deadline = Date.now() + Number(env("STALL_MS"))
+  if (release === undefined) {
+    Atomics.wait(cell, 0, 0, Number(env("STALL_MS")))
+  } else {
+    // Still blocking the whole process: only the file is looked at, every 100 ms.
+    while (!fs.existsSync(release) && Date.now() < deadline) Atomics.wait(cell, 0, 0, 100)
+  }
+  console.log(`woke ${process.pid}${release !== undefined && !fs.existsSync(release) ? " (STALL_MS ran out before RELEASE_FILE)" : ""}`)
 }
 
 const copy = Transformer.stateless({
