@@ -84,6 +84,34 @@ describe("security settings", () => {
       )
       assert.ok(lines.some((line) => line.startsWith("WARN") && line.includes("NOT verified")), lines.join("\n"))
     }))
+
+  it.effect("SASL_PLAINTEXT with PLAIN warns that the password crosses the network in clear, never logging it", () =>
+    Effect.gen(function*() {
+      const lines: Array<string> = []
+      const capture = Logger.replace(Logger.defaultLogger, Logger.make(({ logLevel, message }) => {
+        lines.push(`${logLevel.label} ${String(message)}`)
+      }))
+      const sasl = (securityProtocol: "SASL_PLAINTEXT" | "SASL_SSL", saslMechanism: "PLAIN" | "SCRAM-SHA-512") =>
+        makeKafka({
+          ...base,
+          securityProtocol,
+          saslMechanism,
+          saslUsername: "alice",
+          saslPassword: Redacted.make("s3cr3t-value")
+        }).pipe(Effect.provide(capture))
+      const warnings = () => lines.filter((line) => line.startsWith("WARN"))
+      // Nothing listens on port 1: the first connection is refused, which is no security failure.
+      yield* sasl("SASL_PLAINTEXT", "PLAIN")
+      const clear = warnings()
+      assert.strictEqual(clear.length, 1, `one warning for SASL_PLAINTEXT with PLAIN; logged:\n${lines.join("\n")}`)
+      assert.include(clear[0], "SASL_SSL")
+      assert.include(clear[0], "SCRAM")
+      assert.notInclude(lines.join("\n"), "s3cr3t-value")
+      lines.length = 0
+      yield* sasl("SASL_PLAINTEXT", "SCRAM-SHA-512")
+      yield* sasl("SASL_SSL", "PLAIN")
+      assert.deepStrictEqual(warnings(), [], "SCRAM never sends the password; SASL_SSL encrypts it")
+    }))
 })
 
 describe("kafkajs and node errors", () => {

@@ -154,6 +154,14 @@ const securityOptions = (
         fix: "Set both SKEIN_SASL_USERNAME and SKEIN_SASL_PASSWORD"
       })
     }
+    if (mechanism === "PLAIN" && !tls) {
+      // The password itself is never logged: only the settings that send it.
+      yield* Effect.logWarning(
+        "SKEIN_SECURITY_PROTOCOL is SASL_PLAINTEXT with SKEIN_SASL_MECHANISM PLAIN: SKEIN_SASL_PASSWORD is sent to " +
+          "the brokers in clear text, readable by anyone on the network path. Set SKEIN_SECURITY_PROTOCOL to SASL_SSL " +
+          "(TLS), or use SCRAM-SHA-256 or SCRAM-SHA-512, which never send the password."
+      )
+    }
     const credentials = { username, password: Redacted.value(password) }
     const plain: SASLOptions = mechanism === "PLAIN"
       ? { mechanism: "plain", ...credentials }
