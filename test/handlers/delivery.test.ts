@@ -102,7 +102,8 @@ describe("delivery failures", () => {
     Effect.gen(function*() {
       const { input, output, transformer } = yield* setup
       const applicationId = unique("delivery-app")
-      // Backoffs of 1 s then 2 s: time enough to fix the topic after the second failure.
+      // Backoffs of 1 s, 2 s, 4 s...: the topic is fixed after the second failure, whenever the
+      // admin call lands (the failures before it are counted, not assumed).
       const instance = yield* startInstance(transformer, { applicationId, deliveryBackoff: Duration.seconds(1) })
       yield* eventually(
         Effect.flatMap(instance.exit, (exit) =>
@@ -111,18 +112,24 @@ describe("delivery failures", () => {
             : Effect.succeed(instance.stats.aborts >= 2)),
         { what: "two failed deliveries" }
       )
-      // The topic now accepts records without a key: the next attempt succeeds.
+      // The topic now accepts records without a key: an attempt after the change succeeds.
       yield* alterTopicConfig(output, { "cleanup.policy": "delete" })
+      const abortsAtFix = instance.stats.aborts
       yield* caughtUp(applicationId, input).pipe(
         Effect.tapError(() => Effect.flatMap(instance.exit, (exit) => Effect.logError("run ended", exit)))
       )
-      assert.strictEqual(instance.stats.aborts, 2)
+      const aborts = instance.stats.aborts
+      process.stderr.write(`delivery: ${abortsAtFix} failed deliveries when the topic was fixed, ${aborts} in all\n`)
+      // At most one more: an attempt already on its way while the broker applied the change.
+      assert.isAtLeast(aborts, 2)
+      assert.isAtMost(aborts, abortsAtFix + 1, "no failure after the topic accepted the records")
+      assert.isBelow(aborts, SkeinConfig.defaults.maxDeliveryFailures)
       assert.deepStrictEqual((yield* readCommitted(output)).map((r) => [r.key, r.value]), [["k1", "a"], [null, "nokey"], ["k3", "b"]])
 
       yield* produce(input, [{ key: "k4", value: "c" }])
       yield* caughtUp(applicationId, input)
       assert.deepStrictEqual((yield* readCommitted(output)).map((r) => r.value), ["a", "nokey", "b", "c"], "exactly once")
-      assert.strictEqual(instance.stats.aborts, 2)
+      assert.strictEqual(instance.stats.aborts, aborts)
       assert.isTrue(Option.isNone(yield* instance.exit), "the run keeps running")
       assert.strictEqual(instance.stats.phase, "running")
     }))

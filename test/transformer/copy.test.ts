@@ -1,10 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Schema } from "effect"
+import { Duration, Effect, Schema } from "effect"
 import { Topic, Transformer } from "../../src/index.ts"
-import { caughtUp, createTopics, groupOffsets, offsets, produce, readCommitted, sleep, startInstance, unique } from "../helpers/kafka.ts"
+import { caughtUp, createTopics, eventually, groupOffsets, offsets, produce, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
 
 // Kafka Streams' EosIntegrationTest "copy with restarts": a stateless copy over
-// two partitions, stopped and restarted twice mid-stream.
+// two partitions, stopped and restarted twice mid-stream. Mid-stream by construction, and
+// checked: in the first two rounds one record's handler never finishes (its batch cannot
+// commit), the stop comes once some of the round is committed, and the committed input at the
+// stop is more than before the round and less than what was produced.
 describe("stateless copy with restarts", () => {
   it.scopedLive("output equals the input exactly once and committed offsets reach the end", () =>
     Effect.gen(function*() {
@@ -14,11 +17,20 @@ describe("stateless copy with restarts", () => {
       yield* createTopics([{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
       const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
       const Out = Topic.make({ name: output, key: Schema.String, value: Schema.String })
+      // The record whose handler hangs until the instance is stopped (interrupted then).
+      const hanging = new Set<string>()
       const copy = Transformer.stateless({
         name: "copy",
         inputs: [In],
-        transform: (record) => Effect.succeed({ emit: [Topic.record(Out, record.key, record.value)] })
+        transform: (record) =>
+          hanging.has(record.value)
+            ? Effect.never
+            : Effect.succeed({ emit: [Topic.record(Out, record.key, record.value)] })
       })
+      const committedTotal = Effect.map(
+        groupOffsets(applicationId, input),
+        (committed) => [...committed.values()].reduce((n, o) => n + Math.max(0, o), 0)
+      )
 
       const produceRound = (round: number) =>
         produce(
@@ -31,12 +43,25 @@ describe("stateless copy with restarts", () => {
         )
 
       for (let round = 0; round < 3; round++) {
-        const instance = yield* startInstance(copy, { applicationId, maxPollRecords: 50 })
+        const before = yield* committedTotal
+        // The 76th record of partition 0: the batches of 50 before it commit, its own cannot.
+        if (round < 2) hanging.add(`r${round}-150`)
+        const instance = yield* startInstance(copy, { applicationId, maxPollRecords: 50, shutdownGrace: Duration.millis(500) })
         yield* produceRound(round)
-        // Stop mid-stream in the first two rounds; run to the end in the last.
-        yield* sleep(round < 2 ? 700 : 0)
-        if (round === 2) yield* caughtUp(applicationId, input)
+        if (round === 2) {
+          // Run to the end in the last round.
+          yield* caughtUp(applicationId, input)
+          yield* instance.stop
+          continue
+        }
+        // Stop mid-stream in the first two rounds: once some of it is committed.
+        yield* eventually(Effect.map(committedTotal, (n) => n > before), { what: `round ${round}: a first commit` })
         yield* instance.stop
+        hanging.clear()
+        const atStop = yield* committedTotal
+        process.stderr.write(`copy: round ${round} stopped with ${atStop} of ${(round + 1) * 200} input records committed\n`)
+        assert.isAbove(atStop, before, `round ${round}: something was committed before the stop`)
+        assert.isBelow(atStop, (round + 1) * 200, `round ${round}: the stop was mid-stream`)
       }
 
       const records = yield* readCommitted(output)
