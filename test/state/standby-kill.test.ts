@@ -113,6 +113,7 @@ describe("standby replicas under SIGKILL", () => {
         SKEIN_SESSION_TIMEOUT: "6 seconds",
         SKEIN_HEARTBEAT_INTERVAL: "1 second"
       })
+      const childOutputOnFailure = Effect.tapError(() => Effect.logError(`the child's output:\n${child.output().slice(-3000)}`))
       const survivor = yield* startInstance(transformer, {
         applicationId,
         standbyReplicas: 1,
@@ -125,7 +126,7 @@ describe("standby replicas under SIGKILL", () => {
           !survivor.stats.assigned.has(child.assigned()[0] ?? -1)
         ),
         { what: "the child and this instance to run one task each", timeout: 90_000 }
-      )
+      ).pipe(childOutputOnFailure)
       const victim = child.assigned()[0] ?? -1
 
       for (let round = 0; round < WARM_ROUNDS; round++) yield* produceRound(round)
@@ -156,7 +157,7 @@ describe("standby replicas under SIGKILL", () => {
       yield* eventually(
         Effect.map(groupOffsets(applicationId, input), (committed) => (committed.get(victim) ?? 0) > warmInputEnd),
         { what: "the child to commit records past the warm rounds", timeout: 60_000 }
-      )
+      ).pipe(childOutputOnFailure)
       yield* child.kill
       killed = true
       const ending = yield* child.exited
