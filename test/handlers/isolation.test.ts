@@ -1,6 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Data, Effect, Exit, Fiber, Option, Schema } from "effect"
-import * as net from "node:net"
 import { Health, SkeinError, Topic, Transformer } from "../../src/index.ts"
 import {
   createTopics,
@@ -82,15 +81,6 @@ const stopped = <E>(instance: RunningInstance<E>, partition: number) =>
 
 const failureOf = <E>(exit: Exit.Exit<never, E>): E | undefined =>
   Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
-
-const freePort = Effect.async<number>((resume) => {
-  const server = net.createServer()
-  server.listen(0, "127.0.0.1", () => {
-    const address = server.address()
-    const port = typeof address === "object" && address !== null ? address.port : 0
-    server.close(() => resume(Effect.succeed(port)))
-  })
-})
 
 describe("failure isolation", () => {
   it.scopedLive("partition: a failed record stops only its partition; the others keep processing and committing", () =>
@@ -189,12 +179,15 @@ describe("failure isolation", () => {
       const { input, transformer } = yield* setup
       yield* produce(input, firstRecords)
       const applicationId = unique("iso-app")
-      const port = yield* freePort
-      const instance = yield* startInstance(transformer, { applicationId, failureIsolation: "partition", healthPort: port })
+      // Port 0: the endpoint listens on a port the system picks (a port found free, closed and
+      // passed on could be taken by another process in between).
+      const instance = yield* startInstance(transformer, { applicationId, failureIsolation: "partition", healthPort: 0 })
       yield* stopped(instance, 1)
       yield* committedAtLeast(applicationId, input, [[0, 2], [2, 2]])
       // Partitions 0 and 2 have committed: their tasks run, nothing is pending.
-      assert.strictEqual(instance.stats.healthPort, port)
+      const port = instance.stats.healthPort
+      if (port === undefined) return assert.fail("the health endpoint does not listen")
+      assert.isAbove(port, 0)
 
       const get = (route: string) =>
         Effect.promise(async () => {
