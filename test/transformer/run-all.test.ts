@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Fiber, Layer, Option, Schema } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Schema } from "effect"
+import { expectTypeOf } from "vitest"
 import { Runner, SkeinConfig, SkeinError, Topic, Transformer } from "../../src/index.ts"
 import {
   brokers,
@@ -11,7 +12,6 @@ import {
   offsets,
   produce,
   readCommitted,
-  sleep,
   unique
 } from "../helpers/kafka.ts"
 
@@ -41,7 +41,10 @@ const startAll = <const Ts extends ReadonlyArray<Transformer.Any>>(
     return { stats: stats as ReadonlyArray<Runner.Stats>, fiber, stop: Effect.asVoid(Fiber.interrupt(fiber)) }
   })
 
-const setup = (prefix: string) =>
+/** What a transform does before its work: nothing, or wait (see `makeHold`). */
+type Before = (record: { readonly partition: number; readonly offset: number }) => Effect.Effect<void>
+
+const setup = (prefix: string, before: Before = () => Effect.void) =>
   Effect.gen(function*() {
     const words = unique(`${prefix}-words`)
     const counts = unique(`${prefix}-counts`)
@@ -63,7 +66,7 @@ const setup = (prefix: string) =>
       state: Schema.Number,
       transform: (record, count) => {
         const next = Option.getOrElse(count, () => 0) + 1
-        return Effect.succeed({ emit: [Topic.record(Counts, record.key, next)], state: Transformer.set(next) })
+        return Effect.as(before(record), { emit: [Topic.record(Counts, record.key, next)], state: Transformer.set(next) })
       }
     })
     const Shout = Transformer.stateless({
@@ -72,15 +75,35 @@ const setup = (prefix: string) =>
       transform: (record) =>
         record.value === "boom"
           ? Effect.fail(new Boom({ value: record.value }))
-          : Effect.succeed({ emit: [Topic.record(Shouted, record.key, record.value.toUpperCase())] })
+          : Effect.as(before(record), { emit: [Topic.record(Shouted, record.key, record.value.toUpperCase())] })
     })
     return { words, counts, lines, shouted, Count, Shout }
   })
 
+/**
+ * Holds each transformer's record at partition 0, offset 25 until `release`:
+ * a run stopped while both wait is stopped mid-stream, whatever the machine's
+ * speed. `waiting` completes once both transformers wait there.
+ */
+const makeHold = Effect.gen(function*() {
+  const released = yield* Deferred.make<void>()
+  const waiting = yield* Deferred.make<void>()
+  let holders = 0
+  const before: Before = (record) =>
+    record.partition === 0 && record.offset === 25
+      ? Effect.zipRight(
+        Effect.suspend(() => ++holders === 2 ? Deferred.succeed(waiting, undefined) : Effect.void),
+        Deferred.await(released)
+      )
+      : Effect.void
+  return { before, waiting: Deferred.await(waiting), release: Deferred.succeed(released, undefined) }
+})
+
 describe("Runner.runAll", () => {
   it.scopedLive("two transformers in one process, each exactly once, in its own group, under one health endpoint", () =>
     Effect.gen(function*() {
-      const { Count, Shout, counts, lines, shouted, words } = yield* setup("all")
+      const hold = yield* makeHold
+      const { Count, Shout, counts, lines, shouted, words } = yield* setup("all", hold.before)
       const applicationId = unique("all-app")
       const produceRound = (round: number) =>
         Effect.zipRight(
@@ -89,11 +112,24 @@ describe("Runner.runAll", () => {
         )
 
       for (let round = 0; round < 2; round++) {
-        const instance = yield* startAll([Count, Shout], { applicationId, maxPollRecords: 20, healthPort: 0 })
+        const instance = yield* startAll([Count, Shout], {
+          applicationId,
+          maxPollRecords: 20,
+          healthPort: 0,
+          // The held handlers are interrupted after this grace (they never finish).
+          shutdownGrace: Duration.seconds(1)
+        })
         yield* produceRound(round)
         if (round === 0) {
-          // Stopped mid-stream: the restart resumes each transformer from its own committed offsets and state.
-          yield* sleep(500)
+          // Stopped mid-stream, while each transformer waits at partition 0, offset 25: the restart
+          // resumes each transformer from its own committed offsets and state.
+          yield* hold.waiting
+          yield* instance.stop
+          yield* hold.release
+          for (const [group, topic] of [[`${applicationId}-count`, words], [`${applicationId}-shout`, lines]] as const) {
+            const committed = yield* groupOffsets(group, topic)
+            assert.strictEqual(committed.get(0), 25, `${group}: stopped mid-stream, partition 0 committed up to the held record`)
+          }
         } else {
           yield* caughtUp(`${applicationId}-count`, words)
           yield* caughtUp(`${applicationId}-shout`, lines)
@@ -145,9 +181,11 @@ describe("Runner.runAll", () => {
   it.scopedLive("duplicate transformer names fail at startup with ConfigurationError", () =>
     Effect.gen(function*() {
       const { Count, Shout } = yield* setup("dup")
-      // The error union is each transformer's error plus the runner's; the requirements only the config.
-      const typed: Effect.Effect<never, SkeinError.RunnerError | Boom, SkeinConfig.SkeinConfig> = Runner.runAll([Count, Shout])
-      assert.isDefined(typed)
+      // The error union is each transformer's error plus the runner's, the requirements only the
+      // config: exactly these types (a type test, checked by `npm run typecheck`, part of `npm test`).
+      expectTypeOf(Runner.runAll([Count, Shout])).toEqualTypeOf<
+        Effect.Effect<never, SkeinError.RunnerError | Boom, SkeinConfig.SkeinConfig>
+      >()
       const exit = yield* Runner.runAll([Count, Count]).pipe(
         Effect.provide(SkeinConfig.layer({ applicationId: unique("dup-app"), brokers: brokers() })),
         Effect.exit
