@@ -118,7 +118,7 @@ export interface Options {
   /**
    * The Kafka version of a broker this service starts, local or Docker
    * (`apache/kafka:<version>`). Default: `SKEIN_KAFKA_VERSION` if set, else
-   * 4.4.0 locally and apache/kafka:4.1.0 in Docker. An external cluster
+   * 4.4.0, locally and in Docker (apache/kafka:4.4.0). An external cluster
    * (`KAFKA_BROKERS`) runs whatever version it runs: asking for one then only
    * logs a warning.
    */
