@@ -221,7 +221,9 @@ const signalCase = ([launcher, phase, signals, guarantee]: readonly [Launcher, P
         peers.length,
         `the member left the group (checked ${Date.now() - signalled} ms after the signal; session timeout 30 s)`
       )
-      assert.isBelow(stoppedIn, 25_000, "stopped within shutdownGrace and a margin")
+      // Printed, not asserted (tests do not assert on time): the 60 s wait above guards against a hang.
+      process.stderr.write(`signals ${launcher} ${signals} ${phase} ${guarantee}: stopped ${stoppedIn} ms after the signal\n`)
+      assert.notInclude(running.output(), "did not stop within shutdownGrace", `the stop ended on its own, not by the runner's timeout${log()}`)
       if (signals === "double SIGINT" && phase === "load") {
         assert.include(running.output(), "SIGINT received again", `the second SIGINT reached the stopping app${log()}`)
       }
