@@ -418,6 +418,157 @@ export class StateStoreError extends Data.TaggedError("StateStoreError")<{
 }
 
 /**
+ * A new state (or a durable workflow's result) does not decode back from the
+ * JSON it would be stored as: `Schema.Number` accepts `NaN` and `Infinity`,
+ * which JSON writes as `null`, and a Schema whose decode is not the inverse
+ * of its encode loses the value the same way. Raised as the failure of the
+ * record that produced the value, before anything of it is committed, so the
+ * key keeps its last stored state; an error rule for its tag can take it
+ * (`ErrorRule.tagged("StateNotStorable", { then: "dlq" })`); unhandled, it is
+ * fatal.
+ *
+ * @example
+ * ```ts
+ * import { ErrorRule } from "skein"
+ *
+ * const rules = [ErrorRule.tagged("StateNotStorable", { then: "dlq" })]
+ * ```
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class StateNotStorable extends Data.TaggedError("StateNotStorable")<StateNotStorable.Fields> {
+  constructor(fields: StateNotStorable.Fields) {
+    super({ ...fields, cause: bounded(fields.cause) })
+  }
+  /** At most about 1 KiB, whatever the value (never throws). */
+  override get message(): string {
+    const what = this.kind === "state" ? `The new state of key ${this.key}` : `The result of run ${this.key}`
+    return `${what} (${this.transformer}, from ${this.source.topic}/${this.source.partition}@${this.source.offset}) ` +
+      `does not decode back from the JSON it is stored as: ${formatParseError(this.cause)}. JSON has no NaN or ` +
+      `Infinity (they are stored as null). Return a value the Schema reads back, or route the record with ` +
+      `ErrorRule.tagged("StateNotStorable", { then: "dlq" }).`
+  }
+}
+
+/**
+ * The types of `StateNotStorable`.
+ *
+ * @example
+ * ```ts
+ * import { SkeinError } from "skein"
+ *
+ * const where = (fields: SkeinError.StateNotStorable.Fields): string => `${fields.kind} of ${fields.key}`
+ * ```
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export declare namespace StateNotStorable {
+  /**
+   * What a `StateNotStorable` carries: the transformer, what was stored (a
+   * state, or a workflow run's result), its key (the state key, or the run's
+   * execution id), the record that produced it and the decode's `ParseError`.
+   *
+   * @example
+   * ```ts
+   * import { SkeinError } from "skein"
+   *
+   * const where = ({ key, source }: SkeinError.StateNotStorable.Fields): string =>
+   *   `${key} from ${source.topic}/${source.partition}@${source.offset}`
+   * ```
+   *
+   * @since 0.3.0
+   * @category errors
+   */
+  export interface Fields {
+    readonly transformer: string
+    readonly kind: "state" | "workflow result"
+    readonly key: string
+    readonly source: { readonly topic: string; readonly partition: number; readonly offset: number }
+    readonly cause: ParseResult.ParseError
+  }
+}
+
+/**
+ * A stored state (or a durable workflow's stored result) does not decode
+ * with the current Schema: the Schema changed incompatibly, or the value was
+ * stored before Skein checked values (a `NaN` stored as `null`). Fatal; not
+ * seen by error rules. The message names the key, the partition and the fix.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("StoredStateInvalid", (error) =>
+ *     Effect.logError(`key ${error.key} of partition ${error.partition} needs a migration`)
+ *   )
+ * )
+ * ```
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class StoredStateInvalid extends Data.TaggedError("StoredStateInvalid")<StoredStateInvalid.Fields> {
+  constructor(fields: StoredStateInvalid.Fields) {
+    super({ ...fields, cause: bounded(fields.cause) })
+  }
+  /** At most about 1 KiB, whatever the value (never throws). */
+  override get message(): string {
+    const what = this.kind === "state" ? `state of key ${this.key}` : `result of run ${this.key}`
+    const reset = this.kind === "state"
+      ? `or start from empty state (a new applicationId, or delete the changelog topic and the state directory)`
+      : `or forget the stored runs (a new applicationId, or delete the run-store topic and the state directory)`
+    return `The stored ${what} in partition ${this.partition} (${this.transformer}, in ${this.store}) does not ` +
+      `decode with the current Schema: ${formatParseError(this.cause)}. The Schema changed incompatibly, or the value ` +
+      `was stored before Skein checked values (NaN or Infinity stored as null). Make the Schema read the stored form ` +
+      `(a Schema.Union of the old and new forms, or a Schema.transform from the old one), ${reset}.`
+  }
+}
+
+/**
+ * The types of `StoredStateInvalid`.
+ *
+ * @example
+ * ```ts
+ * import { SkeinError } from "skein"
+ *
+ * const where = (fields: SkeinError.StoredStateInvalid.Fields): string => `${fields.key}@${fields.partition}`
+ * ```
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export declare namespace StoredStateInvalid {
+  /**
+   * What a `StoredStateInvalid` carries: the transformer, what was stored,
+   * its key (the state key, or the run's execution id), the partition, where
+   * it is stored (the local store's path, or the run-store topic) and the
+   * decode's `ParseError`.
+   *
+   * @example
+   * ```ts
+   * import { SkeinError } from "skein"
+   *
+   * const where = ({ key, partition, store }: SkeinError.StoredStateInvalid.Fields): string => `${key}@${partition} in ${store}`
+   * ```
+   *
+   * @since 0.3.0
+   * @category errors
+   */
+  export interface Fields {
+    readonly transformer: string
+    readonly kind: "state" | "workflow result"
+    readonly key: string
+    readonly partition: number
+    readonly store: string
+    readonly cause: ParseResult.ParseError
+  }
+}
+
+/**
  * The committed offset of a partition is no longer readable: deleted by
  * retention (before `earliest`), or beyond the partition's `end` (an unclean
  * leader election truncated the log, or the offsets were set past it). The
@@ -820,6 +971,8 @@ export type RunnerError =
   | DecodeError
   | EncodeError
   | StateStoreError
+  | StateNotStorable
+  | StoredStateInvalid
   | OffsetOutOfRange
   | ConfigurationError
   | OutputTooLarge
@@ -835,7 +988,8 @@ export type RunnerError =
  *
  * - `"setup"`: the configuration, the topics or the environment cannot work
  *   (a missing topic, mismatched partitions, a bad setting, a port in use, an
- *   offset deleted before it was processed, wrong credentials, an untrusted
+ *   offset deleted before it was processed, a stored state the state Schema
+ *   no longer reads, wrong credentials, an untrusted
  *   certificate, a missing ACL). Fix it, then restart: restarting
  *   alone fails the same way.
  * - `"transient"`: the broker or the local disk failed (a connection, a
@@ -843,7 +997,7 @@ export type RunnerError =
  *   runner already retried what it could.
  * - `"record"`: one record cannot be processed (a poison record without a
  *   dead letter topic, an output that does not encode, is too large or names a
- *   partition its topic does not have).
+ *   partition its topic does not have, a state JSON cannot hold).
  *   Restarting fails on the same record: route it with a dead letter topic or
  *   an error rule, or fix the producer.
  *
@@ -891,12 +1045,14 @@ export const category = (error: RunnerError): Category => {
       return "transient"
     case "DecodeError":
     case "EncodeError":
+    case "StateNotStorable":
     case "OutputTooLarge":
     case "PartitionOutOfRange":
       return "record"
     case "PartitionCountMismatch":
     case "ChangelogPartitionMismatch":
     case "TopicNotFound":
+    case "StoredStateInvalid":
     case "OffsetOutOfRange":
     case "ConfigurationError":
     case "HealthServerError":
@@ -935,6 +1091,8 @@ const runnerErrorTags: ReadonlySet<string> = new Set([
   "StateStoreError",
   "DecodeError",
   "EncodeError",
+  "StateNotStorable",
+  "StoredStateInvalid",
   "OutputTooLarge",
   "PartitionOutOfRange",
   "PartitionCountMismatch",
