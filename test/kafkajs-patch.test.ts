@@ -123,17 +123,39 @@ const cachedModule = (root: string, file: string): NodeModule | undefined => {
 }
 
 describe("kafkajs patch", () => {
-  it.effect("this project's install loads as it is once patched on disk (npm ci runs the script), else in memory", () =>
+  it.effect("this project's install is patched on disk (npm ci runs the script) and loads as it is", () =>
     Effect.gen(function*() {
-      // Patched on disk unless the patch changed since the install ran the script (a worktree
-      // sharing an older checkout's node_modules): its new files are then original on disk.
+      // The repository's "prepare" script patches node_modules at npm ci / npm install: its own
+      // tests import kafkajs directly, so an unpatched install here is a broken setup, not a variant.
       const checked = yield* run("node", ["scripts/patch-kafkajs.mjs", "--check"], { cwd: projectRoot })
-      assert.include([0, 1], checked.code, checked.stdout + checked.stderr)
-      const expected = checked.code === 0 ? "on-disk" : "in-memory"
+      assert.strictEqual(
+        checked.code,
+        0,
+        `node_modules/kafkajs is not patched on disk (run node scripts/patch-kafkajs.mjs, or npm install):\n${checked.stdout}${checked.stderr}`
+      )
       const loaded = yield* PatchedKafkajs.loadFrom(projectRoot)
-      assert.strictEqual(loaded.applied, expected, checked.stdout)
+      assert.strictEqual(loaded.applied, "on-disk")
       assert.strictEqual(loaded.version, "2.2.4")
-      assert.strictEqual((yield* PatchedKafkajs.loaded).applied, expected)
+      assert.strictEqual((yield* PatchedKafkajs.loaded).applied, "on-disk")
+    }))
+
+  it.scoped("an install with some files patched on disk and the others original (an older patch) is patched in memory", () =>
+    Effect.gen(function*() {
+      const root = yield* unpatchedInstall
+      const files = PatchedKafkajs.parsePatch(
+        yield* Effect.promise(() => fs.readFile(path.join(projectRoot, "patches", "kafkajs+2.2.4.patch"), "utf8"))
+      ) ?? []
+      assert.isAbove(files.length, 1)
+      // Every file patched on disk but sendMessages.js, still the original.
+      const left = "src/producer/sendMessages.js"
+      for (const { file, patched } of files) {
+        if (file !== left) yield* Effect.promise(() => fs.writeFile(path.join(root, "node_modules", "kafkajs", file), patched))
+      }
+      const loaded = yield* PatchedKafkajs.loadFrom(root)
+      assert.strictEqual(loaded.applied, "in-memory")
+      assert.include(String(cachedModule(root, left)?.exports), patchedSendMessagesLine, "the original file runs patched")
+      const onDisk = yield* Effect.promise(() => fs.readFile(path.join(root, "node_modules", "kafkajs", left), "utf8"))
+      assert.notInclude(onDisk, patchedSendMessagesLine)
     }))
 
   it.scoped("an install with the original files is patched in memory; the files on disk are left alone", () =>
