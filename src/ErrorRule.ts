@@ -1,7 +1,10 @@
 /**
  * Error rules: what happens when a transform fails with one of its typed
  * errors. A rule may retry the transform on a `Schedule` (each attempt sees
- * the state as it was before the failed attempt), then applies a disposition:
+ * the state as it was before the failed attempt), for at most its
+ * `maxRetryDuration` (default `defaultMaxRetryDuration`: a poll waits for
+ * every task, so a record retrying holds back every partition of the
+ * instance), then applies a disposition:
  *
  * - `"dlq"`: the record and its error go to the dead letter topic, inside the
  *   batch's transaction; the batch proceeds.
@@ -16,7 +19,18 @@
  *
  * @since 0.1.0
  */
-import type { Schedule } from "effect"
+import type { Duration, Schedule } from "effect"
+
+/**
+ * How long a rule retries one record when it sets no `maxRetryDuration`: one
+ * minute from the record's first failure. The schedule's next attempt is not
+ * started past it, and the rule's `then` takes the record (an endless
+ * `Schedule.spaced` included).
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const defaultMaxRetryDuration: Duration.DurationInput = "1 minute"
 
 /**
  * What a rule does with a failed record once its retries, if any, are
@@ -58,6 +72,8 @@ export interface PredicateRule<in E> {
   /** Always unset: a rule with a tag is a `TaggedRule`. */
   readonly tag?: undefined
   readonly retry?: Schedule.Schedule<unknown, E> | undefined
+  /** How long `retry` may retry one record, from its first failure (`defaultMaxRetryDuration` when unset). */
+  readonly maxRetryDuration?: Duration.DurationInput | undefined
   readonly then: Disposition
 }
 
@@ -86,6 +102,8 @@ export interface TaggedRule<out Tag extends string, in E = unknown> {
   /** Matches by `_tag`. */
   readonly when: (error: { readonly _tag: string }) => boolean
   readonly retry?: Schedule.Schedule<unknown, E> | undefined
+  /** How long `retry` may retry one record, from its first failure (`defaultMaxRetryDuration` when unset). */
+  readonly maxRetryDuration?: Duration.DurationInput | undefined
   readonly then: Disposition
 }
 
@@ -172,6 +190,7 @@ export const tagged = <const Tag extends string, E = unknown>(
   tag: Tag,
   rule: {
     readonly retry?: Schedule.Schedule<unknown, E> | undefined
+    readonly maxRetryDuration?: Duration.DurationInput | undefined
     readonly then: Disposition
   }
 ): TaggedRule<Tag, NoInfer<E>> => ({ ...rule, tag, when: (error) => error._tag === tag })

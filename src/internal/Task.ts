@@ -36,6 +36,7 @@ import * as Producer from "./kafka/producer.ts"
 import type { AtLeastOnceProducer, FencedProducer, RestorePermit } from "./kafka/producer.ts"
 import * as ChangelogReplay from "./ChangelogReplay.ts"
 import * as Faults from "./faults.ts"
+import * as PartitionsAdded from "./partitionsAdded.ts"
 import type { LocalStores } from "./LocalStores.ts"
 import { makeStateCache } from "./StateCache.ts"
 import type { StateCache } from "./StateCache.ts"
@@ -143,6 +144,9 @@ const committedOffsets = (context: TaskContext, permit: RestorePermit, partition
     return yield* Effect.forEach(context.inputTopics, (topic) =>
       Effect.gen(function*() {
         const range = yield* context.admin.offsetRange(topic, partition)
+        if (partition >= range.partitions) {
+          return yield* PartitionsAdded.inputMissing(context.admin, context.inputTopics, topic, partition, range.partitions)
+        }
         const offset = committed.get(topic) ?? -1
         if (offset < 0) return { topic, partition, offset: range.low }
         if (offset < range.low) {
@@ -175,6 +179,10 @@ const restore = (
   Effect.gen(function*() {
     yield* checkPermit(permit, partition)
     const range = yield* context.admin.offsetRange(changelog.topic, partition)
+    if (partition >= range.partitions) {
+      // The inputs gained partitions while running: never a missing changelog partition restored as empty.
+      return yield* PartitionsAdded.storeMissing(context.admin, context.inputTopics, changelog.topic, partition, range.partitions)
+    }
     const start = ChangelogReplay.start(yield* store.checkpoint, { topic: changelog.topic, partition }, range)
     if (start.mode === "full") {
       announce?.remove(partition)

@@ -10,7 +10,9 @@
  *
  * @internal
  */
-import { Effect, Either, Schedule } from "effect"
+import { Clock, Duration, Effect, Either, Option, Schedule } from "effect"
+import { defaultMaxRetryDuration } from "../ErrorRule.ts"
+import { describe as describeError } from "./errorText.ts"
 import { EncodeError, KafkaError, OutputTooLarge, PartitionOutOfRange } from "../SkeinError.ts"
 import type { Rule } from "../Transformer.ts"
 
@@ -69,9 +71,22 @@ export const recover = <A, E, R>(
     let outcome: Either.Either<A, unknown> = Either.left(failed)
     if (rule.retry !== undefined) {
       const driver = yield* Schedule.driver(rule.retry as Schedule.Schedule<unknown, unknown>)
+      // The retries end at the rule's deadline, whatever its schedule: a poll waits for every task.
+      const budget = Duration.decode(rule.maxRetryDuration ?? defaultMaxRetryDuration)
+      const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(budget)
       while (Either.isLeft(outcome) && matches(rule, outcome.left)) {
-        const step = yield* Effect.either(driver.next(outcome.left))
-        if (Either.isLeft(step)) break
+        const remaining = deadline - (yield* Clock.currentTimeMillis)
+        const step = remaining <= 0
+          ? Option.none()
+          : yield* Effect.timeoutOption(Effect.either(driver.next(outcome.left)), Duration.millis(remaining))
+        if (Option.isNone(step)) {
+          yield* Effect.logWarning(
+            `a record's retries reached its rule's maxRetryDuration (${Duration.format(budget)}); ` +
+              `the rule's then ("${rule.then}") takes it. Its last error: ${describeError(outcome.left)}`
+          )
+          break
+        }
+        if (Either.isLeft(step.value)) break
         options.onRetry()
         outcome = yield* Effect.either(attempt())
       }

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Data, Effect, Either, Schedule } from "effect"
+import { Data, Duration, Effect, Either, Fiber, Schedule, TestClock } from "effect"
 import { ErrorRule } from "../../src/index.ts"
 import { EncodeError, KafkaError, OutputTooLarge } from "../../src/SkeinError.ts"
 import * as Rules from "../../src/internal/rules.ts"
@@ -60,5 +60,28 @@ describe("rules", () => {
         { hasDeadLetterTopic: false, onRetry: () => undefined }
       ))
       assert.isTrue(Either.isLeft(noDlq))
+    }))
+
+  it.effect("an endless retry schedule ends at the rule's maxRetryDuration (by default one minute); its then takes the record", () =>
+    Effect.gen(function*() {
+      const endless = (maxRetryDuration?: Duration.DurationInput) =>
+        Effect.gen(function*() {
+          let retries = 0
+          const fiber = yield* Effect.fork(Rules.apply(
+            [ErrorRule.tagged("Unavailable", {
+              retry: Schedule.spaced("1 second"),
+              ...(maxRetryDuration === undefined ? {} : { maxRetryDuration }),
+              then: "skip"
+            })],
+            () => Effect.fail(new Unavailable()),
+            { hasDeadLetterTopic: false, onRetry: () => retries++ }
+          ))
+          yield* TestClock.adjust("10 minutes")
+          const ruled = yield* Fiber.join(fiber)
+          return { ruled: ruled._tag, retries }
+        })
+      // A retry starts only before the deadline: the one a schedule would start at it is not.
+      assert.deepStrictEqual(yield* endless(), { ruled: "Skipped", retries: 59 }, "the default: one minute of retries, a second apart")
+      assert.deepStrictEqual(yield* endless("5 seconds"), { ruled: "Skipped", retries: 4 })
     }))
 })

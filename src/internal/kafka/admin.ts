@@ -41,7 +41,7 @@ export interface KafkaAdmin {
   readonly offsetRange: (
     topic: string,
     partition: number
-  ) => Effect.Effect<{ readonly low: number; readonly end: number }, KafkaError>
+  ) => Effect.Effect<{ readonly low: number; readonly end: number; readonly partitions: number }, KafkaError>
   /** A topic's `max.message.bytes`, or `undefined` when the topic does not exist (yet). */
   readonly maxMessageBytes: (topic: string) => Effect.Effect<number | undefined, KafkaError>
   /**
@@ -118,8 +118,9 @@ const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: Admin): 
     offsetRange: (topic, partition) =>
       attempt("fetchTopicOffsets", () => admin.fetchTopicOffsets(topic), { topics: [topic], topicOperation: "DESCRIBE" }).pipe(
         Effect.map((offsets) => {
+          // A partition the topic does not have reads as empty: callers check `partitions`.
           const found = offsets.find((o) => o.partition === partition)
-          return { low: Number(found?.low ?? 0), end: Number(found?.high ?? 0) }
+          return { low: Number(found?.low ?? 0), end: Number(found?.high ?? 0), partitions: offsets.length }
         })
       ),
     maxMessageBytes: (topic) =>
