@@ -8,7 +8,7 @@ import type { Scope } from "effect"
 import type { Admin } from "kafkajs"
 import { KafkaError, TopicNotFound } from "../../SkeinError.ts"
 import * as Assignor from "./assignor.ts"
-import { explainGroupFailure } from "./client.ts"
+import { connectOrDisconnect, explainGroupFailure } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { isUnknownTopic, securityFailure, toKafkaError } from "./errors.ts"
 import type { Access } from "./errors.ts"
@@ -161,6 +161,6 @@ const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: Admin): 
 /** A connected admin client, disconnected when the scope closes. */
 export const make = (kafka: Kafka): Effect.Effect<KafkaAdmin, KafkaError, Scope.Scope> =>
   Effect.acquireRelease(
-    Effect.sync(() => kafka.admin()).pipe(Effect.tap((admin) => attempt("admin.connect", () => admin.connect()))),
+    Effect.sync(() => kafka.admin()).pipe(Effect.tap((admin) => attempt("admin.connect", () => connectOrDisconnect(admin)))),
     (admin) => Effect.promise(() => admin.disconnect().catch(() => undefined))
   ).pipe(Effect.zipWith(PatchedKafkajs.ofExistingClient, (admin, kafkajs) => makeFrom(kafkajs, kafka, admin)))

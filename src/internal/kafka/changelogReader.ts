@@ -13,7 +13,7 @@ import { Deferred, Effect, Queue } from "effect"
 import type { Scope } from "effect"
 import type { Consumer, KafkaMessage } from "kafkajs"
 import { KafkaError } from "../../SkeinError.ts"
-import { explainGroupFailure } from "./client.ts"
+import { connectOrDisconnect, explainGroupFailure } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { consumerRetry } from "./consumer.ts"
 import { toKafkaError } from "./errors.ts"
@@ -169,8 +169,7 @@ export const make = <G extends Guarantee = Guarantee>(
     yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {
-          await consumer.connect()
-          await consumer.subscribe({ topics: [options.topic], fromBeginning: true })
+          await connectOrDisconnect(consumer, () => consumer.subscribe({ topics: [options.topic], fromBeginning: true }))
           await consumer.run({
             autoCommit: false,
             eachBatch: async ({ batch }) => {

@@ -14,6 +14,7 @@ import { Deferred, Effect, Queue } from "effect"
 import type { Scope } from "effect"
 import type { Consumer } from "kafkajs"
 import { KafkaError } from "../../SkeinError.ts"
+import { connectOrDisconnect } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { consumerRetry } from "./consumer.ts"
 import type { ChangelogRecord } from "./changelogReader.ts"
@@ -109,8 +110,7 @@ export const make = (
     yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {
-          await consumer.connect()
-          await consumer.subscribe({ topics: [topic], fromBeginning: true })
+          await connectOrDisconnect(consumer, () => consumer.subscribe({ topics: [topic], fromBeginning: true }))
           await consumer.run({
             autoCommit: false,
             partitionsConsumedConcurrently: 64,

@@ -311,3 +311,26 @@ export const explainGroupFailure = (kafka: Kafka, groupId: string, prefix?: stri
     ? Effect.flatMap(deniedCoordinator(kafka, { type: "group", key: groupId, prefix }, error.operation), (denied) =>
       Effect.fail(denied ?? error))
     : Effect.fail(error)
+
+/** A kafkajs producer, consumer or admin: what `connectOrDisconnect` needs of it. */
+interface Connectable {
+  readonly connect: () => Promise<void>
+  readonly disconnect: () => Promise<void>
+}
+
+/**
+ * Connects `client`, then runs `then` (a consumer's subscribe and run); when
+ * either fails, disconnects it before failing. A connect can fail after its
+ * cluster connected (a producer's InitProducerId, a consumer's join), and the
+ * acquire of a scoped client that failed registers no release: without this
+ * its sockets stayed open.
+ */
+export const connectOrDisconnect = async (client: Connectable, then?: () => Promise<void>): Promise<void> => {
+  try {
+    await client.connect()
+    if (then !== undefined) await then()
+  } catch (error) {
+    await client.disconnect().catch(() => undefined)
+    throw error
+  }
+}

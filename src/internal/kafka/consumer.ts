@@ -16,6 +16,7 @@ import type { Consumer, EachBatchPayload } from "kafkajs"
 import { KafkaError } from "../../SkeinError.ts"
 import type { TopicPartition } from "../../TopicPartition.ts"
 import * as Assignor from "./assignor.ts"
+import { connectOrDisconnect } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { isRebalancing, toKafkaError } from "./errors.ts"
 import * as PatchedKafkajs from "./patchedKafkajs.ts"
@@ -353,13 +354,14 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
     yield* Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {
-          await consumer.connect()
-          await consumer.subscribe({ topics: [...options.topics], fromBeginning: true })
-          await consumer.run({
-            autoCommit: false,
-            eachBatchAutoResolve: false,
-            partitionsConsumedConcurrently: 256,
-            eachBatch
+          await connectOrDisconnect(consumer, async () => {
+            await consumer.subscribe({ topics: [...options.topics], fromBeginning: true })
+            await consumer.run({
+              autoCommit: false,
+              eachBatchAutoResolve: false,
+              partitionsConsumedConcurrently: 256,
+              eachBatch
+            })
           })
         },
         catch: toKafkaError("consumer.run", access)

@@ -16,7 +16,7 @@ import type { IHeaders, Message, Producer, RecordMetadata, Transaction } from "k
 import { KafkaError, TaskMigrated } from "../../SkeinError.ts"
 import * as CommitReceipt from "../CommitReceipt.ts"
 import type { EncodedRecord } from "../../Topic.ts"
-import { probeTransactionalId } from "./client.ts"
+import { connectOrDisconnect, probeTransactionalId } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { recordBytes, recordSizeBound } from "../recordSize.ts"
 import { isFenced, toKafkaError } from "./errors.ts"
@@ -298,7 +298,7 @@ export const make = <P extends number, T extends string>(
           // transaction: retry it quickly instead of kafkajs's 300 ms default.
           retry: { initialRetryTime: 50, maxRetryTime: 1000, retries: 20 }
         })
-        await producer.connect()
+        await connectOrDisconnect(producer)
         return producer
       },
       catch: toKafkaError("producer.connect", { transactionalId: options.transactionalId })
@@ -361,7 +361,7 @@ export const atLeastOnce = <P extends number>(
     Effect.tryPromise({
       try: async () => {
         const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
-        await producer.connect()
+        await connectOrDisconnect(producer)
         return producer
       },
       catch: toKafkaError("producer.connect")
