@@ -36,7 +36,9 @@ import * as StoreCleanup from "./StoreCleanup.ts"
 import * as PollBuffer from "./PollBuffer.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 import * as StateKeyCheck from "./StateKeyCheck.ts"
+import * as Task from "./Task.ts"
 import * as TaskManager from "./TaskManager.ts"
+import * as TransactionalIds from "./TransactionalIds.ts"
 import { validateConfig, validateTopics } from "./validation.ts"
 
 /** What the poll loop works with. */
@@ -75,10 +77,25 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const admin = yield* Admin.make(kafka)
     const inputTopics = transformer.inputs.map((t) => t.name)
     const changelog = Option.map(transformer.state, () => changelogTopic(config.applicationId, transformer))
-    yield* validateTopics(admin, inputTopics, changelog, {
+    const partitions = yield* validateTopics(admin, inputTopics, changelog, {
       replicationFactor: config.changelogReplicationFactor,
       deadLetterTopic: config.deadLetterTopic
     })
+    // Before any producer fences: no other run of this process uses these transactional ids.
+    const kind = transformer.runStore === undefined ? "transformer" : "workflow"
+    const inputPartitions = Array.from({ length: partitions }, (_, partition) => partition)
+    if (config.processingGuarantee === "exactly-once") {
+      yield* TransactionalIds.claim(
+        { applicationId: config.applicationId, description: `the tasks of ${kind} "${transformer.name}"` },
+        inputPartitions.map((partition) => Task.transactionalId(config.applicationId, partition))
+      )
+    }
+    if (transformer.runStore !== undefined) {
+      yield* TransactionalIds.claim(
+        { applicationId: config.applicationId, description: `the run store of workflow "${transformer.name}"` },
+        inputPartitions.map((partition) => RunStore.transactionalId(config.applicationId, partition))
+      )
+    }
     const runsTopic = transformer.runStore !== undefined
       ? Option.some(RunStore.topicOf(config.applicationId, transformer))
       : Option.none<string>()

@@ -28,6 +28,7 @@ import type { Extractor, ExtractorError } from "./model.ts"
 import { makeStats } from "./stats.ts"
 import type { ExtractorStats } from "./stats.ts"
 import * as TokenOwner from "./TokenOwner.ts"
+import * as TransactionalIds from "../TransactionalIds.ts"
 
 export { makeStats }
 export type { ExtractorStats }
@@ -42,6 +43,11 @@ export const run = <Token extends string, C, E, R>(
 ): Effect.Effect<never, ExtractorError | E, R | Scope.Scope> =>
   Effect.gen(function*() {
     const kafka = yield* makeKafka(config)
+    // Before any token's producer fences: no other run of this process uses these transactional ids.
+    yield* TransactionalIds.claim(
+      { applicationId: config.applicationId, description: `extractor "${extractor.name}"` },
+      extractor.tokens.map((token) => TokenOwner.transactionalId(config.applicationId, extractor.name, token))
+    )
     const admin = yield* Admin.make(kafka)
     const topic = Cursors.topicName(config.applicationId, extractor.name)
     yield* CursorTopic.ensure({
