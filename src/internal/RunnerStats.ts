@@ -409,10 +409,20 @@ export class RunnerStats implements Stats {
     this.#pending.delete(partition)
     this.#partitionsChanged()
   }
-  /** A new assignment: stopped partitions stay stopped only while they stay assigned. */
+  /**
+   * A new assignment: stopped partitions stay stopped only while they stay
+   * assigned, and the lag and per-partition counts of the partitions that
+   * moved away are dropped (health and metrics show only this instance's).
+   */
   keepStopped(assigned: ReadonlyArray<number>): void {
     for (const partition of [...this.#stopped.keys()]) {
       if (!assigned.includes(partition)) this.#stopped.delete(partition)
+    }
+    for (const [key, { partition }] of [...this.#lag]) {
+      if (!assigned.includes(partition)) this.#lag.delete(key)
+    }
+    for (const partition of [...this.#partitionCounts.keys()]) {
+      if (!assigned.includes(partition)) this.#partitionCounts.delete(partition)
     }
     this.#partitionsChanged()
   }
