@@ -97,7 +97,8 @@ const store: StateStore = {
   checkpoint: Effect.succeed("missing"),
   clear: Effect.void,
   count: Effect.succeed(0),
-  keys: () => Effect.fail(new StateStoreError({ operation: "keys", path: "(memory)", cause: "unused" }))
+  keys: () => Effect.fail(new StateStoreError({ operation: "keys", path: "(memory)", cause: "unused" })),
+  entries: () => Effect.fail(new StateStoreError({ operation: "entries", path: "(memory)", cause: "unused" }))
 }
 const cache = makeStateCache(100_000)
 for (let k = 0; k < keys; k++) cache.set(`key-${k}`, Option.some(k))

@@ -114,8 +114,10 @@ export const Answer: Schema.Schema<Answer, Schema.Schema.Encoded<typeof Loop.Ans
 export type AgentError = Loop.AgentError
 
 /**
- * The errors of an agent's Kafka handler: its run's (`AgentError`) and those
- * of `KafkaWorkflow`'s run store. Error rules are written against it.
+ * The errors of an agent's Kafka handler that its error rules see: its
+ * run's (`AgentError`) and a suspended run (`WorkflowSuspended`). The run
+ * store's errors are the runtime's (`Transformer.RuntimeError`): no rule sees
+ * them. Error rules are written against it.
  *
  * @example
  * ```ts
@@ -280,17 +282,27 @@ export const make = <A, I, Tools extends Record<string, Tool.Any>>(options: {
     ...(options.retention === undefined ? {} : { retention: options.retention }),
     rules: options.rules ?? []
   })
+  // The workflow's record of an input record: its value carries the record's position.
+  const asRun = (record: InputRecord<string, A>) => ({
+    ...record,
+    value: { key: idempotencyKey(record), topic: record.topic, partition: record.partition, offset: record.offset, value: record.value }
+  })
+  const runStore = runs.runStore
+  const runOf = runStore?.runOf
   return {
     name: runs.name,
     inputs: [options.input],
     state: runs.state,
     stateKey: defaultStateKey,
-    ...(runs.runStore === undefined ? {} : { runStore: runs.runStore }),
+    ...(runStore === undefined
+      ? {}
+      : {
+        runStore: {
+          retention: runStore.retention,
+          runOf: runOf === undefined ? undefined : (record: InputRecord<string, A>) => runOf(asRun(record))
+        }
+      }),
     rules: runs.rules,
-    transform: (record, state) =>
-      runs.transform({
-        ...record,
-        value: { key: idempotencyKey(record), topic: record.topic, partition: record.partition, offset: record.offset, value: record.value }
-      }, state)
+    transform: (record, state) => runs.transform(asRun(record), state)
   }
 }

@@ -16,6 +16,13 @@
  *   workflow runs; the run store never sees it.
  * - **Handler errors** (the workflow's errors, and `WorkflowSuspended`) go
  *   through the transformer's error rules: retry, then `dlq`, `skip` or `fail`.
+ *   The run store's own errors (`Transformer.RuntimeError`) never reach a
+ *   rule: a broker error rewinds the partition, a fenced run-store producer
+ *   migrates the task, a disk error is fatal.
+ * - **Results are checked before they are stored**: a result that does not
+ *   decode back from its JSON (`Infinity` for `Schema.Number`) fails its
+ *   record with `StateNotStorable` and stores nothing; a stored result that
+ *   the success Schema no longer reads fails with `StoredStateInvalid`.
  *
  * The run store is a compacted topic (`{applicationId}-{name}-runs`, one
  * partition per input partition) written by a fenced transactional producer
@@ -37,19 +44,19 @@
 // Subpath imports: the package index re-exports WorkflowProxy, whose types need @effect/rpc (and DOM's Transferable).
 import type * as Workflow from "@effect/workflow/Workflow"
 import type * as WorkflowEngine from "@effect/workflow/WorkflowEngine"
-import { Duration, Effect, Exit, FiberRef, Option, Schema } from "effect"
+import { Duration, Effect, Either, Exit, FiberRef, Option, Schema } from "effect"
+import type { ParseResult } from "effect"
 import * as Engine from "./internal/workflow/engine.ts"
 import * as RunStore from "./internal/workflow/RunStore.ts"
-import type { KafkaError, StateStoreError, TaskMigrated } from "./SkeinError.ts"
-import { EncodeError, WorkflowSuspended } from "./SkeinError.ts"
+import { EncodeError, StateNotStorable, StoredStateInvalid, WorkflowSuspended } from "./SkeinError.ts"
 import * as Topic from "./Topic.ts"
 import type { InputRecord, Rule, Transformer } from "./Transformer.ts"
 import { defaultStateKey } from "./internal/StateKeyCheck.ts"
 
 /**
- * The errors of a workflow's Kafka handler besides the workflow's own: a
- * suspended run, and the run store's (a broker error rewinds the partition, a
- * fenced run-store producer means the task moved to another instance).
+ * The errors of a workflow's Kafka handler that its error rules see: the
+ * workflow's own, and a suspended run. The run store's errors are the
+ * runtime's (`Transformer.RuntimeError`): no rule sees them.
  *
  * @example
  * ```ts
@@ -69,10 +76,13 @@ import { defaultStateKey } from "./internal/StateKeyCheck.ts"
  * @since 0.3.0
  * @category models
  */
-export type HandlerError<E> = E | WorkflowSuspended | KafkaError | TaskMigrated | StateStoreError | EncodeError
+export type HandlerError<E> = E | WorkflowSuspended
 
 /** How long a completed run is remembered by default. */
 const defaultRetention = Duration.days(7)
+
+/** JSON text of any value, as the run store writes it (a value `JSON.stringify` rejects is a `ParseError`). */
+const Json = Schema.parseJson()
 
 /**
  * A topic whose values are a workflow's payload, as JSON decoded through the
@@ -174,17 +184,40 @@ export const make = <
   const success = workflow.successSchema as Schema.Schema<Success["Type"], Success["Encoded"], Success["Context"]>
   const encode = (value: Success["Type"]) =>
     Effect.mapError(Schema.encode(success)(value), (cause) => new EncodeError({ topic: `result of workflow ${workflow.name}`, cause }))
-  const decode = (stored: unknown) =>
+  /** A stored result, read with today's success Schema. */
+  const decodeStored = (stored: unknown, executionId: string, partition: number, store: string) =>
     Effect.mapError(
       Schema.decodeUnknown(success)(stored),
-      (cause) => new EncodeError({ topic: `stored result of workflow ${workflow.name}`, cause })
+      (cause) => new StoredStateInvalid({ transformer: options.name, kind: "workflow result", key: executionId, partition, store, cause })
     )
+  /** A new result as it will be read back from the run store: one that does not is never stored. */
+  const readBack = (encoded: unknown, executionId: string, source: InputRecord<string, Payload["Type"]>) => {
+    const notStorable = (cause: ParseResult.ParseError) =>
+      new StateNotStorable({
+        transformer: options.name,
+        kind: "workflow result",
+        key: executionId,
+        source: { topic: source.topic, partition: source.partition, offset: source.offset },
+        cause
+      })
+    const json = Either.flatMap(Schema.encodeEither(Json)(encoded ?? null), Schema.decodeEither(Json))
+    return Either.isLeft(json)
+      ? Effect.fail(notStorable(json.left))
+      : Effect.mapError(Schema.decodeUnknown(success)(json.right), notStorable)
+  }
   return {
     name: options.name,
     inputs: [options.input],
     state: Option.none(),
     stateKey: defaultStateKey,
-    ...(durable ? { runStore: { retention: Duration.decode(options.retention ?? defaultRetention) } } : {}),
+    ...(durable
+      ? {
+        runStore: {
+          retention: Duration.decode(options.retention ?? defaultRetention),
+          runOf: (record: InputRecord<string, Payload["Type"]>) => workflow.executionId(record.value)
+        }
+      }
+      : {}),
     rules: options.rules ?? [],
     transform: (record) =>
       Effect.gen(function*() {
@@ -193,17 +226,20 @@ export const make = <
         const runs = durable ? yield* FiberRef.get(RunStore.current) : Option.none<RunStore.RunStore>()
         if (Option.isSome(runs)) {
           const done = yield* runs.value.completed(executionId)
-          if (Option.isSome(done)) return { emit: emit(yield* decode(done.value), record) }
+          if (Option.isSome(done)) {
+            return { emit: emit(yield* decodeStored(done.value, executionId, record.partition, runs.value.topic), record) }
+          }
         }
         const run = yield* Engine.execute(workflow, execute, payload, executionId, runs)
         if (run._tag === "Suspended") {
           return yield* Effect.fail(new WorkflowSuspended({ workflow: workflow.name, executionId, topic: record.topic, partition: record.partition, offset: record.offset }))
         }
         if (Exit.isFailure(run.exit)) return yield* Effect.failCause(run.exit.cause)
-        // The outputs come from the result as stored: a redelivery emits the same records.
+        // The outputs come from the result as stored (checked before it is): a redelivery emits the same records.
         const encoded = yield* encode(run.exit.value)
+        const result = yield* readBack(encoded, executionId, record)
         if (Option.isSome(runs)) yield* runs.value.complete(executionId, encoded)
-        return { emit: emit(yield* decode(JSON.parse(JSON.stringify(encoded ?? null))), record) }
+        return { emit: emit(result, record) }
       })
   }
 }

@@ -8,7 +8,16 @@ import { Option } from "effect"
 import type { Duration, Effect, Schema } from "effect"
 import type { PredicateRule, TaggedRule, TaggedRuleFor } from "./ErrorRule.ts"
 import { defaultStateKey } from "./internal/StateKeyCheck.ts"
-import type { OutputTooLarge, PartitionOutOfRange } from "./SkeinError.ts"
+import type {
+  EncodeError,
+  KafkaError,
+  OutputTooLarge,
+  PartitionOutOfRange,
+  StateNotStorable,
+  StateStoreError,
+  StoredStateInvalid,
+  TaskMigrated
+} from "./SkeinError.ts"
 import * as Topic from "./Topic.ts"
 
 /**
@@ -189,23 +198,52 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
   readonly state: Option.Option<Topic.Codec<S>>
   /** The key of a record's state; state is per input partition, so it must not span partitions (see `make`). */
   readonly stateKey: (record: RecordOf<Inputs>) => string
-  readonly transform: (record: RecordOf<Inputs>, state: Option.Option<S>) => Effect.Effect<Result<S>, E, R>
+  /** Fails with its own errors `E`, or (a durable workflow's) with the runtime's, which no rule sees. */
+  readonly transform: (record: RecordOf<Inputs>, state: Option.Option<S>) => Effect.Effect<Result<S>, E | RuntimeError, R>
   /** What happens when the transform fails with one of its errors; unmatched errors are fatal. */
   readonly rules: ReadonlyArray<Rule<E>>
   /**
    * Set when each task keeps a run store (a durable `KafkaWorkflow`): its
    * topic is created at startup, each task restores its partition first, and
-   * completed runs are remembered for `retention`.
+   * completed runs are remembered for `retention`. `runOf` names a record's
+   * run (its execution id): the steps of a run whose record is skipped or
+   * dead-lettered are deleted once that is committed.
    *
    * @since 0.3.0
    */
-  readonly runStore?: { readonly retention: Duration.Duration }
+  readonly runStore?: {
+    readonly retention: Duration.Duration
+    readonly runOf?: ((record: RecordOf<Inputs>) => Effect.Effect<string>) | undefined
+  }
 }
 
 /**
+ * The runtime's own errors that a transform can fail with besides its own:
+ * a durable workflow's handler reads and writes its run store (`KafkaError`,
+ * `TaskMigrated`, `StateStoreError`), encodes its result (`EncodeError`,
+ * `StateNotStorable`) and reads stored results (`StoredStateInvalid`). They
+ * are not part of a transformer's error type `E`, so no rule is written for
+ * them and no rule sees them: a broker error rewinds the partition, a fenced
+ * producer migrates the task, the others are fatal. `StateNotStorable` alone
+ * reaches a rule made with `ErrorRule.tagged("StateNotStorable", ...)`, as it
+ * does for a transformer's state.
+ *
+ * @example
+ * ```ts
+ * import type { Transformer } from "skein"
+ *
+ * const runtime = (error: Transformer.RuntimeError): string => `${error._tag}: ${error.message}`
+ * ```
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type RuntimeError = KafkaError | TaskMigrated | StateStoreError | EncodeError | StateNotStorable | StoredStateInvalid
+
+/**
  * An error rule of a transformer: a predicate over its own errors, or a
- * tagged rule for one of their tags or for `OutputTooLarge` or
- * `PartitionOutOfRange`.
+ * tagged rule for one of their tags or for `OutputTooLarge`,
+ * `PartitionOutOfRange` or `StateNotStorable`.
  *
  * @example
  * ```ts
@@ -226,6 +264,7 @@ export type Rule<E> =
   | TaggedRuleFor<E>
   | TaggedRule<"OutputTooLarge", OutputTooLarge>
   | TaggedRule<"PartitionOutOfRange", PartitionOutOfRange>
+  | TaggedRule<"StateNotStorable", StateNotStorable>
 
 /**
  * Declares a stateful transformer. The transform receives a private copy of

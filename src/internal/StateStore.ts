@@ -73,6 +73,11 @@ export interface StateStore {
   readonly count: Effect.Effect<number, StateStoreError>
   /** The keys that start with `prefix`, in key order. */
   readonly keys: (prefix: string) => Effect.Effect<ReadonlyArray<string>, StateStoreError>
+  /** At most `limit` entries whose keys start with `prefix` and sort after `after` (when given), in key order. */
+  readonly entries: (
+    prefix: string,
+    options: { readonly after?: string | undefined; readonly limit: number }
+  ) => Effect.Effect<ReadonlyArray<readonly [string, string]>, StateStoreError>
 }
 
 const attempt = <A>(operation: string, path: string, f: () => Promise<A>) =>
@@ -149,6 +154,15 @@ export const open = (path: string): Effect.Effect<StateStore, StateStoreError, S
           const found: Array<string> = []
           // Every key with the prefix sorts between it and it followed by the highest code unit.
           for await (const key of db.keys({ gte: dataKey(prefix), lt: dataKey(`${prefix}\uffff`) })) found.push(key.slice(1))
+          return found
+        }),
+      entries: (prefix, { after, limit }) =>
+        attempt("entries", path, async () => {
+          const found: Array<readonly [string, string]> = []
+          const range = after === undefined
+            ? { gte: dataKey(prefix), lt: dataKey(`${prefix}\uffff`), limit }
+            : { gt: dataKey(after), lt: dataKey(`${prefix}\uffff`), limit }
+          for await (const [key, value] of db.iterator(range)) found.push([key.slice(1), value])
           return found
         })
     }

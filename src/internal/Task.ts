@@ -35,6 +35,7 @@ import type { GroupConsumer } from "./kafka/consumer.ts"
 import * as Producer from "./kafka/producer.ts"
 import type { AtLeastOnceProducer, FencedProducer, RestorePermit } from "./kafka/producer.ts"
 import * as ChangelogReplay from "./ChangelogReplay.ts"
+import { describe } from "./errorText.ts"
 import * as Faults from "./faults.ts"
 import * as PartitionsAdded from "./partitionsAdded.ts"
 import type { LocalStores } from "./LocalStores.ts"
@@ -406,6 +407,18 @@ const migratedFailure = (cause: Cause.Cause<unknown>): Option.Option<TaskMigrate
   Option.flatMap(Cause.failureOption(cause), (error) => error instanceof TaskMigrated ? Option.some(error) : Option.none())
 
 /**
+ * Deletes the steps of the runs whose records a rule skipped or dead-lettered,
+ * once that is committed (the run store's own transaction). A failure leaves
+ * the steps behind and is logged: the records are committed past either way.
+ */
+const forgetRuns = (runs: RunStore.RunStore, executionIds: ReadonlyArray<string>): Effect.Effect<void> =>
+  Effect.catchAll(Effect.asVoid(runs.forget(executionIds)), (error) =>
+    Effect.logWarning(
+      `task ${runs.partition}: the steps of ${executionIds.length} skipped or dead-lettered runs stay in the run store ` +
+        `(deleting them failed): ${describe(error)}`
+    ))
+
+/**
  * Runs the task's slices of a poll and commits the work that finished (all of
  * it, or up to a failed or interrupted record). The commit is one
  * uninterruptible step: the transaction (or acknowledged sends), the store
@@ -492,6 +505,7 @@ export const processSlices = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             return { _tag: "Failed", partition, cause: Cause.fail(error) }
         }
       }
+      if (result.disposedRuns.length > 0 && Option.isSome(task.runs)) yield* forgetRuns(task.runs.value, result.disposedRuns)
     }
     if (Option.isSome(result.failure)) {
       const migrated = migratedFailure(result.failure.value)

@@ -14,7 +14,15 @@ import { Cause, Effect, Either, Exit, identity, Option, Schema } from "effect"
 import type { ParseResult } from "effect"
 import type { Semaphore } from "effect/Effect"
 import type { KafkaError } from "../SkeinError.ts"
-import { DecodeError, EncodeError, OutputTooLarge, PartitionOutOfRange, StateStoreError } from "../SkeinError.ts"
+import {
+  DecodeError,
+  EncodeError,
+  OutputTooLarge,
+  PartitionOutOfRange,
+  StateNotStorable,
+  StateStoreError,
+  StoredStateInvalid
+} from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { RecordOf, Result, Transformer } from "../Transformer.ts"
 import * as Cut from "./cut.ts"
@@ -47,6 +55,8 @@ export type RecordError<E> =
   | DecodeError
   | EncodeError
   | StateStoreError
+  | StateNotStorable
+  | StoredStateInvalid
   | OutputTooLarge
   | PartitionOutOfRange
   | KafkaError
@@ -79,6 +89,8 @@ export interface TaskBatchResult<E> {
   readonly processed: number
   readonly skipped: number
   readonly deadLettered: number
+  /** The runs (execution ids) of the kept records a rule skipped or dead-lettered: their steps are deleted after the commit. */
+  readonly disposedRuns: ReadonlyArray<string>
   readonly retries: number
   /** The fatal failure that ended processing early, if any. */
   readonly failure: Option.Option<Cause.Cause<RecordError<E>>>
@@ -108,6 +120,8 @@ interface Lane<Inputs extends ReadonlyArray<Topic.Any>, S> {
 interface Attempt<S> {
   readonly outputs: ReadonlyArray<Topic.EncodedRecord>
   readonly change: Option.Option<S> | undefined
+  /** The change as stored, checked to decode back (`null`: a delete); `undefined` without a change or a codec. */
+  readonly encoded: string | null | undefined
 }
 
 /** Decodes a slice's records with their topic's Schemas and computes their state keys. */
@@ -231,19 +245,49 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       return decoded
     }
 
-    const readState = (stateKey: string): Effect.Effect<Option.Option<S>, StateStoreError> => {
+    const readState = (stateKey: string, partition: number): Effect.Effect<Option.Option<S>, StateStoreError | StoredStateInvalid> => {
       if (Option.isNone(store) || Option.isNone(decodeState)) return Effect.succeed(Option.none())
       const db = store.value
       const decode = decodeState.value
       return Effect.flatMap(db.get(stateKey), (stored) =>
         Either.mapLeft(
           remember(stateKey, stored, decode),
-          (cause) => new StateStoreError({ operation: `decode state of ${stateKey}`, path: db.path, cause })
+          (cause) =>
+            new StoredStateInvalid({ transformer: transformer.name, kind: "state", key: stateKey, partition, store: db.path, cause })
         ))
     }
 
     const changeOf = (result: Result<S>): Option.Option<S> | undefined =>
       result.state === undefined ? undefined : result.state._tag === "Set" ? Option.some(result.state.value) : Option.none()
+
+    /**
+     * A change as it will be stored, and proof that it reads back: a state
+     * JSON cannot hold (`NaN` is stored as `null`) fails the record that
+     * produced it, before anything of it commits.
+     */
+    const storedForm = (
+      change: Option.Option<S> | undefined,
+      stateKey: string,
+      source: FetchedRecord
+    ): Either.Either<string | null | undefined, EncodeError | StateNotStorable> => {
+      if (change === undefined || Option.isNone(encodeState) || Option.isNone(decodeState)) return Either.right(undefined)
+      if (Option.isNone(change)) return Either.right(null)
+      const encoded = encodeState.value(change.value)
+      if (Either.isLeft(encoded)) return Either.left(new EncodeError({ topic: stateCodecName, cause: encoded.left }))
+      const back = decodeState.value(encoded.right)
+      if (Either.isLeft(back)) {
+        return Either.left(
+          new StateNotStorable({
+            transformer: transformer.name,
+            kind: "state",
+            key: stateKey,
+            source: { topic: source.topic, partition: source.partition, offset: source.offset },
+            cause: back.left
+          })
+        )
+      }
+      return Either.right(encoded.right)
+    }
 
     /**
      * One transform call on a private copy of the state, with its outputs
@@ -253,6 +297,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
      */
     const attempt = <A>(
       decoded: RecordOf<Inputs>,
+      stateKey: string,
       state: Option.Option<S>,
       source: FetchedRecord,
       trace: Tracing.TraceHeaders | undefined,
@@ -261,12 +306,14 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const call = Effect.suspend(() => {
         const copy = copyState(state)
         if (Either.isLeft(copy)) return Effect.fail(new EncodeError({ topic: stateCodecName, cause: copy.left }))
-        return Effect.flatMap(transformer.transform(decoded, copy.right), (result) => {
+        return Effect.flatMap(transformer.transform(decoded, copy.right), (result): Effect.Effect<A, unknown> => {
           const change = changeOf(result)
+          const stored = storedForm(change, stateKey, source)
+          if (Either.isLeft(stored)) return Either.left(stored.left)
           const encoded = Outputs.encode(result.emit ?? [], options.messageLimits, options.partitionCounts, source, trace)
           return Either.isEither(encoded)
-            ? Either.map(encoded, (outputs) => then({ outputs, change }))
-            : Effect.map(encoded, (outputs) => then({ outputs, change }))
+            ? Either.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right }))
+            : Effect.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right }))
         })
       })
       return Option.isSome(options.permits) ? options.permits.value.withPermits(1)(call) : call
@@ -276,11 +323,25 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       entry: Entry<Inputs>,
       stateKey: string,
       finished: Attempt<S>,
-      disposition: Cut.Done<S>["disposition"]
+      disposition: Cut.Done<S>["disposition"],
+      run?: string
     ): Cut.Done<S> => {
       if (finished.change !== undefined) states.set(stateKey, finished.change)
-      return { offset: entry.record.offset, stateKey, outputs: finished.outputs, change: finished.change, disposition }
+      return {
+        offset: entry.record.offset,
+        stateKey,
+        outputs: finished.outputs,
+        change: finished.change,
+        encoded: finished.encoded,
+        disposition,
+        run
+      }
     }
+
+    /** The run of a record a rule disposed of (a durable workflow's), whose steps are deleted once that commits. */
+    const runOf = transformer.runStore?.runOf
+    const disposed = (decoded: RecordOf<Inputs>, done: (run: string | undefined) => Cut.Done<S>): Effect.Effect<Cut.Done<S>> =>
+      runOf === undefined ? Effect.sync(() => done(undefined)) : Effect.map(runOf(decoded), done)
 
     const processKnown = (
       entry: Entry<Inputs>,
@@ -289,12 +350,12 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       state: Option.Option<S>,
       trace: Tracing.TraceHeaders | undefined
     ): Effect.Effect<Cut.Done<S>, unknown, R> => {
-      const processed = attempt(decoded, state, entry.record, trace, (finished) => finish(entry, stateKey, finished, "processed"))
+      const processed = attempt(decoded, stateKey, state, entry.record, trace, (finished) => finish(entry, stateKey, finished, "processed"))
       if (transformer.rules.length === 0) return processed
       // Under rules, a record that succeeds at once costs one `catchAll`; a failed one gets its rule.
       return Effect.catchAll(processed, (failed) =>
         Effect.flatMap(
-          Rules.recover(transformer.rules, failed, () => attempt(decoded, state, entry.record, trace, identity), {
+          Rules.recover(transformer.rules, failed, () => attempt(decoded, stateKey, state, entry.record, trace, identity), {
             hasDeadLetterTopic: Option.isSome(options.deadLetterTopic),
             onRetry: () => {
               retries++
@@ -306,18 +367,19 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
                 return Effect.succeed(finish(entry, stateKey, ruled.value, "processed"))
               case "Skipped": {
                 const r = entry.record
-                return Effect.as(
+                return Effect.zipRight(
                   Effect.logWarning(`skipped ${r.topic}/${r.partition}@${r.offset}: ${describe(ruled.error)}`),
-                  finish(entry, stateKey, { outputs: [], change: undefined }, "skipped")
+                  disposed(decoded, (run) => finish(entry, stateKey, { outputs: [], change: undefined, encoded: undefined }, "skipped", run))
                 )
               }
               case "DeadLettered":
                 return Option.match(options.deadLetterTopic, {
                   onNone: () => Effect.fail(ruled.error),
                   onSome: (dlq) =>
-                    Effect.map(options.messageLimits.lookup(dlq), (limit) => {
+                    Effect.flatMap(options.messageLimits.lookup(dlq), (limit) => {
                       const letter = deadLetter(dlq, entry.record, { message: describe(ruled.error) }, limit)
-                      return finish(entry, stateKey, { outputs: [letter], change: undefined }, "deadLettered")
+                      return disposed(decoded, (run) =>
+                        finish(entry, stateKey, { outputs: [letter], change: undefined, encoded: undefined }, "deadLettered", run))
                     })
                 })
             }
@@ -347,7 +409,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const { decoded, stateKey } = entry
       const known = knownState(stateKey)
       return known === undefined
-        ? Effect.flatMap(readState(stateKey), (state) => processKnown(entry, stateKey, decoded, state, trace))
+        ? Effect.flatMap(readState(stateKey, entry.record.partition), (state) => processKnown(entry, stateKey, decoded, state, trace))
         : processKnown(entry, stateKey, decoded, known, trace)
     }
 
@@ -438,33 +500,9 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       }
     }))
 
+    // Each kept change was encoded (and checked to read back) by the record that made it.
     const writes: Array<StoreWrite> = []
-    if (Option.isSome(encodeState)) {
-      for (const [key, state] of kept.states) {
-        if (Option.isNone(state)) {
-          writes.push({ key, value: null })
-          continue
-        }
-        const encoded = encodeState.value(state.value)
-        if (Either.isLeft(encoded)) {
-          const error = new EncodeError({ topic: stateCodecName, cause: encoded.left })
-          // Nothing of this task's batch commits: the run (or partition) ends with the error.
-          return {
-            outputs: [],
-            writes: [],
-            states: new Map(),
-            cuts: slices.map((slice) => ({ offset: slice.records[0]?.offset ?? slice.endOffset, kept: 0 })),
-            processed: 0,
-            skipped: 0,
-            deadLettered: 0,
-            retries,
-            failure: Option.some(Cause.fail(error)),
-            interrupted
-          }
-        }
-        writes.push({ key, value: encoded.right })
-      }
-    }
+    for (const [key, value] of kept.encoded) writes.push({ key, value })
     return {
       outputs: kept.outputs,
       writes,
@@ -473,6 +511,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       processed: kept.processed,
       skipped: kept.skipped,
       deadLettered: kept.deadLettered,
+      disposedRuns: kept.disposedRuns,
       retries,
       failure,
       interrupted

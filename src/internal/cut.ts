@@ -20,7 +20,11 @@ export interface Done<S> {
   readonly outputs: ReadonlyArray<EncodedRecord>
   /** `undefined`: the state was not changed; otherwise the new state (`None`: deleted). */
   readonly change: Option.Option<S> | undefined
+  /** The new state as stored (`null`: deleted), checked to decode back; `undefined` without a change or a codec. */
+  readonly encoded?: string | null | undefined
   readonly disposition: "processed" | "skipped" | "deadLettered"
+  /** The run (execution id) of a skipped or dead-lettered record of a durable workflow: its steps are deleted. */
+  readonly run?: string | undefined
 }
 
 /** Records run one after the other, and those of them that finished (a prefix). */
@@ -49,16 +53,22 @@ export interface Cut<S> {
   readonly outputs: ReadonlyArray<EncodedRecord>
   /** The final state per key reached by the kept records. */
   readonly states: ReadonlyMap<string, Option.Option<S>>
+  /** The same final states as stored (`null`: deleted), for the keys whose records encoded them. */
+  readonly encoded: ReadonlyMap<string, string | null>
   readonly cuts: ReadonlyArray<SliceCut>
   readonly processed: number
   readonly skipped: number
   readonly deadLettered: number
+  /** The runs of the kept records that were skipped or dead-lettered. */
+  readonly disposedRuns: ReadonlyArray<string>
 }
 
 /** The cut of every slice, and what the kept records produced. */
 export const cut = <S>(slices: ReadonlyArray<SliceProgress<S>>): Cut<S> => {
   const outputs: Array<EncodedRecord> = []
   const states = new Map<string, Option.Option<S>>()
+  const encoded = new Map<string, string | null>()
+  const disposedRuns: Array<string> = []
   const cuts: Array<SliceCut> = []
   let processed = 0
   let skipped = 0
@@ -73,15 +83,19 @@ export const cut = <S>(slices: ReadonlyArray<SliceProgress<S>>): Cut<S> => {
       for (const done of lane.done) {
         if (done.offset >= offset) break
         for (const output of done.outputs) outputs.push(output)
-        if (done.change !== undefined) states.set(done.stateKey, done.change)
+        if (done.change !== undefined) {
+          states.set(done.stateKey, done.change)
+          if (done.encoded !== undefined) encoded.set(done.stateKey, done.encoded)
+        }
         processed++
         if (done.disposition === "skipped") skipped++
         else if (done.disposition === "deadLettered") deadLettered++
+        if (done.run !== undefined) disposedRuns.push(done.run)
       }
     }
     let kept = 0
     while (kept < slice.offsets.length && slice.offsets[kept]! < offset) kept++
     cuts.push({ offset, kept })
   }
-  return { outputs, states, cuts, processed, skipped, deadLettered }
+  return { outputs, states, encoded, cuts, processed, skipped, deadLettered, disposedRuns }
 }

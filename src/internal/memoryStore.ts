@@ -35,6 +35,14 @@ export const make = (path: string): StateStore => {
       checkpoint = undefined
     }),
     count: Effect.sync(() => data.size),
-    keys: (prefix) => Effect.sync(() => [...data.keys()].filter((key) => key.startsWith(prefix)).sort())
+    keys: (prefix) => Effect.sync(() => [...data.keys()].filter((key) => key.startsWith(prefix)).sort()),
+    entries: (prefix, { after, limit }) =>
+      Effect.sync(() =>
+        [...data.keys()]
+          .filter((key) => key.startsWith(prefix) && (after === undefined || key > after))
+          .sort()
+          .slice(0, limit)
+          .map((key) => [key, data.get(key) ?? ""] as const)
+      )
   }
 }

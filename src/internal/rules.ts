@@ -2,18 +2,29 @@
  * Error rules applied to one record: retries on the matching rule's
  * schedule, then its disposition.
  *
- * A rule sees only the transform's own errors, and `OutputTooLarge` (or
- * `PartitionOutOfRange`) when it is made with `ErrorRule.tagged` for its tag. Runtime errors
- * (`KafkaError`: the broker failed while the outputs were prepared) and
- * `EncodeError` (the transform returned a value its topic cannot encode)
- * never reach a rule: they fail the record as they are.
+ * A rule sees only the transform's own errors, and `OutputTooLarge`,
+ * `PartitionOutOfRange` or `StateNotStorable` when it is made with
+ * `ErrorRule.tagged` for its tag. Runtime errors never reach a rule: they
+ * fail the record as they are (`KafkaError`: the broker failed while the
+ * outputs were prepared or a run was stored; `EncodeError`: the transform
+ * returned a value its topic cannot encode; a durable workflow's
+ * `StateStoreError`, `TaskMigrated` and `StoredStateInvalid`).
  *
  * @internal
  */
 import { Clock, Duration, Effect, Either, Option, Schedule } from "effect"
 import { defaultMaxRetryDuration } from "../ErrorRule.ts"
 import { describe as describeError } from "./errorText.ts"
-import { EncodeError, KafkaError, OutputTooLarge, PartitionOutOfRange } from "../SkeinError.ts"
+import {
+  EncodeError,
+  KafkaError,
+  OutputTooLarge,
+  PartitionOutOfRange,
+  StateNotStorable,
+  StateStoreError,
+  StoredStateInvalid,
+  TaskMigrated
+} from "../SkeinError.ts"
 import type { Rule } from "../Transformer.ts"
 
 /** How a record ended under the rules: its attempt's value, or a disposition for its error. */
@@ -22,8 +33,10 @@ export type Ruled<A> =
   | { readonly _tag: "Skipped"; readonly error: unknown }
   | { readonly _tag: "DeadLettered"; readonly error: unknown }
 
-/** Errors of the runtime itself: no rule ever sees them. */
-const isRuntimeError = (error: unknown): boolean => error instanceof KafkaError || error instanceof EncodeError
+/** Errors of the runtime itself (`Transformer.RuntimeError` but `StateNotStorable`): no rule ever sees them. */
+const isRuntimeError = (error: unknown): boolean =>
+  error instanceof KafkaError || error instanceof EncodeError || error instanceof StateStoreError ||
+  error instanceof TaskMigrated || error instanceof StoredStateInvalid
 
 /**
  * Whether a rule handles an error: a tagged rule by `_tag`, any other by its
@@ -34,7 +47,7 @@ export const matches = <E>(rule: Rule<E>, error: unknown): boolean => {
   if (rule.tag !== undefined) {
     return typeof error === "object" && error !== null && "_tag" in error && error._tag === rule.tag
   }
-  if (error instanceof OutputTooLarge || error instanceof PartitionOutOfRange) return false
+  if (error instanceof OutputTooLarge || error instanceof PartitionOutOfRange || error instanceof StateNotStorable) return false
   return (rule.when as (e: unknown) => boolean)(error)
 }
 

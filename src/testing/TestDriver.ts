@@ -14,7 +14,7 @@
  */
 import { Clock, Effect, Either, Option, Schema } from "effect"
 import type { ParseResult, Scope } from "effect"
-import type { OutputTooLarge, PartitionOutOfRange } from "../SkeinError.ts"
+import type { OutputTooLarge, PartitionOutOfRange, StateNotStorable, StoredStateInvalid } from "../SkeinError.ts"
 import { DecodeError, EncodeError, KafkaError, StateStoreError } from "../SkeinError.ts"
 import * as Topic from "../Topic.ts"
 import { changelogTopic } from "../Transformer.ts"
@@ -166,7 +166,8 @@ export interface OutputRecord<K, V> {
  * What a pipe fails with: what `Runner.run` would fail with for the batch
  * (the transform's own errors, a poison record without a dead letter topic,
  * an output too large or naming a missing partition, a state that does not
- * encode), or an input that does not encode with its topic's codecs.
+ * encode or read back, a stored state the state Schema no longer reads), or
+ * an input that does not encode with its topic's codecs.
  *
  * @example
  * ```ts
@@ -178,7 +179,15 @@ export interface OutputRecord<K, V> {
  * @since 0.2.0
  * @category errors
  */
-export type PipeError<E> = E | DecodeError | EncodeError | OutputTooLarge | PartitionOutOfRange | StateStoreError
+export type PipeError<E> =
+  | E
+  | DecodeError
+  | EncodeError
+  | OutputTooLarge
+  | PartitionOutOfRange
+  | StateStoreError
+  | StateNotStorable
+  | StoredStateInvalid
 
 /**
  * A transformer running in memory.
@@ -379,6 +388,8 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             yield* task.store.value.write(CommitReceipt.issue(slice.partition, []), result.writes)
           }
           for (const [key, state] of result.states) task.cache.set(key, state)
+          // The runs of records a rule skipped or dead-lettered: their steps go, as the runner's do (in memory nothing fails).
+          if (result.disposedRuns.length > 0 && Option.isSome(task.runs)) yield* Effect.orDie(task.runs.value.forget(result.disposedRuns))
         }
         if (Option.isSome(result.failure)) {
           // In memory no lookup reaches a broker: a KafkaError cannot happen, so it would be a defect.

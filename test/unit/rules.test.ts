@@ -1,7 +1,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Data, Duration, Effect, Either, Fiber, Schedule, TestClock } from "effect"
 import { ErrorRule } from "../../src/index.ts"
-import { EncodeError, KafkaError, OutputTooLarge } from "../../src/SkeinError.ts"
+import {
+  EncodeError,
+  KafkaError,
+  OutputTooLarge,
+  StateNotStorable,
+  StateStoreError,
+  StoredStateInvalid,
+  TaskMigrated
+} from "../../src/SkeinError.ts"
 import * as Rules from "../../src/internal/rules.ts"
 import { ParseResult, Schema } from "effect"
 
@@ -22,6 +30,28 @@ describe("rules", () => {
     assert.isFalse(Rules.matches(catchAll, encodeError))
     assert.isFalse(Rules.matches(catchAll, tooLarge), "OutputTooLarge only reaches a tagged rule")
     assert.isTrue(Rules.matches(ErrorRule.tagged("OutputTooLarge", { then: "dlq" }), tooLarge))
+  })
+
+  it("a catch-all predicate never sees a durable workflow's runtime errors; StateNotStorable reaches only its tagged rule", () => {
+    const parseError = new ParseResult.ParseError({ issue: new ParseResult.Type(Schema.Number.ast, null) })
+    const runtime = [
+      new StateStoreError({ operation: "write", path: "/tmp/0.runs", cause: "disk full" }),
+      new TaskMigrated({ partition: 0, cause: "fenced" }),
+      new StoredStateInvalid({ transformer: "t", kind: "workflow result", key: "run", partition: 0, store: "runs", cause: parseError })
+    ]
+    for (const error of runtime) {
+      assert.isFalse(Rules.matches(catchAll, error), `${error._tag} reached a catch-all rule`)
+      assert.isFalse(Rules.matches(ErrorRule.tagged(error._tag, { then: "skip" }), error), `${error._tag} reached its tagged rule`)
+    }
+    const notStorable = new StateNotStorable({
+      transformer: "t",
+      kind: "state",
+      key: "k",
+      source: { topic: "in", partition: 0, offset: 3 },
+      cause: parseError
+    })
+    assert.isFalse(Rules.matches(catchAll, notStorable))
+    assert.isTrue(Rules.matches(ErrorRule.tagged("StateNotStorable", { then: "dlq" }), notStorable))
   })
 
   it.effect("a runtime error fails the record as it is, whatever the rules", () =>

@@ -18,8 +18,12 @@
  * - `done/{executionId}`: a completed run's encoded success and when it
  *   completed (`{"completedAt":ms,"result":...}`). Completing a run deletes its
  *   step entries in the same transaction; completions older than the
- *   retention are deleted at the task's start and then once an hour (after
- *   that, a redelivery of that record would run it again).
+ *   retention are deleted at the task's start and then once an hour, read and
+ *   deleted `sweepChunk` at a time (after that, a redelivery of that record
+ *   would run it again).
+ * - A run whose record is disposed of without completing (skipped or
+ *   dead-lettered by a rule: a failed or suspended run) has its step entries
+ *   deleted once the batch that disposed of it commits (`forget`).
  *
  * @internal
  */
@@ -47,8 +51,13 @@ export interface RunStore {
   ) => Effect.Effect<void, RunStoreWriteError>
   /** Makes a run's completion durable and deletes its steps (one transaction). */
   readonly complete: (executionId: string, encoded: unknown) => Effect.Effect<void, RunStoreWriteError>
-  /** Deletes completions older than the retention (one transaction); returns how many. */
+  /** Deletes completions older than the retention (a transaction per `sweepChunk` read); returns how many. */
   readonly sweep: Effect.Effect<number, RunStoreWriteError>
+  /**
+   * Deletes the step entries of runs whose records were disposed of without
+   * completing (skipped or dead-lettered), in one transaction; returns how many.
+   */
+  readonly forget: (executionIds: ReadonlyArray<string>) => Effect.Effect<number, RunStoreWriteError>
 }
 
 /** Why a run-store write failed: the broker (retried by a rewind), a newer owner, or the local store. */
@@ -71,6 +80,9 @@ const Completion = Schema.parseJson(Schema.Struct({ completedAt: Schema.Number, 
 
 /** How often a task deletes expired completions besides at its start. */
 const sweepInterval = Duration.hours(1)
+
+/** How many completions a sweep reads at a time (and deletes at most, in one transaction). */
+export const sweepChunk = 1_000
 
 /**
  * The run store of task `partition` over its restored local store and its
@@ -97,18 +109,26 @@ export const make = (options: {
         })
       )
     )
+  // In chunks: a store holds a week of completions by default, never all read into memory at once.
   const sweep = Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
     nextSweep = now + Duration.toMillis(sweepInterval)
     const cutoff = now - Duration.toMillis(options.retention)
-    const keys = yield* store.keys("done/")
-    const values = yield* store.getMany(keys)
-    const expired = keys.filter((_, i) => {
-      const completion = Schema.decodeUnknownOption(Completion)(values[i])
-      return Option.isSome(completion) && completion.value.completedAt < cutoff
-    })
-    if (expired.length > 0) yield* write(expired.map((key) => ({ key, value: null })))
-    return expired.length
+    let expired = 0
+    let after: string | undefined = undefined
+    while (true) {
+      const entries: ReadonlyArray<readonly [string, string]> = yield* store.entries("done/", { after, limit: sweepChunk })
+      const deletes: Array<StoreWrite> = []
+      for (const [key, value] of entries) {
+        const completion = Schema.decodeUnknownOption(Completion)(value)
+        if (Option.isSome(completion) && completion.value.completedAt < cutoff) deletes.push({ key, value: null })
+      }
+      if (deletes.length > 0) yield* write(deletes)
+      expired += deletes.length
+      const last = entries[entries.length - 1]
+      if (entries.length < sweepChunk || last === undefined) return expired
+      after = last[0]
+    }
   })
   return {
     topic,
@@ -144,6 +164,13 @@ export const make = (options: {
           { key: doneKey(executionId), value: Schema.encodeSync(Completion)({ completedAt, result: encoded ?? null }) }
         ])
         if (completedAt >= nextSweep) yield* sweep
+      }),
+    forget: (executionIds) =>
+      Effect.gen(function*() {
+        const steps = yield* Effect.forEach(new Set(executionIds), (id) => store.keys(stepsOf(id)))
+        const deletes = steps.flat().map((key): StoreWrite => ({ key, value: null }))
+        if (deletes.length > 0) yield* write(deletes)
+        return deletes.length
       })
   }
 }
