@@ -5,7 +5,7 @@
  *   npm run chaos -- [--app echo|aggregate|pipeline|all] [--instances N] [--kills N] [--bounces N]
  *                    [--broker-kills N] [--records N] [--runtimes node,bun,deno]
  *                    [--rate R] [--max-poll-records N] [--partitions N] [--keys N] [--seed S]
- *                    [--catch-up-timeout SECONDS] [--pauses N]
+ *                    [--catch-up-timeout SECONDS] [--pauses N] [--txn-kills N]
  *
  * Defaults: --app all --instances 3 --records 10000 --runtimes node, rate
  * records/60 per second (50..400), --max-poll-records 50 (500 above 50,000
@@ -49,6 +49,8 @@ export interface ChaosOptions {
   readonly brokerKills: number
   /** SIGSTOP/SIGCONT of instances, frozen past the session timeout (zombies). */
   readonly pauses: number
+  /** SIGKILLs of a group's instances while one of its transactions is open (found by event, not by chance). */
+  readonly transactionKills: number
   readonly records: number
   readonly runtimes: ReadonlyArray<RuntimeName>
   /** Records per second written by the driver. */
@@ -86,7 +88,7 @@ export const summaryLine = (r: AppResult): string =>
 const usage =
   "usage: npm run chaos -- [--app echo|aggregate|pipeline|all] [--instances N] [--kills N] [--bounces N] " +
   "[--broker-kills N] [--records N] [--runtimes node,bun,deno] [--rate R] [--max-poll-records N] " +
-  "[--partitions N] [--keys N] [--seed S] [--catch-up-timeout SECONDS] [--pauses N]"
+  "[--partitions N] [--keys N] [--seed S] [--catch-up-timeout SECONDS] [--pauses N] [--txn-kills N]"
 
 export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): ChaosOptions => {
   const values = new Map<string, string>()
@@ -112,7 +114,8 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): 
     "keys",
     "seed",
     "catch-up-timeout",
-    "pauses"
+    "pauses",
+    "txn-kills"
   ]
   for (const name of values.keys()) if (!known.includes(name)) throw new Error(`unknown option --${name}\n${usage}`)
   const int = (name: string, fallback: number, min = 0) => {
@@ -144,6 +147,7 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): 
     bounces: int("bounces", 0),
     brokerKills: int("broker-kills", 0),
     pauses: int("pauses", 0),
+    transactionKills: int("txn-kills", 0),
     records,
     runtimes: runtimes as ReadonlyArray<RuntimeName>,
     rate: int("rate", Math.max(50, Math.min(400, Math.ceil(records / 60))), 1),
@@ -225,7 +229,8 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
     const random = prng(options.seed)
     yield* say(
       `chaos ${runId}: apps=${options.apps.join(",")} instances=${options.instances} kills=${options.kills} ` +
-        `bounces=${options.bounces} broker_kills=${options.brokerKills} pauses=${options.pauses} records=${options.records} ` +
+        `bounces=${options.bounces} broker_kills=${options.brokerKills} pauses=${options.pauses} txn_kills=${options.transactionKills} ` +
+        `records=${options.records} ` +
         `rate=${options.rate}/s runtimes=${options.runtimes.join(",")} max_poll_records=${options.maxPollRecords} ` +
         `seed=${options.seed}\n  logs: ${runDir}`
     )
@@ -332,12 +337,16 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
     const faults = yield* Effect.fork(Faults.run({
       fleet,
       specs: groups.map((g) => g.spec),
+      transactionalTopics: (spec) =>
+        groups.filter((g) => g.spec === spec).flatMap((g) => [g.output, ...Option.toArray(g.changelog)]),
+      wire,
       cluster,
       plan: {
         kills: options.kills,
         bounces: options.bounces,
         brokerKills: options.brokerKills,
         pauses: options.pauses,
+        transactionKills: options.transactionKills,
         // Past the 6 s session timeout, so the group moves the frozen instance's tasks away.
         pauseFor: Duration.seconds(10),
         window: Duration.seconds(driveSeconds)
@@ -481,6 +490,11 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
     yield* say(
       `[${elapsed(t0)}] ${counts.killsOfActive}/${[...counts.kills.values()].reduce((a, b) => a + b, 0)} kills hit an instance holding tasks`
     )
+    if (options.transactionKills > 0) {
+      yield* say(
+        `[${elapsed(t0)}] ${counts.transactionKillsAborted}/${options.transactionKills} kills inside an open transaction ended in its abort`
+      )
+    }
     for (const r of results) yield* say(summaryLine(r))
     return { results, runDir }
   })).pipe(

@@ -1,20 +1,24 @@
 /**
  * Fault injection over a time window: SIGKILLs of app instances (restarted
- * after a short pause), bounces (a clean SIGTERM stop and restart, or an
- * extra instance joining the group and leaving it again), pauses (SIGSTOP
- * past the session timeout, then SIGCONT: the instance comes back as a
- * zombie whose tasks have moved and must be fenced), and SIGKILLs of brokers
- * of a local cluster (restarted after a pause, one at a time).
+ * after a short pause), SIGKILLs inside an open transaction (found by event,
+ * not by chance: see `killInTransaction`), bounces (a clean SIGTERM stop and
+ * restart, or an extra instance joining the group and leaving it again),
+ * pauses (SIGSTOP past the session timeout, then SIGCONT: the instance comes
+ * back as a zombie whose tasks have moved and must be fenced), and SIGKILLs of
+ * brokers of a local cluster (restarted after a pause, one at a time).
  */
 import { Duration, Effect, Fiber, Option } from "effect"
 import kafkajs from "kafkajs"
 import type { LocalKafka } from "../../src/testing/index.ts"
 import type { AppSpec, Fleet, Instance } from "./instances.ts"
+import type { WireClient } from "./wire.ts"
 
 export interface FaultPlan {
   readonly kills: number
   readonly bounces: number
   readonly brokerKills: number
+  /** SIGKILLs of a group's instances while one of its transactions is open (see `killInTransaction`). */
+  readonly transactionKills: number
   /** SIGSTOP for `pauseFor`, then SIGCONT. */
   readonly pauses: number
   readonly pauseFor: Duration.Duration
@@ -30,6 +34,8 @@ export interface FaultCounts {
   brokerKills: number
   /** Kills that hit an instance holding tasks (likely inside a transaction). */
   killsOfActive: number
+  /** Transaction kills whose open transaction the log shows aborted (the new owner fenced it). */
+  transactionKillsAborted: number
   readonly errors: Array<string>
 }
 
@@ -78,6 +84,9 @@ const leadershipsMoved = (cluster: LocalKafka.LocalKafkaCluster, nodeId: number)
 export const run = (params: {
   readonly fleet: Fleet
   readonly specs: ReadonlyArray<AppSpec>
+  /** The topics a group writes in transactions (output, changelog), for `killInTransaction`. */
+  readonly transactionalTopics: (spec: AppSpec) => ReadonlyArray<string>
+  readonly wire: WireClient
   readonly cluster: Option.Option<LocalKafka.LocalKafkaCluster>
   readonly plan: FaultPlan
   readonly random: Random
@@ -91,6 +100,7 @@ export const run = (params: {
       pauses: new Map(),
       brokerKills: 0,
       killsOfActive: 0,
+      transactionKillsAborted: 0,
       errors: []
     }
     const windowMs = Duration.toMillis(plan.window)
@@ -110,6 +120,104 @@ export const run = (params: {
       yield* say(`SIGKILL ${victim.id} (${victim.runtime}, up ${((Date.now() - victim.startedAt) / 1000).toFixed(1)} s)`)
       yield* fleet.kill(victim)
       yield* later(Effect.sleep(Duration.millis(between(random, 300, 3000))).pipe(Effect.zipRight(fleet.start(victim))))
+    })
+
+    /** Instances frozen by a pause (`killInTransaction` leaves them alone). */
+    const paused = new Set<Instance>()
+
+    /** An open transaction seen while its writers were frozen: the offset it starts at. */
+    interface Open {
+      readonly topic: string
+      readonly partition: number
+      readonly from: number
+    }
+
+    /** The partitions of `topics` whose last stable offset is below the high watermark. */
+    const openTransactions = (topics: ReadonlyArray<string>) =>
+      Effect.map(
+        Effect.forEach(topics, (topic) =>
+          Effect.map(params.wire.ends(topic), (ends) =>
+            ends.filter((e) => e.lastStableOffset < e.highWatermark).map((e): Open => ({
+              topic,
+              partition: e.partition,
+              from: e.lastStableOffset
+            })))),
+        (lists) => lists.flat()
+      )
+
+    /**
+     * Freezes (SIGSTOP) every running instance of `spec`'s group and looks for
+     * an open transaction on the group's topics: one that no frozen process can
+     * end any more. None: thaws them and looks again a moment later, up to a
+     * guard of 90 s. Returns the frozen instances and what was open.
+     */
+    const freezeInTransaction = (spec: AppSpec) =>
+      Effect.gen(function*() {
+        const topics = params.transactionalTopics(spec)
+        const deadline = Date.now() + 90_000
+        let looks = 0
+        while (Date.now() < deadline) {
+          looks++
+          const group = fleet.running().filter((i) => i.spec.label === spec.label && !paused.has(i))
+          const frozen: Array<Instance> = []
+          for (const instance of group) if (yield* fleet.freeze(instance)) frozen.push(instance)
+          const open = frozen.length === 0 ? [] : yield* Effect.orElseSucceed(openTransactions(topics), () => [])
+          if (open.length > 0) return Option.some({ frozen, open, looks })
+          for (const instance of frozen) yield* fleet.thaw(instance)
+          yield* Effect.sleep(Duration.millis(between(random, 50, 250)))
+        }
+        return Option.none()
+      })
+
+    /** Waits until the transaction that was open at `open.from` is decided, and reads how it ended. */
+    const outcomeOf = (open: Open) =>
+      Effect.gen(function*() {
+        const deadline = Date.now() + 90_000
+        while (Date.now() < deadline) {
+          const ends = yield* Effect.orElseSucceed(params.wire.ends(open.topic), () => [])
+          const end = ends.find((e) => e.partition === open.partition)
+          if (end !== undefined && end.lastStableOffset > open.from) {
+            const log = yield* Effect.either(params.wire.readFrom(open.topic, open.partition, open.from))
+            return log._tag === "Right" ? log.right.firstTransaction : "unreadable"
+          }
+          yield* Effect.sleep(Duration.millis(200))
+        }
+        return "still open after 90 s"
+      })
+
+    /**
+     * A SIGKILL inside an open transaction, by event rather than chance: the
+     * group's instances are frozen while one of its transactions is open (see
+     * `freezeInTransaction`), then killed and restarted; the transaction must
+     * end aborted (the new owner's fencing, or the transaction timeout). A
+     * transaction whose commit was already decided when they froze (its markers
+     * in flight) ends committed: then again, up to 5 times.
+     */
+    const killInTransaction = Effect.gen(function*() {
+      const spec = pick(random, params.specs)
+      if (spec === undefined) return
+      for (let attempt = 1; attempt <= 5; attempt++) {
+        const found = yield* freezeInTransaction(spec)
+        if (Option.isNone(found)) {
+          counts.errors.push(`transaction kill: no open transaction of ${spec.label} seen within 90 s`)
+          return
+        }
+        const { frozen, looks, open } = found.value
+        const where = open.map((o) => `${o.topic}-${o.partition}@${o.from}`).join(", ")
+        yield* say(
+          `SIGKILL inside an open transaction: ${frozen.map((i) => i.id).join(", ")} frozen with ${where} open (look ${looks})`
+        )
+        for (const instance of frozen) yield* fleet.kill(instance)
+        yield* Effect.sleep(Duration.millis(between(random, 300, 3000)))
+        for (const instance of frozen) yield* fleet.start(instance)
+        const outcomes = yield* Effect.forEach(open, outcomeOf, { concurrency: "unbounded" })
+        if (outcomes.some((o) => o === "aborted")) {
+          counts.transactionKillsAborted++
+          return yield* say(`the open transaction at ${where} aborted (${outcomes.join(", ")}): fenced by the new owner`)
+        }
+        yield* say(`the transaction at ${where} ended ${outcomes.join(", ")}: decided before the freeze; again`)
+      }
+      counts.errors.push(`transaction kill: no open transaction of ${spec.label} aborted in 5 attempts`)
     })
 
     let bounceNumber = 0
@@ -148,10 +256,12 @@ export const run = (params: {
       if (victim === undefined) return yield* say("pause: no running instance")
       const frozen = yield* fleet.freeze(victim)
       if (!frozen) return
+      paused.add(victim)
       bump(counts.pauses, victim.spec.app)
       yield* say(`SIGSTOP ${victim.id} (${victim.runtime}) for ${Duration.format(plan.pauseFor)}`)
       yield* later(Effect.sleep(plan.pauseFor).pipe(
         Effect.zipRight(fleet.thaw(victim)),
+        Effect.zipRight(Effect.sync(() => paused.delete(victim))),
         Effect.zipRight(Effect.suspend(() => say(`SIGCONT ${victim.id}: a zombie if its tasks moved meanwhile`)))
       ))
     })
@@ -203,13 +313,23 @@ export const run = (params: {
     const events = [
       ...Array.from({ length: plan.kills }, () => ({ at: between(random, 0.03, 0.97) * windowMs, kind: "kill" as const })),
       ...Array.from({ length: plan.bounces }, () => ({ at: between(random, 0.03, 0.97) * windowMs, kind: "bounce" as const })),
-      ...Array.from({ length: plan.pauses }, () => ({ at: between(random, 0.03, 0.97) * windowMs, kind: "pause" as const }))
+      ...Array.from({ length: plan.pauses }, () => ({ at: between(random, 0.03, 0.97) * windowMs, kind: "pause" as const })),
+      ...Array.from({ length: plan.transactionKills }, () => ({
+        at: between(random, 0.03, 0.97) * windowMs,
+        kind: "transaction-kill" as const
+      }))
     ].sort((a, b) => a.at - b.at)
 
     const brokerFiber = yield* Effect.fork(brokerKills)
     for (const event of events) {
       yield* at(event.at)
-      yield* event.kind === "kill" ? kill : event.kind === "bounce" ? bounce : pause
+      yield* event.kind === "kill"
+        ? kill
+        : event.kind === "bounce"
+        ? bounce
+        : event.kind === "pause"
+        ? pause
+        : Effect.asVoid(later(killInTransaction))
     }
     yield* Fiber.join(brokerFiber)
     yield* Fiber.joinAll(background)

@@ -141,4 +141,14 @@ describe("resolving transactions from the log", () => {
     assert.isTrue(check.details.some((d) => d.includes("open transaction")))
     assert.isTrue(check.details.some((d) => d.includes("last stable offset 6 != high watermark 9")))
   })
+
+  it("tells how the transaction of the first transactional batch ended (the transaction kill's check)", () => {
+    const ends = { highWatermark: 9, lastStableOffset: 9 }
+    const first = (batches: ReadonlyArray<LogBatch>) => resolveTransactions("t", 0, batches, ends).firstTransaction
+    // Producer 1's transaction comes first; producer 2's markers in between say nothing of it.
+    assert.strictEqual(first([data(0, 1n, [1]), data(1, 2n, [2]), marker(2, 2n, true), marker(3, 1n, false)]), "aborted")
+    assert.strictEqual(first([data(0, 1n, [1]), data(1, 2n, [2]), marker(2, 2n, false), marker(3, 1n, true)]), "committed")
+    assert.strictEqual(first([data(0, 1n, [1]), data(1, 2n, [2]), marker(2, 2n, false)]), "open")
+    assert.strictEqual(first([]), "none")
+  })
 })

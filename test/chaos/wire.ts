@@ -451,6 +451,8 @@ export interface PartitionLog {
   readonly abortedRecords: number
   /** Producers with transactional records not yet decided by a marker (open transactions). */
   readonly openTransactions: number
+  /** How the transaction of the first transactional batch read ended (`none`: no transactional batch). */
+  readonly firstTransaction: "committed" | "aborted" | "open" | "none"
 }
 
 /** Resolves transactions from the log: committed records in offset order, plus counts. */
@@ -466,10 +468,15 @@ export const resolveTransactions = (
   let committedTransactions = 0
   let abortedTransactions = 0
   let abortedRecords = 0
+  let firstProducer: bigint | undefined
+  let firstTransaction: PartitionLog["firstTransaction"] = "none"
   for (const batch of batches) {
     if (batch.control) {
       const held = open.get(batch.producerId) ?? []
       open.delete(batch.producerId)
+      if (batch.producerId === firstProducer && firstTransaction === "open") {
+        firstTransaction = batch.controlType === 1 ? "committed" : "aborted"
+      }
       if (batch.controlType === 1) {
         committedTransactions++
         kept.push(...held)
@@ -478,6 +485,10 @@ export const resolveTransactions = (
         abortedRecords += held.reduce((n, b) => n + b.records.length, 0)
       }
     } else if (batch.transactional) {
+      if (firstProducer === undefined) {
+        firstProducer = batch.producerId
+        firstTransaction = "open"
+      }
       const held = open.get(batch.producerId) ?? []
       held.push(batch)
       open.set(batch.producerId, held)
@@ -495,7 +506,8 @@ export const resolveTransactions = (
     committedTransactions,
     abortedTransactions,
     abortedRecords,
-    openTransactions: open.size
+    openTransactions: open.size,
+    firstTransaction
   }
 }
 
