@@ -42,7 +42,7 @@ const startAll = <const Ts extends ReadonlyArray<Transformer.Any>>(
   })
 
 /** What a transform does before its work: nothing, or wait (see `makeHold`). */
-type Before = (record: { readonly partition: number; readonly offset: number }) => Effect.Effect<void>
+type Before = (record: { readonly topic: string; readonly partition: number; readonly offset: number }) => Effect.Effect<void>
 
 const setup = (prefix: string, before: Before = () => Effect.void) =>
   Effect.gen(function*() {
@@ -88,11 +88,11 @@ const setup = (prefix: string, before: Before = () => Effect.void) =>
 const makeHold = Effect.gen(function*() {
   const released = yield* Deferred.make<void>()
   const waiting = yield* Deferred.make<void>()
-  let holders = 0
+  const holding = new Set<string>()
   const before: Before = (record) =>
     record.partition === 0 && record.offset === 25
       ? Effect.zipRight(
-        Effect.suspend(() => ++holders === 2 ? Deferred.succeed(waiting, undefined) : Effect.void),
+        Effect.suspend(() => holding.add(record.topic).size === 2 ? Deferred.succeed(waiting, undefined) : Effect.void),
         Deferred.await(released)
       )
       : Effect.void
