@@ -120,6 +120,11 @@ export const make = <G extends Guarantee = Guarantee>(
     /** The partitions being read, each by one `read`. */
     const readings = new Map<number, Reading>()
     let assigned: ReadonlyArray<number> = []
+    /**
+     * Partitions whose batch in hand was fetched before a seek (kafkajs's
+     * `isStale()`): a read that began since must not get it, nor its position.
+     */
+    const stale = new Set<number>()
 
     const consumer: Consumer = kafka.consumer({
       groupId: options.groupId,
@@ -149,6 +154,7 @@ export const make = <G extends Guarantee = Guarantee>(
       Deferred.unsafeDone(joined, Effect.succeed(assigned))
     })
     consumer.on(consumer.events.END_BATCH_PROCESS, (event) => {
+      if (stale.delete(event.payload.partition)) return
       const reading = readings.get(event.payload.partition)
       if (reading !== undefined) {
         Queue.unsafeOffer(reading.events, { _tag: "Position", next: Number(event.payload.lastOffset) + 1 })
@@ -172,7 +178,13 @@ export const make = <G extends Guarantee = Guarantee>(
           await connectOrDisconnect(consumer, () => consumer.subscribe({ topics: [options.topic], fromBeginning: true }))
           await consumer.run({
             autoCommit: false,
-            eachBatch: async ({ batch }) => {
+            eachBatch: async ({ batch, isStale }) => {
+              // Fetched before a seek, handed on after it (the worker was busy): a later read of the
+              // partition would apply it before the records it seeked to, and skip those.
+              if (isStale()) {
+                stale.add(batch.partition)
+                return
+              }
               const target = readings.get(batch.partition)
               if (target === undefined || batch.messages.length === 0) return
               const records = changelogRecords(batch)
