@@ -35,10 +35,18 @@ export const issue = <P extends number>(partition: P, appended: ReadonlyArray<Ap
 
 /**
  * True once for a receipt `issue` made (the store write it allows spends
- * it); false for a spent one or a value `issue` did not make (a cast).
+ * it), when the write's checkpoint, if any, is a batch that commit appended
+ * (the store's own changelog partition); false for a spent receipt, a value
+ * `issue` did not make (a cast), or another commit's checkpoint.
  */
-export const spend = (receipt: CommitReceipt): boolean => unspent.delete(receipt)
+export const spend = (
+  receipt: CommitReceipt,
+  checkpoint?: { readonly topic: string; readonly partition: number; readonly offset: number }
+): boolean =>
+  (checkpoint === undefined || receipt.appended.some((a) =>
+    a.topic === checkpoint.topic && a.partition === checkpoint.partition && a.baseOffset === checkpoint.offset
+  )) && unspent.delete(receipt)
 
-/** A write to the store at `path` without a receipt `spend` accepts (a spent one, or a cast): a defect. */
+/** A write to the store at `path` without a receipt `spend` accepts (a spent one, a cast, another commit's): a defect. */
 export const missing = (path: string): Effect.Effect<never> =>
   Effect.dieMessage(`Skein invariant broken: a write to the store at ${path} without its commit's receipt`)

@@ -134,7 +134,7 @@ export const open = (path: string): Effect.Effect<StateStore, StateStoreError, S
       get: (key) => attempt("get", path, () => db.get(dataKey(key))),
       getMany: (keys) => attempt("getMany", path, () => db.getMany(keys.map(dataKey))),
       write: (receipt, writes, checkpoint) =>
-        Effect.suspend(() => CommitReceipt.spend(receipt) ? replay(writes, checkpoint) : CommitReceipt.missing(path)),
+        Effect.suspend(() => CommitReceipt.spend(receipt, checkpoint) ? replay(writes, checkpoint) : CommitReceipt.missing(path)),
       replay,
       checkpoint: attempt("get", path, () => db.get(checkpointKey)).pipe(
         Effect.map((text) =>

@@ -27,7 +27,7 @@ export const make = (path: string): StateStore => {
     get: (key) => Effect.sync(() => data.get(key)),
     getMany: (keys) => Effect.sync(() => keys.map((key) => data.get(key))),
     write: (receipt, writes, next) =>
-      Effect.suspend(() => CommitReceipt.spend(receipt) ? replay(writes, next) : CommitReceipt.missing(path)),
+      Effect.suspend(() => CommitReceipt.spend(receipt, next) ? replay(writes, next) : CommitReceipt.missing(path)),
     replay,
     checkpoint: Effect.sync(() => checkpoint ?? "missing"),
     clear: Effect.sync(() => {

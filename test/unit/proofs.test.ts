@@ -45,6 +45,11 @@ describe("ordering proofs", () => {
       assert.strictEqual(yield* store.get("a"), "1")
       const again = yield* Effect.exit(store.write(receipt, [{ key: "a", value: "2" }]))
       assert.isTrue(dies(again), "a spent receipt dies")
+      const elsewhere = CommitReceipt.issue(0, [{ topic: "app-changelog", partition: 0, baseOffset: 5, records: 1 }])
+      const checkpoint = { topic: "app-changelog", partition: 1, offset: 5 }
+      assert.isTrue(dies(yield* Effect.exit(store.write(elsewhere, [], checkpoint))), "a checkpoint the commit did not append dies")
+      yield* store.write(elsewhere, [{ key: "a", value: "1" }], { ...checkpoint, partition: 0 })
+      assert.deepStrictEqual(yield* store.checkpoint, { ...checkpoint, partition: 0 })
       const forged = { partition: 0, appended: [] } as unknown as CommitReceipt.CommitReceipt
       assert.isTrue(dies(yield* Effect.exit(store.write(forged, [{ key: "a", value: "3" }]))), "a cast receipt dies")
       assert.strictEqual(yield* store.get("a"), "1", "neither write reached the store")
