@@ -148,8 +148,9 @@ export type RestorePermit<P extends number = number, G extends Guarantee = Guara
   : AtLeastOnceProducer<P>
 
 /**
- * The permits this module issued, each with whether its producer is still
- * open: a value not in here was not made by `fence` or `atLeastOnce`.
+ * The permits this module issued, each with its kafkajs producer (the permit
+ * is revoked once that closes): a value not in here was not made by `fence`
+ * or `atLeastOnce`.
  */
 const issued = new WeakMap<RestorePermit, Producer>()
 
