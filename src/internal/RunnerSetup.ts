@@ -27,7 +27,7 @@ import * as ChangelogTail from "./kafka/changelogTail.ts"
 import * as RunStore from "./workflow/RunStore.ts"
 import { makeKafka } from "./kafka/client.ts"
 import * as Consumer from "./kafka/consumer.ts"
-import { memoizeSuccess } from "./memoizeSuccess.ts"
+import { memoizeScoped } from "./memoizeSuccess.ts"
 import * as Outputs from "./outputs.ts"
 import * as PartitionCounts from "./partitionCounts.ts"
 import * as LocalStores from "./LocalStores.ts"
@@ -56,10 +56,20 @@ export interface RunnerResources {
   readonly stateKeys: StateKeyCheck.StateKeyCheck | undefined
 }
 
+/**
+ * Test hooks of Skein's own tests (nothing in production sets them): `reader`
+ * wraps each changelog reader a run makes (e.g. to hold one partition's
+ * restore on a `Deferred`).
+ */
+export interface RunnerHooks {
+  readonly reader?: ((topic: string, reader: ChangelogReader.ChangelogReader) => ChangelogReader.ChangelogReader) | undefined
+}
+
 export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
   config: SkeinConfig,
-  stats: RunnerStats
+  stats: RunnerStats,
+  hooks: RunnerHooks = {}
 ): Effect.Effect<RunnerResources, RunnerError, Scope.Scope> =>
   Effect.gen(function*() {
     yield* validateConfig(config, stats, transformer.rules, transformer.name)
@@ -121,16 +131,16 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     // A topic's reader is made ahead of the first restore (below); a failed first connect is retried
     // by the next restore, and a reader whose consumer crashed (its group coordinator gone for longer
     // than its retries) is made again, so the restore is retried after a backoff instead of failing
-    // forever.
+    // forever. Each reader has a scope of its own: a crashed one is disconnected when it is replaced.
     const readerOf = (topic: string) =>
-      memoizeSuccess(
+      memoizeScoped(
         ChangelogReader.make(kafka, {
           topic,
           groupId: `${config.applicationId}-restore-${randomUUID()}`,
           groupPrefix: config.applicationId,
           guarantee: config.processingGuarantee
         }).pipe(
-          Scope.extend(runnerScope)
+          Effect.map((reader) => hooks.reader === undefined ? reader : hooks.reader(topic, reader))
         ),
         { discardWhen: (reader) => reader.isCrashed }
       )
@@ -174,9 +184,8 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         admin,
         localStores,
         stats,
-        tail: yield* memoizeSuccess(
-          ChangelogTail.make(kafka, { topic: changelog.value, groupId: `${config.applicationId}-standby-${randomUUID()}` })
-            .pipe(Scope.extend(runnerScope)),
+        tail: yield* memoizeScoped(
+          ChangelogTail.make(kafka, { topic: changelog.value, groupId: `${config.applicationId}-standby-${randomUUID()}` }),
           { discardWhen: (tail) => Deferred.isDone(tail.crashed) }
         )
       })

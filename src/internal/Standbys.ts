@@ -8,11 +8,15 @@
  * here (`<storeDir>/<partition>`): each batch of changelog records is applied
  * with the store's checkpoint (the next offset to read) in the same LevelDB
  * batch, by the restore's own code (`ChangelogReplay`), and the offset is
- * announced to the group (`LocalStores`). A new assignment first stops the
+ * announced to the group (`LocalStores`). A new assignment stops the
  * standbys it does not keep (their stores closed and kept on disk; a
- * partition that becomes active here is among them), then starts the new
- * ones; only then do the tasks start, so a task opens its standby's store
- * and restores only the tail from its checkpoint.
+ * partition that becomes active here is among them) and starts the new
+ * ones, without waiting for either: a standby never holds up an assignment,
+ * a poll or a stop (not even one whose reader cannot join its group). A
+ * task's start waits for its partition's standby to close the store
+ * (`released`), so it opens that store and restores only the tail from its
+ * checkpoint; a standby of a partition starts only once the one before it
+ * there has ended.
  *
  * One reader serves every standby (`kafka/changelogTail.ts`), made at the
  * first standby. A standby's failure never stops the run: it is logged with
@@ -22,7 +26,7 @@
  *
  * @internal
  */
-import { Cause, Deferred, Effect, FiberMap, Queue } from "effect"
+import { Cause, Deferred, Effect, Fiber, FiberSet, Queue } from "effect"
 import type { Scope } from "effect"
 import * as path from "node:path"
 import type { RunnerError } from "../SkeinError.ts"
@@ -37,10 +41,12 @@ import * as StateStore from "./StateStore.ts"
 export interface Standbys {
   /**
    * The standbys of a new assignment: stops every standby not in
-   * `partitions` (its store closed, kept), then starts the new ones. Returns
-   * once the stopped ones' stores are closed.
+   * `partitions` (its store closed, kept) and starts the new ones. Returns at
+   * once: it waits for no standby to stop or start.
    */
   readonly update: (partitions: ReadonlyArray<number>) => Effect.Effect<void>
+  /** Completes once no standby of `partition` runs here (its store is closed). */
+  readonly released: (partition: number) => Effect.Effect<void>
   /** True while `partition` has a standby here (its store is in use). */
   readonly has: (partition: number) => boolean
 }
@@ -56,7 +62,10 @@ export const make = (options: {
 }): Effect.Effect<Standbys, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { admin, changelog, localStores, stats, storeDir } = options
-    const fibers = yield* FiberMap.make<number>()
+    /** Every standby's fiber: interrupted together when the runner's scope closes. */
+    const all = yield* FiberSet.make<void>()
+    /** The latest standby fiber of each partition (running, or stopping). */
+    const fibers = new Map<number, Fiber.RuntimeFiber<void>>()
     const current = new Set<number>()
 
     /** Keeps `partition`'s store warm until interrupted. */
@@ -77,10 +86,11 @@ export const make = (options: {
         localStores.set(partition, position)
         stats.setStandby(partition, position, Math.max(0, range.end - position))
         const tail = yield* options.tail
-        const events = yield* Effect.acquireRelease(
-          tail.follow(partition, position),
-          () => Effect.zipRight(tail.unfollow(partition), Effect.sync(() => stats.removeStandby(partition)))
-        )
+        // The release first, the follow interruptible: a follow waiting for the reader's join
+        // (one that never comes) never holds up the standby's stop. `unfollow` of a partition
+        // not followed does nothing; no other standby of it runs before this one ends.
+        yield* Effect.addFinalizer(() => Effect.zipRight(tail.unfollow(partition), Effect.sync(() => stats.removeStandby(partition))))
+        const events = yield* tail.follow(partition, position)
         yield* Effect.logInfo(`standby ${partition}: following ${changelog} from offset ${position}`)
         const take = Effect.raceFirst(Queue.take(events), Deferred.await(tail.crashed))
         for (;;) {
@@ -115,14 +125,38 @@ export const make = (options: {
         Effect.annotateLogs({ standby: partition })
       )
 
+    /** Waits for the standby fiber of `partition` (if any) to end. */
+    const released = (partition: number): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const fiber = fibers.get(partition)
+        return fiber === undefined ? Effect.void : Effect.asVoid(Fiber.await(fiber))
+      })
+
+    /** Interrupts `partition`'s standby without waiting for it to end. */
     const stop = (partition: number) =>
-      Effect.zipRight(
-        Effect.sync(() => current.delete(partition)),
-        FiberMap.remove(fibers, partition)
-      )
+      Effect.suspend(() => {
+        current.delete(partition)
+        const fiber = fibers.get(partition)
+        return fiber === undefined ? Effect.void : Effect.asVoid(Fiber.interruptFork(fiber))
+      })
+
+    /** Starts `partition`'s standby once the one before it there has ended. */
+    const start = (partition: number) =>
+      Effect.gen(function*() {
+        const previous = fibers.get(partition)
+        const fiber = yield* FiberSet.run(
+          all,
+          Effect.zipRight(previous === undefined ? Effect.void : Effect.asVoid(Fiber.await(previous)), follow(partition))
+        )
+        fibers.set(partition, fiber)
+        fiber.addObserver(() => {
+          if (fibers.get(partition) === fiber) fibers.delete(partition)
+        })
+      })
 
     return {
       has: (partition) => current.has(partition),
+      released,
       update: (partitions) =>
         Effect.gen(function*() {
           const wanted = new Set(partitions)
@@ -130,7 +164,7 @@ export const make = (options: {
           for (const partition of [...wanted].sort((a, b) => a - b)) {
             if (current.has(partition)) continue
             current.add(partition)
-            yield* FiberMap.run(fibers, partition, follow(partition))
+            yield* start(partition)
           }
         })
     }

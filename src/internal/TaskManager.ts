@@ -3,8 +3,11 @@
  * everything that starts or stops one.
  *
  * - Assignment: every task is torn down, then the assigned partitions wait
- *   to start; the runner starts them together (`startDue`, at most
- *   `concurrentStarts` at once), so their fences and restores overlap.
+ *   to start; `startDue` starts each in a fiber of its own (at most
+ *   `concurrentStarts` at once), so their fences and restores overlap, and
+ *   running tasks keep processing and committing meanwhile: a partition is
+ *   fetched (resumed) only once its task has restored. Tearing a task down
+ *   interrupts its start (a partition that moved away stops restoring).
  * - Starts and rewinds: a task that fails to start on a broker error, or
  *   whose delivery failed, starts again after a backoff (`deliveryBackoff`,
  *   doubling, capped), up to `maxDeliveryFailures` in a row.
@@ -12,6 +15,11 @@
  *   (`failureIsolation`); a migrated task tears every task down (rejoin).
  * - Teardown happens only under the batch lock, which only the manager
  *   holds: processing a poll (`runPoll`) and tearing down exclude each other.
+ *   Task scopes are not children of the manager's scope: closing it closes
+ *   them only through that teardown, never around a poll in flight.
+ * - Standbys never take the lock: an assignment updates them after its
+ *   teardown, and a task waits (in its own start) for a standby of its
+ *   partition to close the store.
  * - Kept stores: every `stateCleanupDelay` (a `CleanupDue` wakeup), the
  *   stores of partitions this instance is no longer assigned are deleted
  *   once unused that long (`cleanStores`), never one of a partition it is
@@ -19,7 +27,7 @@
  *
  * @internal
  */
-import { Cause, Clock, Duration, Effect, ExecutionStrategy, Exit, FiberMap, Option, Queue, Schedule, Scope } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, FiberMap, Option, Queue, Schedule, Scope } from "effect"
 import type { SkeinConfig } from "../SkeinConfig.ts"
 import type { KafkaError, RunnerError } from "../SkeinError.ts"
 import { DeliveryFailed, OffsetOutOfRange } from "../SkeinError.ts"
@@ -51,12 +59,13 @@ export interface TaskManager {
   readonly task: (partition: number) => Option.Option<Task.Task>
   /** The group generation of the current assignment. */
   readonly generation: () => number
-  /** True when a partition's task is due to start. */
+  /** True when a partition's task is due to start, or a start failed for the run. */
   readonly hasDueStart: () => boolean
   /**
-   * A new assignment: every task is torn down, the standbys are updated (a
-   * partition that becomes active here stops being one first, its store
-   * closed), then the partitions wait to start (stopped ones stay stopped).
+   * A new assignment: every task is torn down, then the partitions wait to
+   * start (stopped ones stay stopped); the standbys are updated outside the
+   * batch lock (a partition that becomes active here stops being one; its
+   * task's start waits for the standby's store to close).
    */
   readonly assign: (
     generation: number,
@@ -66,10 +75,11 @@ export interface TaskManager {
   /** A rebalance began: every task is torn down. */
   readonly revokeAll: Effect.Effect<void>
   /**
-   * Starts the partitions whose start is due, at most `concurrentStarts` at
-   * once; `shutdown` interrupts the starts in progress.
+   * Starts the partitions whose start is due, each in a fiber of its own (at
+   * most `concurrentStarts` restore at once), and returns at once; a start
+   * that failed for the run (not retried) is this effect's failure.
    */
-  readonly startDue: (shutdown: Effect.Effect<void>) => Effect.Effect<void, RunnerError>
+  readonly startDue: Effect.Effect<void, RunnerError>
   /**
    * Processes a poll under the batch lock: `work` runs for each running task
    * with records in the poll, concurrently; then the outcomes are applied
@@ -116,10 +126,19 @@ export const make = (options: {
     const { buffer, config, context, standbys, stats } = options
     const exactlyOnce = config.processingGuarantee === "exactly-once"
     const lock = yield* BatchLock.make<TasksLock>("tasks")
-    const managerScope = yield* Effect.scope
     const wakeups = yield* Queue.unbounded<Wakeup>()
-    /** Scopes of the tasks starting or running; closing one tears its task down. */
+    /**
+     * Scopes of the tasks starting or running; closing one tears its task
+     * down. Not children of the manager's scope: only a teardown (under the
+     * lock) closes them, its finalizer included.
+     */
     const scopes = new Map<number, Scope.CloseableScope>()
+    /** The starts in progress (fence, offsets, restore), one fiber per partition. */
+    const starts = yield* FiberMap.make<number>()
+    /** At most `concurrentStarts` starts acquire and restore at once. */
+    const startSlots = yield* Effect.makeSemaphore(concurrentStarts)
+    /** Start failures that end the run, reported by the next `startDue`. */
+    const startFailures: Array<Cause.Cause<RunnerError>> = []
     const running = new Map<number, Task.Task>()
     /** Partitions whose start is due, in order. */
     const due: Array<number> = []
@@ -164,6 +183,8 @@ export const make = (options: {
     const stopTask = (partition: number, held: BatchLockHeld<TasksLock>, outcome: BatchOutcome | "Kept" = "Dropped") =>
       Effect.gen(function*() {
         yield* lock.verify(held)
+        // A start in progress is interrupted first (its restore stops); its scope is closed below.
+        yield* FiberMap.remove(starts, partition)
         const scope = scopes.get(partition)
         scopes.delete(partition)
         running.delete(partition)
@@ -187,6 +208,7 @@ export const make = (options: {
             Effect.catchAll((error) => Effect.logWarning(`offset commit before teardown failed: ${error.message}`))
           )
         }
+        yield* FiberMap.clear(starts)
         for (const partition of [...scopes.keys()]) yield* stopTask(partition, held, "Kept")
         due.length = 0
         yield* FiberMap.clear(backoffs)
@@ -243,16 +265,22 @@ export const make = (options: {
         yield* stopTask(partition, held)
       })
 
-    const startTask = (partition: number, shutdown: Effect.Effect<void>) =>
+    /**
+     * Starts task `partition` (in its start fiber): a standby of the partition
+     * closes its store first, then fence, offsets, restore, and the partition
+     * is fetched. Runs beside the poll loop; a teardown interrupts it.
+     */
+    const startTask = (partition: number) =>
       Effect.gen(function*() {
-        // The scope is registered before anything is acquired in it: an interruption at
-        // any point leaves it to the teardown, which closes it.
-        const scope = yield* Scope.fork(managerScope, ExecutionStrategy.sequential)
+        // The scope is registered before anything is acquired in it: a teardown
+        // interrupting the start at any point closes it.
+        const scope = yield* Scope.make()
         scopes.set(partition, scope)
         const began = Date.now()
         const started = yield* Effect.uninterruptibleMask((restore) =>
-          Effect.exit(restore(Effect.raceFirst(
-            Scope.extend(Task.make(context, partition), scope).pipe(
+          Effect.exit(restore(Effect.zipRight(
+            standbys === undefined ? Effect.void : standbys.released(partition),
+            startSlots.withPermits(1)(Scope.extend(Task.make(context, partition), scope)).pipe(
               Effect.tap((task) =>
                 Effect.annotateCurrentSpan("skein.restore.mode", Option.match(task.restore, { onNone: () => "none", onSome: (r) => r.mode }))
               ),
@@ -265,8 +293,7 @@ export const make = (options: {
                   "skein.generation": generation
                 }
               })
-            ),
-            Effect.zipRight(shutdown, Effect.interrupt)
+            )
           ))).pipe(
             Effect.tap((exit) =>
               Effect.sync(() => {
@@ -291,7 +318,9 @@ export const make = (options: {
             Effect.tap((exit) =>
               Exit.isFailure(exit)
                 ? Effect.zipRight(
-                  Effect.sync(() => scopes.delete(partition)),
+                  Effect.sync(() => {
+                    if (scopes.get(partition) === scope) scopes.delete(partition)
+                  }),
                   Scope.close(scope, exit)
                 )
                 : Effect.void
@@ -316,6 +345,21 @@ export const make = (options: {
         }
         return yield* Effect.fail(failure)
       })
+
+    /** Forks `partition`'s start; a failure it does not retry is kept for `startDue` (it ends the run). */
+    const launch = (partition: number) =>
+      FiberMap.run(
+        starts,
+        partition,
+        startTask(partition).pipe(
+          Effect.catchAllCause((cause) =>
+            Cause.isInterruptedOnly(cause) ? Effect.void : Effect.zipRight(
+              Effect.sync(() => startFailures.push(cause)),
+              Queue.offer(wakeups, "TaskDue")
+            )
+          )
+        )
+      )
 
     const applyOutcomes = <E>(outcomes: ReadonlyArray<Task.Outcome<E>>, held: BatchLockHeld<TasksLock>) =>
       Effect.gen(function*() {
@@ -346,17 +390,13 @@ export const make = (options: {
       wakeups,
       task: (partition) => Option.fromNullable(running.get(partition)),
       generation: () => generation,
-      hasDueStart: () => due.length > 0,
+      hasDueStart: () => due.length > 0 || startFailures.length > 0,
       assign: (next, partitions, standbyPartitions = []) =>
-        lock.withLock((held) =>
-          Effect.gen(function*() {
-            yield* teardownAll(held)
-            if (standbys !== undefined) {
-              // Before any task starts: a partition active here is never a standby too.
-              const active = new Set(partitions)
-              yield* standbys.update(standbyPartitions.filter((p) => !active.has(p)))
-            }
-            // Every assignment after the first is a rebalance, an eviction's rejoin included.
+        Effect.zipRight(
+          lock.withLock((held) =>
+            Effect.gen(function*() {
+              yield* teardownAll(held)
+              // Every assignment after the first is a rebalance, an eviction's rejoin included.
             if (generation !== -1) stats.recordRebalance()
             generation = next
             assignment = new Set(partitions)
@@ -368,16 +408,23 @@ export const make = (options: {
               stats.addPending(partition)
             }
           })
+          ),
+          // Outside the lock, never waiting for a standby to stop: a partition active here is
+          // never a standby too, and its task's start waits for the standby's store to close.
+          standbys === undefined
+            ? Effect.void
+            : Effect.suspend(() => {
+              const active = new Set(partitions)
+              return standbys.update(standbyPartitions.filter((p) => !active.has(p)))
+            })
         ),
       revokeAll: lock.withLock((held) => teardownAll(held)),
-      startDue: (shutdown) =>
-        Effect.suspend(() => {
-          const starting = due.splice(0, concurrentStarts)
-          return Effect.forEach(starting, (partition) => startTask(partition, shutdown), {
-            concurrency: "unbounded",
-            discard: true
-          })
-        }),
+      startDue: Effect.suspend(() => {
+        if (startFailures.length > 0) {
+          return Effect.failCause(startFailures.splice(0).reduce(Cause.parallel))
+        }
+        return Effect.forEach(due.splice(0), launch, { discard: true })
+      }),
       runPoll: (partitions, work) =>
         lock.withLock((held) =>
           Effect.gen(function*() {

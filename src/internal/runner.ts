@@ -1,6 +1,8 @@
 /**
  * The runner's poll loop: take the consumer's events (and the task manager's
- * wakeups), start the next due task, process a poll. What a run needs is
+ * wakeups), fork the due task starts, process a poll of the running tasks'
+ * records. Tasks start beside the loop (a restore holds up only its own
+ * partition, which is fetched once its task runs). What a run needs is
  * acquired by `RunnerSetup`.
  *
  * The data path reads one way: runner (this poll loop) -> task manager
@@ -38,11 +40,12 @@ type LoopEvent = Consumer.ConsumerEvent | { readonly _tag: "Wakeup"; readonly wa
 export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
   config: SkeinConfig,
-  stats: RunnerStats = makeStats()
+  stats: RunnerStats = makeStats(),
+  hooks: RunnerSetup.RunnerHooks = {}
 ): Effect.Effect<never, RunnerError | E, R | Scope.Scope> =>
   Effect.gen(function*() {
     const { buffer, changelog, consumer, deadLetterTopic, manager, messageLimits, partitionCounts, permits, stateKeys } =
-      yield* RunnerSetup.acquire(transformer, config, stats)
+      yield* RunnerSetup.acquire(transformer, config, stats, hooks)
     const shutdown = yield* Deferred.make<void>()
     const exactlyOnce = config.processingGuarantee === "exactly-once"
 
@@ -177,7 +180,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       while (!(yield* Deferred.isDone(shutdown))) {
         for (const event of yield* nextEvents) yield* handle(event)
         if (yield* Deferred.isDone(shutdown)) break
-        yield* manager.startDue(Deferred.await(shutdown))
+        // Forks the due starts (fence, restore) beside this loop: a restore holds up only its own partition.
+        yield* manager.startDue
         if (!buffer.isEmpty() && !(yield* Deferred.isDone(shutdown))) yield* processPoll
       }
     })

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
-import { memoizeSuccess } from "../../src/internal/memoizeSuccess.ts"
+import { memoizeScoped, memoizeSuccess } from "../../src/internal/memoizeSuccess.ts"
 
 /** An acquisition that fails the first time (a broker not reachable yet) and succeeds after. */
 const flaky = () => {
@@ -64,5 +64,43 @@ describe("memoizeSuccess discardWhen", () => {
       const remade = yield* reader
       const kept = yield* reader
       assert.deepStrictEqual({ first, cached, remade, kept, calls }, { first: 1, cached: 1, remade: 2, kept: 2, calls: 2 })
+    }))
+})
+
+describe("memoizeScoped", () => {
+  // Issue 29, defect 13: a crashed changelog or standby reader was made again while the old one
+  // stayed pinned to the runner's scope (its consumer and sockets kept until the run ended).
+  it.scoped("a value found unusable is released before it is acquired again; a failed acquisition releases what it acquired", () =>
+    Effect.gen(function*() {
+      const released: Array<string> = []
+      let calls = 0
+      const crashed = new Set<number>()
+      const reader = yield* memoizeScoped(
+        Effect.gen(function*() {
+          const n = ++calls
+          yield* Effect.addFinalizer(() => Effect.sync(() => released.push(`reader-${n}`)))
+          if (n === 3) return yield* Effect.fail("ECONNREFUSED" as const)
+          return n
+        }),
+        { discardWhen: (value) => Effect.sync(() => crashed.has(value)) }
+      )
+      const first = yield* reader
+      crashed.add(first)
+      const second = yield* reader
+      const whileSecondCached = [...released]
+      crashed.add(second)
+      const third = yield* Effect.either(reader)
+      const fourth = yield* reader
+      assert.deepStrictEqual(
+        { first, second, whileSecondCached, third, fourth, released: [...released] },
+        {
+          first: 1,
+          second: 2,
+          whileSecondCached: ["reader-1"],
+          third: Either.left("ECONNREFUSED"),
+          fourth: 4,
+          released: ["reader-1", "reader-2", "reader-3"]
+        }
+      )
     }))
 })

@@ -9,7 +9,7 @@
  *
  * @internal
  */
-import { Deferred, Effect, Queue } from "effect"
+import { Deferred, Duration, Effect, Queue } from "effect"
 import type { Scope } from "effect"
 import type { Consumer, KafkaMessage } from "kafkajs"
 import { KafkaError } from "../../SkeinError.ts"
@@ -26,6 +26,14 @@ import type { Guarantee, RestorePermit } from "./producer.ts"
  * the main thread), and holds at most this many batches in memory.
  */
 const batchesAhead = 2
+
+/**
+ * A read that gets nothing for this long (no join of the reader's group, no
+ * fetched batch, no position) fails with a `KafkaError` of reason `Timeout`,
+ * which its task's start retries after a backoff: a restore never waits
+ * forever on a group that does not join or a partition that is not fetched.
+ */
+export const defaultStallTimeout: Duration.Duration = Duration.minutes(1)
 
 type ReadEvent =
   | { readonly _tag: "Records"; readonly records: ReadonlyArray<ChangelogRecord>; readonly ack: () => void }
@@ -111,12 +119,26 @@ export const make = <G extends Guarantee = Guarantee>(
     readonly groupPrefix?: string | undefined
     /** The guarantee of the tasks that read (a permit of the other one is rejected); both when unset. */
     readonly guarantee?: G | undefined
+    /** How long a read waits for its group's join or its next batch before it fails (`defaultStallTimeout`). */
+    readonly stallTimeout?: Duration.DurationInput | undefined
   }
 ): Effect.Effect<ChangelogReader<G>, KafkaError, Scope.Scope> =>
   Effect.gen(function*() {
     /** The first assignment, or the crash that came before it (a failed join must not leave reads waiting). */
     const joined = yield* Deferred.make<ReadonlyArray<number>, KafkaError>()
     const access = { topics: [options.topic], topicOperation: "READ", group: options.groupId, groupOperation: "READ" } as const
+    const stallTimeout = Duration.decode(options.stallTimeout ?? defaultStallTimeout)
+    /** Fails `wait` with a `Timeout` after `stallTimeout` without an answer. */
+    const unlessStalled = <A, E>(wait: Effect.Effect<A, E>, what: string): Effect.Effect<A, E | KafkaError> =>
+      Effect.timeoutFail(wait, {
+        duration: stallTimeout,
+        onTimeout: () =>
+          new KafkaError({
+            reason: "Timeout",
+            operation: "changelog restore",
+            cause: `${options.topic}: ${what} within ${Duration.format(stallTimeout)} (no progress); the task's start is retried`
+          })
+      })
     /** The partitions being read, each by one `read`. */
     const readings = new Map<number, Reading>()
     let assigned: ReadonlyArray<number> = []
@@ -234,7 +256,10 @@ export const make = <G extends Guarantee = Guarantee>(
       Effect.gen(function*() {
         let restored = 0
         while (reading.position < until) {
-          const event = yield* Queue.take(reading.events)
+          const event = yield* unlessStalled(
+            Queue.take(reading.events),
+            `partition ${reading.partition} fetched nothing at offset ${reading.position} of ${until}`
+          )
           switch (event._tag) {
             case "Failed":
               return yield* Effect.fail(event.error)
@@ -270,7 +295,10 @@ export const make = <G extends Guarantee = Guarantee>(
         ? Effect.succeed(0)
         : Effect.gen(function*() {
         // A join that failed on the restore group's ACL is explained as the AuthorizationFailed it is.
-        yield* Effect.catchAll(Deferred.await(joined), explainGroupFailure(kafka, options.groupId, options.groupPrefix))
+        yield* Effect.catchAll(
+          unlessStalled(Deferred.await(joined), `the reader's group ${options.groupId} did not join`),
+          explainGroupFailure(kafka, options.groupId, options.groupPrefix)
+        )
         if (crashed !== undefined) return yield* Effect.fail(crashed)
         if (readings.has(partition)) {
           return yield* Effect.dieMessage(`Skein invariant broken: partition ${partition} restored twice at once`)

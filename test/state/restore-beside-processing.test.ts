@@ -1,0 +1,80 @@
+/**
+ * Restores beside processing (issue 29, defect 1): a task restoring its
+ * store holds up only its own partition. Running tasks keep processing and
+ * committing meanwhile, as Kafka Streams restores beside processing.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { SkeinConfig, Topic, Transformer } from "../../src/index.ts"
+import * as Runner from "../../src/internal/runner.ts"
+import { brokers, caughtUp, createTopics, eventually, groupOffsets, offsets, produce, unique } from "../helpers/kafka.ts"
+
+describe("restore beside processing", () => {
+  it.scopedLive("partition 0 commits while partition 1's restore is held", () =>
+    Effect.gen(function*() {
+      const input = unique("beside-in")
+      const output = unique("beside-out")
+      const applicationId = unique("beside-app")
+      yield* createTopics([{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
+      const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
+      const Out = Topic.make({ name: output, key: Schema.String, value: Topic.json(Schema.Number) })
+      const counter = Transformer.make({
+        name: "count",
+        inputs: [In],
+        state: Schema.Number,
+        transform: (record, count) => {
+          const next = Option.getOrElse(count, () => 0) + 1
+          return Effect.succeed({ emit: [Topic.record(Out, record.key, next)], state: Transformer.set(next) })
+        }
+      })
+      const tmp = (prefix: string) => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+        return Effect.as(Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))), dir)
+      }
+      const start = (stateDir: string, held?: Deferred.Deferred<void>) =>
+        Effect.gen(function*() {
+          const stats = Runner.makeStats()
+          const config = SkeinConfig.make({ brokers: brokers(), applicationId, stateDir })
+          const fiber = yield* Effect.forkDaemon(Effect.scoped(Runner.run(counter, config, stats, {
+            // Partition 1's restore waits for `held` before it reads (a reader stuck on its group, a huge changelog).
+            reader: (_topic, reader) =>
+              held === undefined ? reader : {
+                ...reader,
+                read: (permit, partition, range, apply) =>
+                  partition === 1
+                    ? Effect.zipRight(Deferred.await(held), reader.read(permit, partition, range, apply))
+                    : reader.read(permit, partition, range, apply)
+              }
+          })))
+          yield* Effect.addFinalizer(() => Fiber.interrupt(fiber))
+          return { stats, fiber }
+        })
+
+      // A first instance fills both changelog partitions.
+      yield* produce(input, [0, 1].flatMap((partition) => ["a", "b", "c"].map((key) => ({ key: `${partition}-${key}`, value: "1", partition }))))
+      const first = yield* start(yield* tmp("skein-beside-1-"))
+      yield* caughtUp(applicationId, input)
+      yield* Fiber.interrupt(first.fiber)
+
+      // A second instance without local state restores both partitions; partition 1's restore is held.
+      const held = yield* Deferred.make<void>()
+      const second = yield* start(yield* tmp("skein-beside-2-"), held)
+      yield* produce(input, [0, 1].flatMap((partition) => ["a", "b"].map((key) => ({ key: `${partition}-${key}`, value: "1", partition }))))
+      const ends = new Map((yield* offsets(input)).map((o) => [o.partition, o.lastStable]))
+      yield* eventually(
+        Effect.map(groupOffsets(applicationId, input), (committed) => (committed.get(0) ?? -1) >= ends.get(0)!),
+        { timeout: 45_000, what: "partition 0's new records to be committed while partition 1 restores" }
+      )
+      // Partition 1's restore cannot have ended: it is still held.
+      assert.isFalse(second.stats.restores.has(1), "partition 1's restore ended before it was released")
+      assert.isTrue(second.stats.restores.has(0))
+      yield* Deferred.succeed(held, undefined)
+      yield* caughtUp(applicationId, input)
+      assert.strictEqual(second.stats.restores.get(1)?.records, 3)
+      const exit = yield* Fiber.poll(second.fiber)
+      assert.isTrue(Option.isNone(exit) || Exit.isInterrupted(exit.value), "the runner keeps running")
+    }), { timeout: 150_000 })
+})
