@@ -13,7 +13,7 @@ import { Deferred, Duration, Effect, Option, Scope } from "effect"
 import type { Semaphore } from "effect/Effect"
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
-import type { SkeinConfig } from "../SkeinConfig.ts"
+import type { ProcessingGuarantee, SkeinConfig } from "../SkeinConfig.ts"
 import type { RunnerError } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { Transformer } from "../Transformer.ts"
@@ -132,13 +132,14 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     // by the next restore, and a reader whose consumer crashed (its group coordinator gone for longer
     // than its retries) is made again, so the restore is retried after a backoff instead of failing
     // forever. Each reader has a scope of its own: a crashed one is disconnected when it is replaced.
-    const readerOf = (topic: string) =>
+    // A run store is restored with its own fenced producer whatever the processing guarantee.
+    const readerOf = (topic: string, guarantee: ProcessingGuarantee) =>
       memoizeScoped(
         ChangelogReader.make(kafka, {
           topic,
           groupId: `${config.applicationId}-restore-${randomUUID()}`,
           groupPrefix: config.applicationId,
-          guarantee: config.processingGuarantee
+          guarantee
         }).pipe(
           Effect.map((reader) => hooks.reader === undefined ? reader : hooks.reader(topic, reader))
         ),
@@ -146,11 +147,11 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       )
     const restoreFrom = yield* Effect.transposeMapOption(
       changelog,
-      (topic) => Effect.map(readerOf(topic), (reader) => ({ topic, reader }))
+      (topic) => Effect.map(readerOf(topic, config.processingGuarantee), (reader) => ({ topic, reader }))
     )
     const runsFrom = yield* Effect.transposeMapOption(
       runsTopic,
-      (topic) => Effect.map(readerOf(topic), (reader) => ({ topic, reader, retention }))
+      (topic) => Effect.map(readerOf(topic, "exactly-once"), (reader) => ({ topic, reader, retention }))
     )
     // The readers join their private groups while the runner joins its own: a new group's first join
     // waits out the broker's group.initial.rebalance.delay.ms (3 s by default), which the first
