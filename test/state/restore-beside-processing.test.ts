@@ -77,4 +77,66 @@ describe("restore beside processing", () => {
       const exit = yield* Fiber.poll(second.fiber)
       assert.isTrue(Option.isNone(exit) || Exit.isInterrupted(exit.value), "the runner keeps running")
     }), { timeout: 150_000 })
+
+  it.scopedLive("a restore held when a rebalance revokes its partition is interrupted", () =>
+    Effect.gen(function*() {
+      const input = unique("moved-in")
+      const output = unique("moved-out")
+      const applicationId = unique("moved-app")
+      yield* createTopics([{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
+      const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
+      const Out = Topic.make({ name: output, key: Schema.String, value: Topic.json(Schema.Number) })
+      const counter = Transformer.make({
+        name: "count",
+        inputs: [In],
+        state: Schema.Number,
+        transform: (record, count) => {
+          const next = Option.getOrElse(count, () => 0) + 1
+          return Effect.succeed({ emit: [Topic.record(Out, record.key, next)], state: Transformer.set(next) })
+        }
+      })
+      const tmp = (prefix: string) => {
+        const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+        return Effect.as(Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))), dir)
+      }
+      /** Set once instance A's restore of partition 1 is held, and once it is interrupted. */
+      const holding = yield* Deferred.make<void>()
+      const interrupted = yield* Deferred.make<void>()
+      const start = (stateDir: string, hold: boolean) =>
+        Effect.gen(function*() {
+          const stats = Runner.makeStats()
+          const config = SkeinConfig.make({ brokers: brokers(), applicationId, stateDir })
+          const fiber = yield* Effect.forkDaemon(Effect.scoped(Runner.run(counter, config, stats, {
+            // Instance A's restore of partition 1 never ends by itself.
+            reader: (_topic, reader) =>
+              !hold ? reader : {
+                ...reader,
+                read: (permit, partition, range, apply) =>
+                  partition === 1
+                    ? Effect.zipRight(
+                      Deferred.succeed(holding, undefined),
+                      Effect.onInterrupt(Effect.never, () => Deferred.succeed(interrupted, undefined))
+                    )
+                    : reader.read(permit, partition, range, apply)
+              }
+          })))
+          yield* Effect.addFinalizer(() => Fiber.interrupt(fiber))
+          return { stats, fiber }
+        })
+      // A first instance fills both changelog partitions, so that the next one restores them.
+      yield* produce(input, [0, 1].flatMap((partition) => ["a", "b"].map((key) => ({ key: `${partition}-${key}`, value: "1", partition }))))
+      const first = yield* start(yield* tmp("skein-moved-first-"), false)
+      yield* caughtUp(applicationId, input)
+      yield* Fiber.interrupt(first.fiber)
+      // Instance A, without local state: its restore of partition 1 is held.
+      const a = yield* start(yield* tmp("skein-moved-a-"), true)
+      yield* Deferred.await(holding)
+      // Instance B joins: the rebalance revokes A's partitions; A's held restore must stop.
+      const b = yield* start(yield* tmp("skein-moved-b-"), false)
+      yield* Effect.timeout(Deferred.await(interrupted), "60 seconds").pipe(
+        Effect.catchTag("TimeoutException", () => Effect.dieMessage("instance A's held restore was never interrupted"))
+      )
+      assert.isTrue(Option.isNone(yield* Fiber.poll(a.fiber)), "instance A keeps running")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(b.fiber)), "instance B keeps running")
+    }), { timeout: 150_000 })
 })
