@@ -397,17 +397,17 @@ export const make = (options: {
             Effect.gen(function*() {
               yield* teardownAll(held)
               // Every assignment after the first is a rebalance, an eviction's rejoin included.
-            if (generation !== -1) stats.recordRebalance()
-            generation = next
-            assignment = new Set(partitions)
-            // A stopped partition stays stopped until a restart, or until it moves away.
-            stats.keepStopped(partitions)
-            for (const partition of partitions) {
-              if (stats.stopped.has(partition)) continue
-              due.push(partition)
-              stats.addPending(partition)
-            }
-          })
+              if (generation !== -1) stats.recordRebalance()
+              generation = next
+              assignment = new Set(partitions)
+              // A stopped partition stays stopped until a restart, or until it moves away.
+              stats.keepStopped(partitions)
+              for (const partition of partitions) {
+                if (stats.stopped.has(partition)) continue
+                due.push(partition)
+                stats.addPending(partition)
+              }
+            })
           ),
           // Outside the lock, never waiting for a standby to stop: a partition active here is
           // never a standby too, and its task's start waits for the standby's store to close.
