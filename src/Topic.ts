@@ -11,6 +11,7 @@
  */
 import { Either, ParseResult, Schema } from "effect"
 import { headerRecord } from "./internal/headers.ts"
+import * as JsonCodec from "./internal/jsonCodec.ts"
 import type { HeaderValue, Headers } from "./internal/headers.ts"
 import { notText, strictText } from "./internal/utf8.ts"
 import { EncodeError } from "./SkeinError.ts"
@@ -405,7 +406,11 @@ const tombstone = <A>(codec: AnyCodec<A>): ParseResult.ParseError =>
  * @since 0.1.0
  * @category codecs
  */
-export const json = <A, I>(schema: Schema.Schema<A, I>): Codec<A> => Schema.parseJson(schema)
+export const json = <A, I>(schema: Schema.Schema<A, I>): Codec<A> => {
+  const codec = Schema.parseJson(schema)
+  JsonCodec.register(codec, schema)
+  return codec
+}
 
 /**
  * A record to produce, built with `Topic.record`. Its key and value are

@@ -26,6 +26,7 @@ import {
 import type * as Topic from "../Topic.ts"
 import type { RecordOf, Result, Transformer } from "../Transformer.ts"
 import * as Cut from "./cut.ts"
+import * as JsonCodec from "./jsonCodec.ts"
 import { deadLetter } from "./deadLetter.ts"
 import { decodeRecord } from "./decode.ts"
 import { describe } from "./errorText.ts"
@@ -201,12 +202,13 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   Effect.gen(function*() {
     const topics = new Map(transformer.inputs.map((topic) => [topic.name, topic]))
     const decodeState = Option.map(transformer.state, (codec) => Schema.decodeEither(codec))
-    const encodeState = Option.map(transformer.state, (codec) => Schema.encodeEither(codec))
     const copyState = Option.match(transformer.state, {
       onNone: (): StateCopy.StateCopy<S> => Either.right,
       onSome: StateCopy.make
     })
     const stateCodecName = `state of ${transformer.name}`
+    // A state change's stored form and its decode back, on every record: the codec's cheaper steps.
+    const storedSteps = Option.map(transformer.state, JsonCodec.steps)
     const states = new Map<string, Option.Option<S>>()
     let retries = 0
     // Outputs carry trace context only under a tracer the program installed; the batch span
@@ -270,11 +272,11 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       stateKey: string,
       source: FetchedRecord
     ): Either.Either<string | null | undefined, EncodeError | StateNotStorable> => {
-      if (change === undefined || Option.isNone(encodeState) || Option.isNone(decodeState)) return Either.right(undefined)
+      if (change === undefined || Option.isNone(storedSteps)) return Either.right(undefined)
       if (Option.isNone(change)) return Either.right(null)
-      const encoded = encodeState.value(change.value)
+      const encoded = storedSteps.value.encode(change.value)
       if (Either.isLeft(encoded)) return Either.left(new EncodeError({ topic: stateCodecName, cause: encoded.left }))
-      const back = decodeState.value(encoded.right)
+      const back = storedSteps.value.decode(encoded.right)
       if (Either.isLeft(back)) {
         return Either.left(
           new StateNotStorable({
