@@ -46,10 +46,13 @@ export const claim = (user: User, ids: ReadonlyArray<string>): Effect.Effect<voi
               problem: `Transactional id ${id} is used by both ${held.user.description} (application id ` +
                 `${held.user.applicationId}) and ${user.description} (application id ${user.applicationId}): ` +
                 `they would fence each other for ever`,
-              fix: "Rename one of them: a transactional id is {applicationId}-{partition} for a task, " +
-                "{applicationId}-runs-{partition} for a workflow's run store and " +
-                "{applicationId}-extract-{extractor}-{token} for an extractor, and runAll's application id of a " +
-                "transformer is {applicationId}-{name} (a rename also renames its consumer group and topics)"
+              fix: held.user.applicationId === user.applicationId
+                ? "Give each transformer its own applicationId (SKEIN_APPLICATION_ID), e.g. " +
+                  `"${user.applicationId}-{name}": one applicationId is one consumer group and one set of transactional ids`
+                : "Rename one of them: a transactional id is {applicationId}-{partition} for a task, " +
+                  "{applicationId}-runs-{partition} for a workflow's run store and " +
+                  "{applicationId}-extract-{extractor}-{token} for an extractor, and runAll's application id of a " +
+                  "transformer is {applicationId}-{name} (a rename also renames its consumer group and topics)"
             })
           )
         }

@@ -9,9 +9,13 @@ import { Cause, Duration, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { SkeinError, Topic, Transformer } from "../../src/index.ts"
 import * as Assignor from "../../src/internal/kafka/assignor.ts"
 import kafkajs from "kafkajs"
+import { fileURLToPath } from "node:url"
+import { spawnApp } from "../helpers/appProcess.ts"
 import { caughtUp, createTopics, produce, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
+import { brokers } from "../utils/broker.ts"
 
 const { AssignerProtocol } = kafkajs
+const echoApp = fileURLToPath(new URL("../apps/echo.ts", import.meta.url))
 
 const copier = (name: string, input: string, output: string) => {
   const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
@@ -73,6 +77,43 @@ describe("one applicationId per transformer", () => {
       assert.isTrue(values.every((v) => v.startsWith("copy-a:")))
       assert.strictEqual(a.stats.migrations, 0, "never fenced")
     }), 120_000)
+
+  it.scopedLive("a second transformer in another process under the same applicationId is rejected by the group's owner check; the first keeps committing", () =>
+    Effect.gen(function*() {
+      // In one process the transactional-id registry rejects the second transformer before it joins;
+      // across processes only the group's owner check (the assignor) can, which this case exercises.
+      const input = unique("appid-proc-in")
+      const output = unique("appid-proc-out")
+      const applicationId = unique("appid-proc-app")
+      yield* createTopics([{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
+      yield* produce(input, batch("first", 40))
+      const a = yield* startInstance(copier("copy-a", input, output), { applicationId })
+      yield* caughtUp(applicationId, input)
+
+      const child = yield* spawnApp(echoApp, {
+        KAFKA_BROKERS: brokers().join(","),
+        SKEIN_APPLICATION_ID: applicationId,
+        CHAOS_INPUT_TOPIC: input,
+        CHAOS_OUTPUT_TOPIC: output
+      })
+      // A guard against a hang, not a measure.
+      const code = yield* child.exited.pipe(Effect.timeout(Duration.seconds(90)), Effect.option)
+      assert.isTrue(Option.isSome(code), `the second transformer's process did not end (waited 90 s): ${child.output()}`)
+      assert.strictEqual(Option.getOrThrow(code), 1, child.output())
+      const failed = child.output().split("\n").find((l) => l.includes(`"event":"failed"`)) ?? ""
+      assert.include(failed, "ConfigurationError", child.output())
+      assert.include(failed, "is in use by transformer", failed)
+      assert.include(failed, "copy-a", failed)
+      assert.include(failed, "Give each transformer its own applicationId", failed)
+
+      yield* produce(input, batch("second", 40))
+      yield* caughtUp(applicationId, input)
+      assert.isTrue(Option.isNone(yield* a.exit), "the first transformer is still running")
+      const values = (yield* readCommitted(output)).map((r) => r.value ?? "")
+      assert.strictEqual(values.length, 80)
+      assert.isTrue(values.every((v) => v.startsWith("copy-a:")), "every output is the first transformer's")
+      assert.strictEqual(a.stats.migrations, 0, "never fenced")
+    }), 150_000)
 
   it.scopedLive("started at the same time, one of two transformers is rejected and the other processes everything", () =>
     Effect.gen(function*() {
