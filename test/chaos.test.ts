@@ -18,7 +18,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { inject } from "vitest"
-import { abortedTransactions, assertAllPass, runCli } from "./helpers/chaos.ts"
+import { abortedTransactions, assertAllPass, runCli, singleBrokerChaosArgs } from "./helpers/chaos.ts"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -32,28 +32,7 @@ describe("chaos", () => {
       const records = 5000
       const seed = 1
       const run = yield* runCli(
-        [
-          "--app",
-          "all",
-          "--instances",
-          "2",
-          "--kills",
-          "8",
-          "--bounces",
-          "4",
-          "--pauses",
-          "2",
-          "--records",
-          String(records),
-          "--rate",
-          "50",
-          "--runtimes",
-          "node,bun,deno",
-          "--txn-kills",
-          "1",
-          "--seed",
-          String(seed)
-        ],
+        singleBrokerChaosArgs(records, seed),
         { KAFKA_BROKERS: process.env["KAFKA_BROKERS"] ?? inject("kafkaBrokers") }
       )
       // Printed, not asserted: the transaction kill's lines and the verifier's transaction counts.

@@ -1,10 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Duration, Effect, Exit, Option, Schema } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
-import { SkeinError, Topic, Transformer } from "../../src/index.ts"
+import { Cause, Duration, Effect, Exit, Option } from "effect"
+import { SkeinError } from "../../src/index.ts"
+import { countOf } from "../helpers/counter.ts"
 import { caughtUp, createTopics, eventually, kafka, produce, startInstance, unique } from "../helpers/kafka.ts"
+import { tempDir } from "../helpers/tempDir.ts"
 
 // Issue 29, defect 7: an input topic that gains partitions while the application runs. A missing
 // partition read as empty (the admin's offset range was {0, 0}), so the task of a new input
@@ -18,21 +17,8 @@ describe("input partitions added while running", () => {
       const output = unique("grown-out")
       const applicationId = unique("grown-app")
       yield* createTopics([{ name: input, partitions: 2 }, { name: output, partitions: 1 }])
-      const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
-      const Out = Topic.make({ name: output, key: Schema.String, value: Topic.json(Schema.Number) })
-      const counter = Transformer.make({
-        name: "grown-count",
-        inputs: [In],
-        state: Schema.Number,
-        transform: (record, count) => {
-          const next = Option.getOrElse(count, () => 0) + 1
-          return Effect.succeed({ emit: [Topic.record(Out, record.key, next)], state: Transformer.set(next) })
-        }
-      })
-      const stateDir = (name: string) => {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), `skein-grown-${name}-`))
-        return Effect.as(Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))), dir)
-      }
+      const counter = countOf(input, output, "grown-count")
+      const stateDir = (name: string) => tempDir(`skein-grown-${name}-`)
       const options = { applicationId, deliveryBackoff: Duration.millis(10) }
       yield* produce(input, [0, 1].map((partition) => ({ key: `k${partition}`, value: "v", partition })))
       const first = yield* startInstance(counter, { ...options, stateDir: yield* stateDir("a") })

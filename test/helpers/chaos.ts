@@ -73,3 +73,31 @@ export const assertAllPass = (run: CliRun, records: number, apps: ReadonlyArray<
   assert.strictEqual(run.code, 0, context)
   return lines
 }
+
+/**
+ * The chaos run of the default suite and of the random-seed soak: every app on node, bun and
+ * deno, two instances, 8 SIGKILLs (one inside an open transaction, by event), 4 bounces and 2
+ * pauses, `records` records at 50 a second, under `seed`'s fault schedule.
+ */
+export const singleBrokerChaosArgs = (records: number, seed: number): ReadonlyArray<string> => [
+  "--app",
+  "all",
+  "--instances",
+  "2",
+  "--kills",
+  "8",
+  "--bounces",
+  "4",
+  "--pauses",
+  "2",
+  "--records",
+  String(records),
+  "--rate",
+  "50",
+  "--runtimes",
+  "node,bun,deno",
+  "--txn-kills",
+  "1",
+  "--seed",
+  String(seed)
+]

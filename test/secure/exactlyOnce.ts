@@ -7,12 +7,13 @@
  * last stable offsets by the ordinary user: every record once, nothing more.
  */
 import { assert } from "@effect/vitest"
-import { Effect, Option, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import type { Scope } from "effect"
 import kafkajs from "kafkajs"
 import * as fs from "node:fs"
 import { Topic, Transformer } from "../../src/index.ts"
 import { KafkaBroker } from "../../src/testing/index.ts"
+import { countOf } from "../helpers/counter.ts"
 import type { LocalKafka } from "../../src/testing/index.ts"
 import { adminKafka, applicationAcls, createAcls, createTopics, produce, startInstance, unique } from "./helpers.ts"
 
@@ -28,20 +29,6 @@ export const copyOf = (input: string, output: string) => {
     name: "copy",
     inputs: [In],
     transform: (record) => Effect.succeed({ emit: [Topic.record(Out, record.key, record.value)] })
-  })
-}
-
-export const countOf = (input: string, output: string) => {
-  const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
-  const Out = Topic.make({ name: output, key: Schema.String, value: Topic.json(Schema.Number) })
-  return Transformer.make({
-    name: "count",
-    inputs: [In],
-    state: Schema.Number,
-    transform: (record, count) => {
-      const next = Option.getOrElse(count, () => 0) + 1
-      return Effect.succeed({ emit: [Topic.record(Out, record.key, next)], state: Transformer.set(next) })
-    }
   })
 }
 

@@ -10,9 +10,10 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as tls from "node:tls"
-import { Cause, Effect, Fiber, Option, Redacted, Schema } from "effect"
+import { Cause, Effect, Fiber, Redacted, Schema } from "effect"
 import { SkeinError, Topic, Transformer } from "../../src/index.ts"
 import { KafkaBroker, LocalKafka } from "../../src/testing/index.ts"
+import { countOf } from "../helpers/counter.ts"
 import {
   applicationAcls,
   createAcls,
@@ -32,20 +33,6 @@ const copyOf = (input: string, output: string) => {
     name: "copy",
     inputs: [In],
     transform: (record) => Effect.succeed({ emit: [Topic.record(Out, record.key, record.value)] })
-  })
-}
-
-const countOf = (input: string, output: string) => {
-  const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
-  const Out = Topic.make({ name: output, key: Schema.String, value: Topic.json(Schema.Number) })
-  return Transformer.make({
-    name: "count",
-    inputs: [In],
-    state: Schema.Number,
-    transform: (record, count) => {
-      const next = Option.getOrElse(count, () => 0) + 1
-      return Effect.succeed({ emit: [Topic.record(Out, record.key, next)], state: Transformer.set(next) })
-    }
   })
 }
 

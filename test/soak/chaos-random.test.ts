@@ -13,7 +13,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { inject } from "vitest"
-import { abortedTransactions, assertAllPass, runCli } from "../helpers/chaos.ts"
+import { abortedTransactions, assertAllPass, runCli, singleBrokerChaosArgs } from "../helpers/chaos.ts"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -34,28 +34,7 @@ describe("chaos under random seeds", () => {
       Effect.gen(function*() {
         const records = 5000
         const run = yield* runCli(
-          [
-            "--app",
-            "all",
-            "--instances",
-            "2",
-            "--kills",
-            "8",
-            "--bounces",
-            "4",
-            "--pauses",
-            "2",
-            "--records",
-            String(records),
-            "--rate",
-            "50",
-            "--runtimes",
-            "node,bun,deno",
-            "--txn-kills",
-            "1",
-            "--seed",
-            String(seed)
-          ],
+          singleBrokerChaosArgs(records, seed),
           { KAFKA_BROKERS: process.env["KAFKA_BROKERS"] ?? inject("kafkaBrokers") }
         )
         const lines = assertAllPass(run, records)

@@ -4,12 +4,11 @@
  * committing meanwhile, as Kafka Streams restores beside processing.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
-import { SkeinConfig, Topic, Transformer } from "../../src/index.ts"
+import { Deferred, Effect, Exit, Fiber, Option } from "effect"
+import { SkeinConfig } from "../../src/index.ts"
 import * as Runner from "../../src/internal/runner.ts"
+import { countOf } from "../helpers/counter.ts"
+import { tempDir } from "../helpers/tempDir.ts"
 import { brokers, caughtUp, createTopics, eventually, groupOffsets, offsets, produce, unique } from "../helpers/kafka.ts"
 
 describe("restore beside processing", () => {
@@ -19,21 +18,7 @@ describe("restore beside processing", () => {
       const output = unique("beside-out")
       const applicationId = unique("beside-app")
       yield* createTopics([{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
-      const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
-      const Out = Topic.make({ name: output, key: Schema.String, value: Topic.json(Schema.Number) })
-      const counter = Transformer.make({
-        name: "count",
-        inputs: [In],
-        state: Schema.Number,
-        transform: (record, count) => {
-          const next = Option.getOrElse(count, () => 0) + 1
-          return Effect.succeed({ emit: [Topic.record(Out, record.key, next)], state: Transformer.set(next) })
-        }
-      })
-      const tmp = (prefix: string) => {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
-        return Effect.as(Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))), dir)
-      }
+      const counter = countOf(input, output)
       const start = (stateDir: string, held?: Deferred.Deferred<void>) =>
         Effect.gen(function*() {
           const stats = Runner.makeStats()
@@ -55,13 +40,13 @@ describe("restore beside processing", () => {
 
       // A first instance fills both changelog partitions.
       yield* produce(input, [0, 1].flatMap((partition) => ["a", "b", "c"].map((key) => ({ key: `${partition}-${key}`, value: "1", partition }))))
-      const first = yield* start(yield* tmp("skein-beside-1-"))
+      const first = yield* start(yield* tempDir("skein-beside-1-"))
       yield* caughtUp(applicationId, input)
       yield* Fiber.interrupt(first.fiber)
 
       // A second instance without local state restores both partitions; partition 1's restore is held.
       const held = yield* Deferred.make<void>()
-      const second = yield* start(yield* tmp("skein-beside-2-"), held)
+      const second = yield* start(yield* tempDir("skein-beside-2-"), held)
       yield* produce(input, [0, 1].flatMap((partition) => ["a", "b"].map((key) => ({ key: `${partition}-${key}`, value: "1", partition }))))
       const ends = new Map((yield* offsets(input)).map((o) => [o.partition, o.lastStable]))
       yield* eventually(
@@ -84,21 +69,7 @@ describe("restore beside processing", () => {
       const output = unique("moved-out")
       const applicationId = unique("moved-app")
       yield* createTopics([{ name: input, partitions: 2 }, { name: output, partitions: 2 }])
-      const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
-      const Out = Topic.make({ name: output, key: Schema.String, value: Topic.json(Schema.Number) })
-      const counter = Transformer.make({
-        name: "count",
-        inputs: [In],
-        state: Schema.Number,
-        transform: (record, count) => {
-          const next = Option.getOrElse(count, () => 0) + 1
-          return Effect.succeed({ emit: [Topic.record(Out, record.key, next)], state: Transformer.set(next) })
-        }
-      })
-      const tmp = (prefix: string) => {
-        const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
-        return Effect.as(Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))), dir)
-      }
+      const counter = countOf(input, output)
       /** Set once instance A's restore of partition 1 is held, and once it is interrupted. */
       const holding = yield* Deferred.make<void>()
       const interrupted = yield* Deferred.make<void>()
@@ -125,14 +96,14 @@ describe("restore beside processing", () => {
         })
       // A first instance fills both changelog partitions, so that the next one restores them.
       yield* produce(input, [0, 1].flatMap((partition) => ["a", "b"].map((key) => ({ key: `${partition}-${key}`, value: "1", partition }))))
-      const first = yield* start(yield* tmp("skein-moved-first-"), false)
+      const first = yield* start(yield* tempDir("skein-moved-first-"), false)
       yield* caughtUp(applicationId, input)
       yield* Fiber.interrupt(first.fiber)
       // Instance A, without local state: its restore of partition 1 is held.
-      const a = yield* start(yield* tmp("skein-moved-a-"), true)
+      const a = yield* start(yield* tempDir("skein-moved-a-"), true)
       yield* Deferred.await(holding)
       // Instance B joins: the rebalance revokes A's partitions; A's held restore must stop.
-      const b = yield* start(yield* tmp("skein-moved-b-"), false)
+      const b = yield* start(yield* tempDir("skein-moved-b-"), false)
       yield* Effect.timeout(Deferred.await(interrupted), "60 seconds").pipe(
         Effect.catchTag("TimeoutException", () => Effect.dieMessage("instance A's held restore was never interrupted"))
       )
