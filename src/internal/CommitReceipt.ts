@@ -35,18 +35,31 @@ export const issue = <P extends number>(partition: P, appended: ReadonlyArray<Ap
 
 /**
  * True once for a receipt `issue` made (the store write it allows spends
- * it), when the write's checkpoint, if any, is a batch that commit appended
- * (the store's own changelog partition); false for a spent receipt, a value
- * `issue` did not make (a cast), or another commit's checkpoint.
+ * it), when it is a receipt of the store's own task `partition` and the
+ * write's checkpoint, if any, is a batch that commit appended (the store's
+ * own changelog partition); false for a spent receipt, a value `issue` did
+ * not make (a cast), another task's receipt, another commit's checkpoint,
+ * or a store of no task (`partition` undefined).
  */
 export const spend = (
   receipt: CommitReceipt,
+  partition: number | undefined,
   checkpoint?: { readonly topic: string; readonly partition: number; readonly offset: number }
 ): boolean =>
+  receipt.partition === partition &&
   (checkpoint === undefined || receipt.appended.some((a) =>
     a.topic === checkpoint.topic && a.partition === checkpoint.partition && a.baseOffset === checkpoint.offset
   )) && unspent.delete(receipt)
 
-/** A write to the store at `path` without a receipt `spend` accepts (a spent one, a cast, another commit's): a defect. */
-export const missing = (path: string): Effect.Effect<never> =>
-  Effect.dieMessage(`Skein invariant broken: a write to the store at ${path} without its commit's receipt`)
+/**
+ * A write to task `partition`'s store at `path` without a receipt `spend`
+ * accepts (a spent one, a cast, another task's or commit's): a defect.
+ */
+export const missing = (path: string, partition: number | undefined, receipt: CommitReceipt): Effect.Effect<never> =>
+  Effect.dieMessage(
+    partition === undefined
+      ? `Skein invariant broken: a write to the store at ${path}, which was opened for no task (read and replay only)`
+      : receipt.partition !== partition
+      ? `Skein invariant broken: a write to task ${partition}'s store at ${path} with the receipt of task ${receipt.partition}'s commit`
+      : `Skein invariant broken: a write to task ${partition}'s store at ${path} without its commit's receipt`
+  )

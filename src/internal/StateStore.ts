@@ -44,18 +44,25 @@ const CheckpointJson = Schema.parseJson(Schema.Struct({
   offset: Schema.Int
 }))
 
-export interface StateStore {
+/**
+ * The store of task `P`: only a receipt of that task's commit writes it
+ * (`CommitReceipt<P>`). `StateStore` alone (`P` = `never`) is a store of a
+ * task the type does not name: it reads and replays, and no receipt writes
+ * it; `StateStore<P>` is one, so reading code takes any task's store.
+ */
+export interface StateStore<P extends number = never> {
   readonly path: string
   readonly get: (key: string) => Effect.Effect<string | undefined, StateStoreError>
   /** Reads several keys in one call (`undefined` for a missing key). */
   readonly getMany: (keys: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string | undefined>, StateStoreError>
   /**
    * Applies a commit's writes atomically (one LevelDB batch), with the new
-   * checkpoint when given. Requires the commit's receipt (spent by the
-   * write): state reaches the store only after its commit.
+   * checkpoint when given. Requires the receipt of a commit of the store's
+   * own task (spent by the write): state reaches the store only after its
+   * commit, and a commit of another task writes none of it.
    */
   readonly write: (
-    receipt: CommitReceipt.CommitReceipt,
+    receipt: CommitReceipt.CommitReceipt<P>,
     writes: ReadonlyArray<StoreWrite>,
     checkpoint?: Checkpoint
   ) => Effect.Effect<void, StateStoreError>
@@ -99,8 +106,13 @@ export const isLocked = (error: StateStoreError): boolean => {
  * holds; closes it (kept on disk, its folder's modification time set to
  * now) when the scope closes. Fails with a
  * `StateStoreError` that `isLocked` recognises when another process has it open.
+ * `partition`: the task whose commits write it (`StateStore<P>`); without
+ * one, a store that only reads and replays (a standby's, a scan's).
  */
-export const open = (path: string): Effect.Effect<StateStore, StateStoreError, Scope.Scope> =>
+export const open = <P extends number = never>(
+  path: string,
+  partition?: P
+): Effect.Effect<StateStore<P>, StateStoreError, Scope.Scope> =>
   Effect.acquireRelease(
     attempt("open", path, async () => {
       await fs.mkdir(path, { recursive: true })
@@ -116,8 +128,8 @@ export const open = (path: string): Effect.Effect<StateStore, StateStoreError, S
         const now = new Date()
         await fs.utimes(path, now, now).catch(() => undefined)
       })
-  ).pipe(Effect.map((db): StateStore => {
-    const replay: StateStore["replay"] = (writes, checkpoint) =>
+  ).pipe(Effect.map((db): StateStore<P> => {
+    const replay: StateStore<P>["replay"] = (writes, checkpoint) =>
       writes.length === 0 && checkpoint === undefined ? Effect.void : attempt("write", path, () =>
         db.batch([
           ...writes.map((w) =>
@@ -134,7 +146,9 @@ export const open = (path: string): Effect.Effect<StateStore, StateStoreError, S
       get: (key) => attempt("get", path, () => db.get(dataKey(key))),
       getMany: (keys) => attempt("getMany", path, () => db.getMany(keys.map(dataKey))),
       write: (receipt, writes, checkpoint) =>
-        Effect.suspend(() => CommitReceipt.spend(receipt, checkpoint) ? replay(writes, checkpoint) : CommitReceipt.missing(path)),
+        Effect.suspend(() =>
+          CommitReceipt.spend(receipt, partition, checkpoint) ? replay(writes, checkpoint) : CommitReceipt.missing(path, partition, receipt)
+        ),
       replay,
       checkpoint: attempt("get", path, () => db.get(checkpointKey)).pipe(
         Effect.map((text) =>

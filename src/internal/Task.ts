@@ -48,16 +48,16 @@ import * as RunStore from "./workflow/RunStore.ts"
 const stateCacheCapacity = 100_000
 
 /** How a task delivers its work: one transaction per batch, or acknowledged sends. */
-export type Delivery =
-  | { readonly _tag: "ExactlyOnce"; readonly producer: FencedProducer }
-  | { readonly _tag: "AtLeastOnce"; readonly producer: AtLeastOnceProducer }
+export type Delivery<P extends number = number> =
+  | { readonly _tag: "ExactlyOnce"; readonly producer: FencedProducer<P> }
+  | { readonly _tag: "AtLeastOnce"; readonly producer: AtLeastOnceProducer<P> }
 
-export interface Task {
-  readonly partition: number
+export interface Task<P extends number = number> {
+  readonly partition: P
   /** Where each input partition starts: its committed offset, read after fencing. */
   readonly startOffsets: ReadonlyArray<PartitionOffset>
-  readonly delivery: Delivery
-  readonly store: Option.Option<StateStore.StateStore>
+  readonly delivery: Delivery<P>
+  readonly store: Option.Option<StateStore.StateStore<P>>
   /** The store's committed states, decoded. */
   readonly cache: StateCache
   /** How the store was restored (`None`: a stateless transformer). */
@@ -233,13 +233,13 @@ const restore = (
  * when another process holds it open (two instances share `stateDir`), a
  * temporary folder of this task's own instead, deleted when it closes.
  */
-const openStore = (
+const openStore = <P extends number>(
   context: TaskContext,
-  partition: number,
+  partition: P,
   name: string = String(partition)
-): Effect.Effect<StateStore.StateStore, StateStoreError, Scope.Scope> => {
+): Effect.Effect<StateStore.StateStore<P>, StateStoreError, Scope.Scope> => {
   const kept = path.join(context.storeDir, name)
-  return StateStore.open(kept).pipe(
+  return StateStore.open(kept, partition).pipe(
     Effect.catchIf(StateStore.isLocked, () => {
       const own = path.join(context.storeDir, `${name}.${randomUUID()}.tmp`)
       return Effect.logWarning(
@@ -247,16 +247,16 @@ const openStore = (
           `this task uses ${own} and restores in full. Give each instance its own stateDir to keep state across restarts`
       ).pipe(
         Effect.zipRight(Effect.acquireRelease(Effect.void, () => StateStore.remove(own))),
-        Effect.zipRight(StateStore.open(own))
+        Effect.zipRight(StateStore.open(own, partition))
       )
     })
   )
 }
 
 /** Starts task `partition` in the current scope; closing the scope tears it down. */
-export const make = (context: TaskContext, partition: number): Effect.Effect<Task, RunnerError, Scope.Scope> =>
+export const make = <P extends number>(context: TaskContext, partition: P): Effect.Effect<Task<P>, RunnerError, Scope.Scope> =>
   Effect.gen(function*() {
-    const delivery: Delivery = context.processingGuarantee === "exactly-once"
+    const delivery: Delivery<P> = context.processingGuarantee === "exactly-once"
       ? {
         _tag: "ExactlyOnce",
         producer: yield* Effect.flatMap(
@@ -283,7 +283,7 @@ export const make = (context: TaskContext, partition: number): Effect.Effect<Tas
     const stateful = yield* Option.match(context.changelog, {
       onNone: () =>
         Effect.succeed(
-          Option.none<{ store: StateStore.StateStore; restore: Restore; announce: LocalStores | undefined }>()
+          Option.none<{ store: StateStore.StateStore<P>; restore: Restore; announce: LocalStores | undefined }>()
         ),
       onSome: (changelog) =>
         Effect.gen(function*() {
@@ -424,8 +424,8 @@ const forgetRuns = (runs: RunStore.RunStore, executionIds: ReadonlyArray<string>
  * uninterruptible step: the transaction (or acknowledged sends), the store
  * write, the state cache, then `onCommitted` (the caller's cursors and counters).
  */
-export const processSlices = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
-  task: Task,
+export const processSlices = <P extends number, Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
+  task: Task<P>,
   transformer: Transformer<Inputs, S, E, R>,
   slices: ReadonlyArray<Batch.Slice>,
   options: Batch.Options & {

@@ -10,11 +10,11 @@ import { Effect } from "effect"
 import * as CommitReceipt from "./CommitReceipt.ts"
 import type { Checkpoint, StateStore } from "./StateStore.ts"
 
-/** A store kept in memory; `path` only names it in errors. */
-export const make = (path: string): StateStore => {
+/** A store kept in memory for task `partition` (as `StateStore.open`); `path` only names it in errors. */
+export const make = <P extends number = never>(path: string, partition?: P): StateStore<P> => {
   const data = new Map<string, string>()
   let checkpoint: Checkpoint | undefined
-  const replay: StateStore["replay"] = (writes, next) =>
+  const replay: StateStore<P>["replay"] = (writes, next) =>
     Effect.sync(() => {
       for (const w of writes) {
         if (w.value === null) data.delete(w.key)
@@ -27,7 +27,9 @@ export const make = (path: string): StateStore => {
     get: (key) => Effect.sync(() => data.get(key)),
     getMany: (keys) => Effect.sync(() => keys.map((key) => data.get(key))),
     write: (receipt, writes, next) =>
-      Effect.suspend(() => CommitReceipt.spend(receipt, next) ? replay(writes, next) : CommitReceipt.missing(path)),
+      Effect.suspend(() =>
+        CommitReceipt.spend(receipt, partition, next) ? replay(writes, next) : CommitReceipt.missing(path, partition, receipt)
+      ),
     replay,
     checkpoint: Effect.sync(() => checkpoint ?? "missing"),
     clear: Effect.sync(() => {

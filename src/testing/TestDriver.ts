@@ -238,7 +238,7 @@ export interface TestDriver<Inputs extends ReadonlyArray<Topic.Any>, S, E, R> {
 
 /** A task of the driver: its store, state cache and (a durable workflow's) run store. */
 interface DriverTask {
-  readonly store: Option.Option<StateStore>
+  readonly store: Option.Option<StateStore<number>>
   readonly cache: StateCache
   readonly runs: Option.Option<RunStore.RunStore>
 }
@@ -331,13 +331,13 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       if (existing !== undefined) return existing
       const runStore = transformer.runStore
       const task: DriverTask = {
-        store: Option.map(transformer.state, () => MemoryStore.make(`memory:${transformer.name}/${partition}`)),
+        store: Option.map(transformer.state, () => MemoryStore.make(`memory:${transformer.name}/${partition}`, partition)),
         cache: makeStateCache(100_000),
         // A durable workflow's run store in memory: its writes go to the driver's copy of the topic.
         runs: runStore === undefined ? Option.none() : Option.some(RunStore.make({
           topic: runsTopic,
           partition,
-          store: MemoryStore.make(`memory:${transformer.name}/${partition}.runs`),
+          store: MemoryStore.make(`memory:${transformer.name}/${partition}.runs`, partition),
           commit: (records) =>
             Effect.sync(() => {
               for (const record of records) append(record)

@@ -27,7 +27,8 @@ declare const fenced0: FencedProducer<0, "app-0">
 declare const atLeastOnce0: AtLeastOnceProducer<0>
 declare const lock: BatchLock.BatchLock<"tasks">
 declare const otherLock: BatchLock.BatchLock<"standbys">
-declare const store: StateStore
+declare const store: StateStore<0>
+declare const storeOfSomeTask: StateStore
 declare const receipt: CommitReceipt<0>
 
 const range = { from: 0, until: 10 }
@@ -99,6 +100,30 @@ export const receiptOfAnotherPartition = (other: CommitReceipt<1>) => {
   const wanted: CommitReceipt<0> = other
   return wanted
 }
+
+export const storeWriteWithAnotherPartitionsReceipt = (other: CommitReceipt<1>) =>
+  // @ts-expect-error partition 0's store takes only a receipt of partition 0's commit
+  store.write(other, writes)
+
+export const storeWriteAfterAnotherPartitionsCommit = (fenced1: FencedProducer<1, "app-1">) =>
+  Effect.flatMap(fenced1.commit([], { groupId: "app", offsets: [] }), (committed) =>
+    // @ts-expect-error partition 1's commit does not write partition 0's store
+    store.write(committed, writes))
+
+// In a task's code the partition is a type parameter (a number known at run time): still its own.
+export const storeWriteOfAnotherTask = <P extends number, Q extends number>(own: StateStore<P>, other: FencedProducer<Q>) =>
+  Effect.flatMap(other.commit([], { groupId: "app", offsets: [] }), (committed) =>
+    // @ts-expect-error task Q's receipt does not write task P's store
+    own.write(committed, writes))
+
+export const storeWriteOfItsOwnTask = <P extends number>(own: StateStore<P>, producer: FencedProducer<P>) =>
+  Effect.flatMap(producer.commit([], { groupId: "app", offsets: [] }), (committed) => own.write(committed, writes))
+
+export const storeWriteOfNoTask = () =>
+  // @ts-expect-error a store whose type names no task reads and replays; no receipt writes it
+  storeOfSomeTask.write(receipt, writes)
+
+export const anyTaskStoreReads = (): StateStore => store
 
 export const storeWriteAfterCommit = () => store.write(receipt, writes)
 

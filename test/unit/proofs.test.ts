@@ -8,9 +8,17 @@ import { classify } from "../../src/internal/kafka/errors.ts"
 import { isPermit } from "../../src/internal/kafka/producer.ts"
 import type { FencedProducer } from "../../src/internal/kafka/producer.ts"
 import * as MemoryStore from "../../src/internal/memoryStore.ts"
+import type { StateStore } from "../../src/internal/StateStore.ts"
 import { AuthorizationFailed, KafkaError } from "../../src/SkeinError.ts"
 
 const dies = (exit: Exit.Exit<unknown, unknown>): boolean => Exit.isFailure(exit) && Cause.isDie(exit.cause)
+
+/** The message of the defect an exit died with (`undefined` unless it died). */
+const defect = (exit: Exit.Exit<unknown, unknown>): string | undefined => {
+  if (Exit.isSuccess(exit)) return undefined
+  const died = Cause.dieOption(exit.cause)
+  return died._tag === "Some" && died.value instanceof Error ? died.value.message : undefined
+}
 
 // The ordering proofs cannot be forged: the types reject a literal (test/types/ordering.ts),
 // and the runtime rejects what a cast lets through.
@@ -39,7 +47,7 @@ describe("ordering proofs", () => {
 
   it.effect("a store write needs a receipt issued by a commit, spent once", () =>
     Effect.gen(function*() {
-      const store = MemoryStore.make("memory:proofs")
+      const store = MemoryStore.make("memory:proofs", 0)
       const receipt = CommitReceipt.issue(0, [])
       yield* store.write(receipt, [{ key: "a", value: "1" }])
       assert.strictEqual(yield* store.get("a"), "1")
@@ -50,9 +58,31 @@ describe("ordering proofs", () => {
       assert.isTrue(dies(yield* Effect.exit(store.write(elsewhere, [], checkpoint))), "a checkpoint the commit did not append dies")
       yield* store.write(elsewhere, [{ key: "a", value: "1" }], { ...checkpoint, partition: 0 })
       assert.deepStrictEqual(yield* store.checkpoint, { ...checkpoint, partition: 0 })
-      const forged = { partition: 0, appended: [] } as unknown as CommitReceipt.CommitReceipt
+      const forged = { partition: 0, appended: [] } as unknown as CommitReceipt.CommitReceipt<0>
       assert.isTrue(dies(yield* Effect.exit(store.write(forged, [{ key: "a", value: "3" }]))), "a cast receipt dies")
       assert.strictEqual(yield* store.get("a"), "1", "neither write reached the store")
+    }))
+
+  it.effect("a store write needs a receipt of its own task's commit", () =>
+    Effect.gen(function*() {
+      // A partition known at run time only: the store's type takes any task's receipt (the types reject task 1's
+      // receipt for a store typed by its task, test/types/ordering.ts).
+      const partition: number = 0
+      const store: StateStore<number> = MemoryStore.make("memory:proofs/0", partition)
+      const other = yield* Effect.exit(store.write(CommitReceipt.issue(1, []), [{ key: "a", value: "1" }]))
+      assert.strictEqual(
+        defect(other),
+        "Skein invariant broken: a write to task 0's store at memory:proofs/0 with the receipt of task 1's commit"
+      )
+      const noTask = MemoryStore.make("memory:proofs/replay-only")
+      const forged = CommitReceipt.issue(0, []) as unknown as CommitReceipt.CommitReceipt<never>
+      assert.strictEqual(
+        defect(yield* Effect.exit(noTask.write(forged, [{ key: "a", value: "1" }]))),
+        "Skein invariant broken: a write to the store at memory:proofs/replay-only, which was opened for no task (read and replay only)"
+      )
+      assert.strictEqual(yield* store.get("a"), undefined, "no write reached the store")
+      yield* store.write(CommitReceipt.issue(0, []), [{ key: "a", value: "1" }])
+      assert.strictEqual(yield* store.get("a"), "1", "its own task's receipt writes it")
     }))
 
   it("only the producer module and the in-memory commit issue receipts", () => {

@@ -13,7 +13,7 @@ import * as StateStore from "../../src/internal/StateStore.ts"
 import * as RunStore from "../../src/internal/workflow/RunStore.ts"
 
 /** A store that records how many entries each read returned. */
-const observed = (store: StateStore.StateStore, reads: Array<number>): StateStore.StateStore => ({
+const observed = <P extends number>(store: StateStore.StateStore<P>, reads: Array<number>): StateStore.StateStore<P> => ({
   ...store,
   getMany: (keys) => Effect.tap(store.getMany(keys), (values) => reads.push(values.length)),
   keys: (prefix) => Effect.tap(store.keys(prefix), (keys) => reads.push(keys.length)),
@@ -24,7 +24,7 @@ describe("run store sweep", () => {
   it.scopedLive("deletes 2,500 expired completions in chunks of at most 1,000 reads and deletes each; keeps the fresh ones", () =>
     Effect.gen(function*() {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), "skein-sweep-"))
-      const store = yield* StateStore.open(dir)
+      const store = yield* StateStore.open(dir, 0)
       const now = Date.now()
       const old = Array.from({ length: 2_500 }, (_, i) => ({
         key: `done/run-${String(i).padStart(5, "0")}`,

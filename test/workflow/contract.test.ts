@@ -290,7 +290,7 @@ describe("durable workflow contract", () => {
             }),
             (p) => p.fence
           )
-          const store = yield* StateStore.open(dir)
+          const store = yield* StateStore.open(dir, 0)
           return RunStore.make({ topic, partition: 0, store, commit: RunStore.commitWith(producer), retention: Duration.days(7) })
         })
       const scope = yield* Scope.make()

@@ -88,12 +88,13 @@ export const sweepChunk = 1_000
  * The run store of task `partition` over its restored local store and its
  * fenced producer. Writes are one at a time: a producer has one transaction.
  */
-export const make = (options: {
+export const make = <P extends number>(options: {
   readonly topic: string
-  readonly partition: number
-  readonly store: StateStore
+  readonly partition: P
+  /** Task `partition`'s run store: only that task's commits write it. */
+  readonly store: StateStore<P>
   /** Commits records to the run store topic in one transaction (a fenced producer's, or memory's): its receipt. */
-  readonly commit: (records: ReadonlyArray<EncodedRecord>) => Effect.Effect<CommitReceipt, RunStoreWriteError>
+  readonly commit: (records: ReadonlyArray<EncodedRecord>) => Effect.Effect<CommitReceipt<P>, RunStoreWriteError>
   /** How long a completed run is remembered. */
   readonly retention: Duration.Duration
 }): RunStore => {
@@ -176,7 +177,7 @@ export const make = (options: {
 }
 
 /** The commit of a run store written by task `partition`'s own fenced producer (no offsets). */
-export const commitWith = (producer: FencedProducer) => (records: ReadonlyArray<EncodedRecord>) =>
+export const commitWith = <P extends number>(producer: FencedProducer<P>) => (records: ReadonlyArray<EncodedRecord>) =>
   producer.commit(records, { groupId: "", offsets: [] })
 
 /**
