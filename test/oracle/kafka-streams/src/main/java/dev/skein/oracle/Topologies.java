@@ -1,0 +1,203 @@
+package dev.skein.oracle;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BiConsumer;
+import org.apache.kafka.common.serialization.Serde;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.streams.KeyValue;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.kstream.Consumed;
+import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.KTable;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.kstream.SessionWindows;
+import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.Suppressed;
+import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.Windowed;
+
+/**
+ * The registry of named topologies the oracle can run. Every topology reads the topic {@code input}
+ * and writes the topic {@code output}; keys are strings, values strings or longs as each entry
+ * declares. Windowed results are written with a string key naming the window:
+ * {@code key@start} for fixed-size windows (tumbling, hopping: the end is start + size) and
+ * {@code key@start/end} for windows whose size varies (session, sliding). Every windowed
+ * topology named {@code X} also exists as {@code X-suppressed}: the same aggregation followed by
+ * {@code suppress(untilWindowCloses(unbounded()))}, which emits each window's final result once
+ * stream time passes its end + grace. All durations are in milliseconds.
+ */
+final class Topologies {
+  private Topologies() {}
+
+  /** How a topic's key or value is serialized, and how it is written in JSON. */
+  enum Kind {
+    /** {@code Serdes.String()}; a JSON string. */
+    STRING,
+    /** {@code Serdes.Long()}; a JSON integer. */
+    LONG
+  }
+
+  /** A topic with the serdes of its keys and values. */
+  record TopicSpec(String name, Kind key, Kind value) {}
+
+  /** A named topology: its topics, the params it takes (all required), and how to build it. */
+  record Definition(
+      String name,
+      String doc,
+      List<TopicSpec> inputs,
+      List<TopicSpec> outputs,
+      List<String> params,
+      BiConsumer<StreamsBuilder, Params> build) {}
+
+  static final String INPUT = "input";
+  static final String OUTPUT = "output";
+
+  private static final Serde<String> S = Serdes.String();
+  private static final Serde<Long> L = Serdes.Long();
+
+  private static final Map<String, Definition> REGISTRY = new LinkedHashMap<>();
+
+  static Definition get(String name) {
+    Definition definition = REGISTRY.get(name);
+    if (definition == null) {
+      throw new OracleException("unknown topology \"" + name + "\"; known: " + String.join(", ", REGISTRY.keySet()));
+    }
+    return definition;
+  }
+
+  static List<Definition> all() {
+    return new ArrayList<>(REGISTRY.values());
+  }
+
+  private static void register(String name, String doc, Kind inputValue, Kind outputValue, List<String> params,
+      BiConsumer<StreamsBuilder, Params> build) {
+    REGISTRY.put(name, new Definition(name, doc,
+        List.of(new TopicSpec(INPUT, Kind.STRING, inputValue)),
+        List.of(new TopicSpec(OUTPUT, Kind.STRING, outputValue)),
+        params, build));
+  }
+
+  private static Duration ms(Params params, String name) {
+    return Duration.ofMillis(params.millis(name));
+  }
+
+  /**
+   * A windowed aggregation: registered as {@code name} (every update) and {@code name-suppressed}
+   * (final results only).
+   */
+  private static void registerWindowed(String name, String doc, Kind inputValue, List<String> params,
+      java.util.function.BiFunction<StreamsBuilder, Params, KTable<Windowed<String>, Long>> aggregate,
+      boolean variableSize) {
+    java.util.function.Function<Windowed<String>, String> windowKey = variableSize
+        ? (w) -> w.key() + "@" + w.window().start() + "/" + w.window().end()
+        : (w) -> w.key() + "@" + w.window().start();
+    register(name, doc + " Emits every update.", inputValue, Kind.LONG, params,
+        (builder, p) -> aggregate.apply(builder, p)
+            .toStream((w, v) -> windowKey.apply(w))
+            .to(OUTPUT, Produced.with(S, L)));
+    register(name + "-suppressed", doc + " Emits only final results: suppress(untilWindowCloses(unbounded())).",
+        inputValue, Kind.LONG, params,
+        (builder, p) -> aggregate.apply(builder, p)
+            .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
+            .toStream((w, v) -> windowKey.apply(w))
+            .to(OUTPUT, Produced.with(S, L)));
+  }
+
+  static {
+    // passthrough: every input record, unchanged (string key and value). No params.
+    register("passthrough", "Every input record unchanged.", Kind.STRING, Kind.STRING, List.of(),
+        (builder, p) -> builder.stream(INPUT, Consumed.with(S, S)).to(OUTPUT, Produced.with(S, S)));
+
+    // map-filter: keeps records whose value is non-null and of even length, then maps
+    // (k, v) -> (k == null ? null : k + ":" + v.length(), v.toUpperCase()). Stateless, no repartition.
+    // No params.
+    register("map-filter", "filter(value non-null, even length) then map to (key:length, VALUE).",
+        Kind.STRING, Kind.STRING, List.of(),
+        (builder, p) -> builder.stream(INPUT, Consumed.with(S, S))
+            .filter((k, v) -> v != null && v.length() % 2 == 0)
+            .map((k, v) -> KeyValue.pair(k == null ? null : k + ":" + v.length(), v.toUpperCase()))
+            .to(OUTPUT, Produced.with(S, S)));
+
+    // selectKey-groupByKey-count: re-keys each record by its value (selectKey((k, v) -> v)), which
+    // makes Kafka Streams insert a repartition topic, then counts per new key. A record with a null
+    // value gets a null key and is dropped by the aggregation. Output: (value, count so far), every
+    // update. No params.
+    register("selectKey-groupByKey-count", "selectKey(value) through a repartition topic, then count per new key.",
+        Kind.STRING, Kind.LONG, List.of(),
+        (builder, p) -> builder.stream(INPUT, Consumed.with(S, S))
+            .selectKey((k, v) -> v)
+            .groupByKey(Grouped.with(S, S))
+            .count(Materialized.with(S, L))
+            .toStream()
+            .to(OUTPUT, Produced.with(S, L)));
+
+    // reduce-sum: per-key running sum of long values (groupByKey().reduce(Long::sum)); null values
+    // and null keys are dropped. Output: (key, sum so far), every update. No params.
+    register("reduce-sum", "groupByKey().reduce(Long::sum) of long values, every update.",
+        Kind.LONG, Kind.LONG, List.of(),
+        (builder, p) -> builder.stream(INPUT, Consumed.with(S, L))
+            .groupByKey(Grouped.with(S, L))
+            .reduce(Long::sum, Materialized.with(S, L))
+            .toStream()
+            .to(OUTPUT, Produced.with(S, L)));
+
+    // tumbling-count: count per key per tumbling window [start, start + sizeMs), epoch-aligned,
+    // TimeWindows.ofSizeAndGrace(sizeMs, graceMs). Output key key@start. Params: sizeMs, graceMs.
+    registerWindowed("tumbling-count", "Count per key per tumbling window (sizeMs, graceMs).",
+        Kind.STRING, List.of("sizeMs", "graceMs"),
+        (builder, p) -> builder.stream(INPUT, Consumed.with(S, S))
+            .groupByKey(Grouped.with(S, S))
+            .windowedBy(TimeWindows.ofSizeAndGrace(ms(p, "sizeMs"), ms(p, "graceMs")))
+            .count(Materialized.with(S, L)),
+        false);
+
+    // hopping-count: count per key per hopping window of sizeMs advancing by advanceMs,
+    // TimeWindows.ofSizeAndGrace(sizeMs, graceMs).advanceBy(advanceMs). Output key key@start.
+    // Params: sizeMs, advanceMs, graceMs.
+    registerWindowed("hopping-count", "Count per key per hopping window (sizeMs, advanceMs, graceMs).",
+        Kind.STRING, List.of("sizeMs", "advanceMs", "graceMs"),
+        (builder, p) -> builder.stream(INPUT, Consumed.with(S, S))
+            .groupByKey(Grouped.with(S, S))
+            .windowedBy(TimeWindows.ofSizeAndGrace(ms(p, "sizeMs"), ms(p, "graceMs")).advanceBy(ms(p, "advanceMs")))
+            .count(Materialized.with(S, L)),
+        false);
+
+    // hopping-sum: sum of long values per key per hopping window (reduce(Long::sum)); null values
+    // dropped. Output key key@start. Params: sizeMs, advanceMs, graceMs.
+    registerWindowed("hopping-sum", "Sum of long values per key per hopping window (sizeMs, advanceMs, graceMs).",
+        Kind.LONG, List.of("sizeMs", "advanceMs", "graceMs"),
+        (builder, p) -> builder.stream(INPUT, Consumed.with(S, L))
+            .groupByKey(Grouped.with(S, L))
+            .windowedBy(TimeWindows.ofSizeAndGrace(ms(p, "sizeMs"), ms(p, "graceMs")).advanceBy(ms(p, "advanceMs")))
+            .reduce(Long::sum, Materialized.with(S, L)),
+        false);
+
+    // session-count: count per key per session (records within gapMs of each other merge into one
+    // session [first, last]), SessionWindows.ofInactivityGapAndGrace(gapMs, graceMs). A merge
+    // deletes the merged sessions: in update mode a tombstone (null value) is written for each.
+    // Output key key@start/end. Params: gapMs, graceMs.
+    registerWindowed("session-count", "Count per key per session window (gapMs, graceMs); merges emit tombstones.",
+        Kind.STRING, List.of("gapMs", "graceMs"),
+        (builder, p) -> builder.stream(INPUT, Consumed.with(S, S))
+            .groupByKey(Grouped.with(S, S))
+            .windowedBy(SessionWindows.ofInactivityGapAndGrace(ms(p, "gapMs"), ms(p, "graceMs")))
+            .count(Materialized.with(S, L)),
+        true);
+
+    // sliding-count: count per key per sliding window [t - timeDifferenceMs, t] (inclusive both
+    // ends), SlidingWindows.ofTimeDifferenceAndGrace(timeDifferenceMs, graceMs). Output key
+    // key@start/end. Params: timeDifferenceMs, graceMs.
+    registerWindowed("sliding-count", "Count per key per sliding window (timeDifferenceMs, graceMs).",
+        Kind.STRING, List.of("timeDifferenceMs", "graceMs"),
+        (builder, p) -> builder.stream(INPUT, Consumed.with(S, S))
+            .groupByKey(Grouped.with(S, S))
+            .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(ms(p, "timeDifferenceMs"), ms(p, "graceMs")))
+            .count(Materialized.with(S, L)),
+        true);
+  }
+}
