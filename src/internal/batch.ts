@@ -274,21 +274,18 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     ): Either.Either<string | null | undefined, EncodeError | StateNotStorable> => {
       if (change === undefined || Option.isNone(storedSteps)) return Either.right(undefined)
       if (Option.isNone(change)) return Either.right(null)
-      const encoded = storedSteps.value.encode(change.value)
-      if (Either.isLeft(encoded)) return Either.left(new EncodeError({ topic: stateCodecName, cause: encoded.left }))
-      const back = storedSteps.value.decode(encoded.right)
-      if (Either.isLeft(back)) {
-        return Either.left(
-          new StateNotStorable({
-            transformer: transformer.name,
-            kind: "state",
-            key: stateKey,
-            source: { topic: source.topic, partition: source.partition, offset: source.offset },
-            cause: back.left
-          })
-        )
-      }
-      return Either.right(encoded.right)
+      const stored = storedSteps.value.store(change.value)
+      if (Either.isRight(stored)) return Either.right(stored.right)
+      if (stored.left._tag === "Encode") return Either.left(new EncodeError({ topic: stateCodecName, cause: stored.left.cause }))
+      return Either.left(
+        new StateNotStorable({
+          transformer: transformer.name,
+          kind: "state",
+          key: stateKey,
+          source: { topic: source.topic, partition: source.partition, offset: source.offset },
+          cause: stored.left.cause
+        })
+      )
     }
 
     /**
