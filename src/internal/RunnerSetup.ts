@@ -181,6 +181,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const standbys = Option.isSome(changelog) && standbyReplicas > 0
       ? yield* Standbys.make({
         changelog: changelog.value,
+        inputTopics,
         storeDir,
         admin,
         localStores,

@@ -22,7 +22,9 @@
  * first standby. A standby's failure never stops the run: it is logged with
  * the reason, counted (`skein_standby_failures_total`) and the standby is
  * dropped; its store stays safe, since a task verifies the checkpoint against
- * the changelog's offsets at its start.
+ * the changelog's offsets at its start. A standby of a partition the
+ * changelog does not have (the inputs gained partitions while running) fails
+ * so with the typed mismatch error a task of it gets (`partitionsAdded.ts`).
  *
  * @internal
  */
@@ -35,6 +37,7 @@ import { describe } from "./errorText.ts"
 import type { KafkaAdmin } from "./kafka/admin.ts"
 import type { ChangelogTail } from "./kafka/changelogTail.ts"
 import type { LocalStores } from "./LocalStores.ts"
+import * as PartitionsAdded from "./partitionsAdded.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 import * as StateStore from "./StateStore.ts"
 
@@ -53,6 +56,8 @@ export interface Standbys {
 
 export const make = (options: {
   readonly changelog: string
+  /** The task's input topics: a changelog partition count that differs from theirs is a typed mismatch. */
+  readonly inputTopics: ReadonlyArray<string>
   readonly storeDir: string
   readonly admin: KafkaAdmin
   /** The shared reader, made at the first standby. */
@@ -73,6 +78,11 @@ export const make = (options: {
       Effect.gen(function*() {
         const store = yield* StateStore.open(path.join(storeDir, String(partition)))
         const range = yield* admin.offsetRange(changelog, partition)
+        if (partition >= range.partitions) {
+          // The inputs gained partitions while running: a changelog partition that does not exist
+          // is never followed as empty (nor reported warm or announced); the failure below says why.
+          return yield* PartitionsAdded.storeMissing(admin, options.inputTopics, changelog, partition, range.partitions)
+        }
         const start = ChangelogReplay.start(yield* store.checkpoint, { topic: changelog, partition }, range)
         let position = range.low
         if (start.mode === "full") {

@@ -45,6 +45,8 @@ describe("a standby whose reader cannot join", () => {
       const stats = makeStats()
       const standbys = yield* Standbys.make({
         changelog,
+        // No input topic of its own: its partition count is the changelog's, so the check passes.
+        inputTopics: [changelog],
         storeDir,
         admin,
         tail: Effect.succeed(tail),
