@@ -5,7 +5,10 @@
  * All scenarios below run in one JVM (one `runKafkaStreamsBatch`).
  */
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { ConfigProvider, Context, Effect, Layer } from "effect"
 import { generateInputs } from "./inputs.ts"
 import { type InputRecord, oracleJar, type OutputRecord, runKafkaStreams, runKafkaStreamsBatch, type Scenario } from "./kafkaStreams.ts"
 
@@ -99,6 +102,30 @@ layer(Layer.effect(Outputs, timed), { timeout: "10 minutes" })("Kafka Streams or
 })
 
 describe("Kafka Streams oracle errors", () => {
+  it.effect("no Maven and no cached build is a MavenMissing error saying what to install", () =>
+    Effect.gen(function*() {
+      const emptyCache = yield* Effect.acquireRelease(
+        Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-oracle-cache-"))),
+        (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
+      )
+      const error = yield* Effect.flip(runKafkaStreams({ topology: "passthrough", inputs: [] })).pipe(
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PATH", ""], ["SKEIN_CACHE_DIR", emptyCache]])))
+      )
+      assert.strictEqual(error.reason, "MavenMissing")
+      assert.include(error.detail, "apt-get install -y openjdk-17-jdk-headless maven")
+    }).pipe(Effect.scoped))
+
+  it.effect("no Java is a JavaMissing error saying what to install", () =>
+    Effect.gen(function*() {
+      const { jar } = yield* oracleJar // cached: the run below needs only java
+      const cacheDir = Path.dirname(Path.dirname(Path.dirname(jar)))
+      const error = yield* Effect.flip(runKafkaStreams({ topology: "passthrough", inputs: [] })).pipe(
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["PATH", ""], ["SKEIN_CACHE_DIR", cacheDir]])))
+      )
+      assert.strictEqual(error.reason, "JavaMissing")
+      assert.include(error.detail, "needs Java 17+")
+    }), 600_000)
+
   it.effect("a missing param is a RunFailed error naming it", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(runKafkaStreams({ topology: "tumbling-count", params: { sizeMs: 10 }, inputs: [] }))
