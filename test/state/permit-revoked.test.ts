@@ -46,4 +46,41 @@ describe("restore permits", () => {
       const closed = yield* read(fenced)
       assert.isTrue(Exit.isFailure(closed) && Cause.isDie(closed.cause), "a closed producer's permit dies at the reader")
     }))
+
+  it.scopedLive("a permit kept past its producer's use dies at the reader, saying that its producer closed", () =>
+    Effect.gen(function*() {
+      const topic = Helpers.unique("permit-used")
+      yield* Helpers.createTopics([{ name: topic, partitions: 1 }])
+      const kafka = yield* Client.makeKafka({ clientId: "permit-used", brokers: brokers() })
+      const reader = yield* ChangelogReader.make(kafka, {
+        topic,
+        groupId: Helpers.unique("permit-used-reader"),
+        guarantee: "exactly-once"
+      })
+      const options = {
+        partition: 0,
+        transactionalId: Helpers.unique("permit-used-0"),
+        transactionTimeout: Duration.seconds(30),
+        maxMessageBytes: 1_048_576
+      } as const
+      // The types keep the permit inside `use` (test/types/ordering.ts); this array stands for a defect that lets it out.
+      const kept: Array<unknown> = []
+      const inside = yield* Producer.use(kafka, options, (producer) =>
+        Effect.gen(function*() {
+          const fenced = yield* producer.fence
+          kept.push(fenced)
+          yield* fenced.commit([{ topic, key: "k", value: "v", partition: 0 }], { groupId: "", offsets: [] })
+          return yield* Effect.exit(reader.read(fenced, 0, { from: 0, until: 1 }, () => Effect.void))
+        }))
+      assert.isTrue(Exit.isSuccess(inside), `inside use, the permit restores: ${Exit.isFailure(inside) ? Cause.pretty(inside.cause) : ""}`)
+      const permit = kept[0] as Producer.FencedProducer<0>
+      assert.isFalse(Producer.isPermit(permit, 0), "once use ended, its producer is closed and the permit revoked")
+      const after = yield* Effect.exit(reader.read(permit, 0, { from: 0, until: 1 }, () => Effect.void))
+      const died = Exit.isFailure(after) ? Cause.dieOption(after.cause) : undefined
+      assert.strictEqual(
+        died?._tag === "Some" && died.value instanceof Error ? died.value.message : `not a defect: ${String(after)}`,
+        "Skein invariant broken: restoring partition 0 without its task's exactly-once producer (an open one, of that partition): " +
+          "its producer closed (task 0's permit was kept after its producer's scope or use ended)"
+      )
+    }))
 })

@@ -5,10 +5,11 @@
  * (A cast still compiles: the runtime rejects what the types let through,
  * see test/unit/proofs.test.ts.)
  */
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import type * as BatchLock from "../../src/internal/BatchLock.ts"
 import type { CommitReceipt } from "../../src/internal/CommitReceipt.ts"
 import type { ChangelogReader } from "../../src/internal/kafka/changelogReader.ts"
+import type { Kafka } from "../../src/internal/kafka/client.ts"
 import { classify } from "../../src/internal/kafka/errors.ts"
 import type { Recoverable } from "../../src/internal/kafka/errors.ts"
 import type {
@@ -17,6 +18,7 @@ import type {
   RestorePermit,
   TransactionalProducer
 } from "../../src/internal/kafka/producer.ts"
+import * as Producer from "../../src/internal/kafka/producer.ts"
 import type { StateStore } from "../../src/internal/StateStore.ts"
 import { KafkaError } from "../../src/SkeinError.ts"
 
@@ -67,6 +69,29 @@ export const permitOfAnotherTransactionalId = (permit: FencedProducer<0, "app-0"
   // @ts-expect-error the permit says which transactional id it fenced
   const wanted: FencedProducer<0, "other-0"> = permit
   return wanted
+}
+
+// A permit of a closed producer: a producer lent by `use` (and its fenced producer, the permit) has
+// the call's own lifetime type, so no permit of it is used after it closed.
+
+declare const kafka: Kafka
+const options = { partition: 0, transactionalId: "app-0", transactionTimeout: Duration.minutes(1), maxMessageBytes: 1024 } as const
+
+export const restoreWhileItsProducerIsOpen = () =>
+  Producer.use(kafka, options, (producer) =>
+    Effect.flatMap(producer.fence, (fenced) => exactlyOnceReader.read(fenced, 0, range, apply)))
+
+export const permitUsedAfterItsProducerClosed = () =>
+  // @ts-expect-error the permit is returned past `use`, which closed its producer: its lifetime type does not leave
+  Effect.flatMap(Producer.use(kafka, options, (producer) => producer.fence), (kept) => reader.read(kept, 0, range, apply))
+
+export const permitKeptPastItsProducer = () => {
+  let kept: FencedProducer<0, "app-0"> | undefined
+  return Producer.use(kafka, options, (producer) =>
+    Effect.map(producer.fence, (fenced) => {
+      // @ts-expect-error a permit lent by `use` is not stored for after its producer closed
+      kept = fenced
+    })).pipe(Effect.map(() => kept))
 }
 
 // Teardown under the batch lock.

@@ -72,10 +72,10 @@ const readPage = <Token extends string, C, E, R>(context: OwnerContext<Token, C,
 }
 
 /** Reads and commits pages from `start` until interrupted, migrated or failed. */
-const extract = <Token extends string, C, E, R>(
+const extract = <Token extends string, C, E, R, S>(
   context: OwnerContext<Token, C, E, R>,
   owned: TokenPartition<Token>,
-  fenced: FencedProducer,
+  fenced: FencedProducer<number, string, S>,
   start: C
 ): Effect.Effect<never, OwnerError<E> | TaskMigrated, R> =>
   Effect.gen(function*() {
@@ -119,19 +119,22 @@ const extract = <Token extends string, C, E, R>(
     }
   })
 
-/** One ownership of the token: producer -> fence -> committed cursor -> pages. */
+/**
+ * One ownership of the token: producer -> fence -> committed cursor -> pages.
+ * The fenced producer is the ownership's own (`Producer.use`): its type does
+ * not leave it, so a later ownership cannot read a cursor with it.
+ */
 const ownOnce = <Token extends string, C, E, R>(
   context: OwnerContext<Token, C, E, R>,
   owned: TokenPartition<Token>
 ): Effect.Effect<never, OwnerError<E> | TaskMigrated, R> =>
-  Effect.scoped(Effect.gen(function*() {
+  Producer.use(context.kafka, {
+    partition: owned.partition,
+    transactionalId: transactionalId(context.applicationId, context.extractor.name, owned.token),
+    transactionTimeout: context.transactionTimeout,
+    maxMessageBytes: context.maxMessageBytes
+  }, (producer) => Effect.gen(function*() {
     const { stats } = context
-    const producer = yield* Producer.make(context.kafka, {
-      partition: owned.partition,
-      transactionalId: transactionalId(context.applicationId, context.extractor.name, owned.token),
-      transactionTimeout: context.transactionTimeout,
-      maxMessageBytes: context.maxMessageBytes
-    })
     const fenced = yield* producer.fence
     const committed = yield* context.cursors.read(fenced, owned)
     const start = Option.getOrElse(committed, () => context.extractor.initial)

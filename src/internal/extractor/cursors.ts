@@ -36,8 +36,8 @@ export interface Cursors<C> {
   /** The record that commits `encoded` as the cursor of `owned`. */
   readonly record: (owned: TokenPartition<string>, encoded: string) => EncodedRecord
   /** The token's last committed cursor, read_committed up to the last stable offset. */
-  readonly read: (
-    fenced: FencedProducer,
+  readonly read: <S>(
+    fenced: FencedProducer<number, string, S>,
     owned: TokenPartition<string>
   ) => Effect.Effect<Option.Option<C>, KafkaError | BadCursor>
 }
@@ -59,7 +59,7 @@ export const make = <C>(options: {
     const decode = Schema.decode(options.codec)
 
     /** The last committed record in [from, until) of the partition, if any. */
-    const lastIn = (fenced: FencedProducer, partition: number, from: number, until: number) =>
+    const lastIn = <S>(fenced: FencedProducer<number, string, S>, partition: number, from: number, until: number) =>
       Effect.suspend(() => {
         let last: ChangelogRecord | undefined
         return options.reader.read(fenced, partition, { from, until }, (records) =>
@@ -73,8 +73,8 @@ export const make = <C>(options: {
      * is normally the record right before the last commit marker, but aborted
      * transactions (crashed or fenced owners) leave records the read skips.
      */
-    const lastCommitted = (
-      fenced: FencedProducer,
+    const lastCommitted = <S>(
+      fenced: FencedProducer<number, string, S>,
       partition: number
     ): Effect.Effect<Option.Option<ChangelogRecord>, KafkaError> =>
       Effect.gen(function*() {

@@ -17,7 +17,7 @@ import { connectOrDisconnect, explainGroupFailure } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { consumerRetry } from "./consumer.ts"
 import { toKafkaError } from "./errors.ts"
-import { isPermit } from "./producer.ts"
+import { notPermit } from "./producer.ts"
 import type { Guarantee, RestorePermit } from "./producer.ts"
 
 /**
@@ -97,8 +97,8 @@ export interface ChangelogReader<G extends Guarantee = Guarantee> {
    * the changelog's last stable offset final), or the at-least-once producer,
    * which declares that no fencing is wanted.
    */
-  readonly read: <P extends number, E>(
-    permit: RestorePermit<P, G>,
+  readonly read: <P extends number, S, E>(
+    permit: RestorePermit<P, G, S>,
     partition: NoInfer<P>,
     range: { readonly from: number; readonly until: number },
     apply: (records: ReadonlyArray<ChangelogRecord>) => Effect.Effect<void, E>
@@ -284,14 +284,18 @@ export const make = <G extends Guarantee = Guarantee>(
       : options.guarantee === "exactly-once"
       ? "FencedProducer"
       : "AtLeastOnceProducer"
+    /** A read with a permit that is not the task's open producer of this reader's guarantee: a defect, saying why. */
+    const refused = <S>(permit: RestorePermit<number, G, S>, partition: number): Effect.Effect<never> | undefined => {
+      const why = notPermit(permit, partition) ??
+        (wanted !== undefined && permit._tag !== wanted ? `it is an ${permit._tag}, not a ${wanted}` : undefined)
+      return why === undefined ? undefined : Effect.dieMessage(
+        `Skein invariant broken: restoring partition ${partition} without its task's ${
+          options.guarantee ?? "fenced or at-least-once"
+        } producer (an open one, of that partition): ${why}`
+      )
+    }
     const read: ChangelogReader<G>["read"] = (permit, partition, range, apply) =>
-      !isPermit(permit, partition) || (wanted !== undefined && permit._tag !== wanted)
-        ? Effect.dieMessage(
-          `Skein invariant broken: restoring partition ${partition} without its task's ${
-            options.guarantee ?? "fenced or at-least-once"
-          } producer (an open one, of that partition)`
-        )
-        : range.until <= range.from
+      refused(permit, partition) ?? (range.until <= range.from
         ? Effect.succeed(0)
         : Effect.gen(function*() {
         // A join that failed on the restore group's ACL is explained as the AuthorizationFailed it is.
@@ -317,7 +321,7 @@ export const make = <G extends Guarantee = Guarantee>(
             ),
           release
         )
-      })
+      }))
 
     return { read, isCrashed: Effect.sync(() => crashed !== undefined) }
   })

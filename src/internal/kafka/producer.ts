@@ -22,11 +22,20 @@ import { recordBytes, recordSizeBound } from "../recordSize.ts"
 import { isFenced, toKafkaError } from "./errors.ts"
 
 
-/** A producer of task `P` that has not fenced its transactional id `T` yet. */
-export interface TransactionalProducer<P extends number = number, T extends string = string> {
+/**
+ * The lifetime of a producer, as its permits' type names it: `S` is the type
+ * of the `use` call that lent the producer (invariant: a permit of one `use`
+ * is no permit of another, nor of a lifetime the type does not name), and
+ * `unknown` for a producer of a `Scope` (`make`, `atLeastOnce`), whose
+ * closing only the run-time check sees. Never set: a phantom.
+ */
+declare const lifetime: unique symbol
+
+/** A producer of task `P` that has not fenced its transactional id `T` yet; `S`: its lifetime (`use`). */
+export interface TransactionalProducer<P extends number = number, T extends string = string, S = unknown> {
   readonly transactionalId: T
   /** Fences every previous owner of the transactional id. */
-  readonly fence: Effect.Effect<FencedProducer<P, T>, KafkaError>
+  readonly fence: Effect.Effect<FencedProducer<P, T, S>, KafkaError>
 }
 
 /** Where the broker appended a send's records of one partition: the first offset of the last batch it took. */
@@ -83,12 +92,14 @@ export interface TransactionOffsets {
 const issuedBy: unique symbol = Symbol("skein/RestorePermit")
 
 /**
- * A producer that owns transactional id `T`, for task `P`. Only `fence`
- * creates one (`isPermit` rejects any other value, a cast included, and any
- * permit whose producer closed).
+ * A producer that owns transactional id `T`, for task `P`, within lifetime
+ * `S` (a `use` call's: it does not leave that call). Only `fence` creates
+ * one (`isPermit` rejects any other value, a cast included, and any permit
+ * whose producer closed).
  */
-export interface FencedProducer<P extends number = number, T extends string = string> {
+export interface FencedProducer<P extends number = number, T extends string = string, S = unknown> {
   readonly [issuedBy]: "exactly-once"
+  readonly [lifetime]?: (lifetime: S) => S
   readonly _tag: "FencedProducer"
   readonly partition: P
   readonly transactionalId: T
@@ -128,8 +139,9 @@ const toMessage = (record: EncodedRecord): Message => {
  * commits offsets after it. A zombie may still write (no fencing): that is the
  * at-least-once contract.
  */
-export interface AtLeastOnceProducer<P extends number = number> {
+export interface AtLeastOnceProducer<P extends number = number, S = unknown> {
   readonly [issuedBy]: "at-least-once"
+  readonly [lifetime]?: (lifetime: S) => S
   readonly _tag: "AtLeastOnceProducer"
   readonly partition: P
   readonly deliver: (records: ReadonlyArray<EncodedRecord>) => Effect.Effect<CommitReceipt.CommitReceipt<P>, KafkaError>
@@ -140,19 +152,20 @@ export type Guarantee = "exactly-once" | "at-least-once"
 
 /**
  * What a task must hold before it reads committed offsets or restores its
- * store, for task `P` under guarantee `G`: the fenced producer (exactly-once)
- * or the at-least-once producer, which declares that no fencing is wanted.
+ * store, for task `P` under guarantee `G`, within lifetime `S`: the fenced
+ * producer (exactly-once) or the at-least-once producer, which declares that
+ * no fencing is wanted.
  */
-export type RestorePermit<P extends number = number, G extends Guarantee = Guarantee> = G extends "exactly-once"
-  ? FencedProducer<P>
-  : AtLeastOnceProducer<P>
+export type RestorePermit<P extends number = number, G extends Guarantee = Guarantee, S = unknown> = G extends
+  "exactly-once" ? FencedProducer<P, string, S>
+  : AtLeastOnceProducer<P, S>
 
 /**
  * The permits this module issued, each with its kafkajs producer (the permit
  * is revoked once that closes): a value not in here was not made by `fence`
  * or `atLeastOnce`.
  */
-const issued = new WeakMap<RestorePermit, Producer>()
+const issued = new WeakMap<object, Producer>()
 
 /** The producers whose scope closed: their permits are revoked. */
 const closed = new WeakSet<Producer>()
@@ -169,11 +182,20 @@ const release = (producer: Producer) =>
     return producer.disconnect().catch(() => undefined)
   })
 
-/** True when `permit` was issued by this module for task `partition`, and its producer is still open. */
-export const isPermit = (permit: RestorePermit, partition: number): boolean => {
+/** Why `permit` is no permit of task `partition` now (a defect's message), or `undefined` when it is one. */
+export const notPermit = <S>(permit: RestorePermit<number, Guarantee, S>, partition: number): string | undefined => {
   const producer = issued.get(permit)
-  return producer !== undefined && !closed.has(producer) && permit.partition === partition
+  if (producer === undefined) return "it is no producer that fenced (or an at-least-once producer): a value made elsewhere"
+  if (closed.has(producer)) {
+    return `its producer closed (task ${permit.partition}'s permit was kept after its producer's scope or use ended)`
+  }
+  if (permit.partition !== partition) return `it is task ${permit.partition}'s permit`
+  return undefined
 }
+
+/** True when `permit` was issued by this module for task `partition`, and its producer is still open. */
+export const isPermit = <S>(permit: RestorePermit<number, Guarantee, S>, partition: number): boolean =>
+  notPermit(permit, partition) === undefined
 
 /**
  * The records' messages per topic, in send calls of at most `maxBytes` each,
@@ -322,6 +344,21 @@ export const make = <P extends number, T extends string>(
       })
     )))
   }))))
+
+/**
+ * A connected transactional producer lent to `f`, disconnected when `f`
+ * ends. Its type names `f`'s own lifetime `S`, and so does its fenced
+ * producer (a restore permit): no permit leaves `f`, so none outlives its
+ * producer, in types (returned or stored, it no longer type-checks as a
+ * permit); `isPermit` rejects a closed producer's permit at run time.
+ */
+export const use = <P extends number, T extends string, A, E, R>(
+  kafka: Kafka,
+  options: Parameters<typeof make<P, T>>[1],
+  f: <S>(producer: TransactionalProducer<P, T, S>) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E | KafkaError, Exclude<R, Scope.Scope>> =>
+  // `f` at the lifetime of this call's scope (`unknown`): the only place a lifetime is chosen.
+  Effect.scoped(Effect.flatMap(make(kafka, options), (producer) => f(producer)))
 
 const fenced = <P extends number, T extends string>(
   producer: Producer,
