@@ -56,6 +56,50 @@ const tumblingFinals: ReadonlyArray<OutputRecord> = [
   out("b@10", 2, 15)
 ]
 
+const side = (topic: "left" | "right", key: string | null, value: string | null, timestamp: number): InputRecord => ({
+  topic,
+  key,
+  value,
+  timestamp
+})
+const joined = (key: string | null, value: string, timestamp: number): OutputRecord => ({ topic: "output", key, value, timestamp })
+
+/**
+ * A stream-table left join (streams-semantics.md, "Tables and joins"): only stream records
+ * trigger output, each with the table's current value or null; a table tombstone deletes; a
+ * null-value stream record is dropped. A null-key stream record is joined with null (KIP-962,
+ * Kafka Streams 3.7+; the notes' "dropped" holds for inner joins).
+ */
+const streamTableInput: ReadonlyArray<InputRecord> = [
+  side("left", "a", "o1", 1), //   no table value yet: o1+null
+  side("right", "a", "c1", 2),
+  side("left", "a", "o2", 3), //   o2+c1
+  side("right", "a", null, 4), //  deletes a
+  side("left", "a", "o3", 5), //   o3+null
+  side("left", null, "o4", 6), //  null key: o4+null
+  side("left", "a", null, 7) //    null value: dropped
+]
+const streamTableOutput: ReadonlyArray<OutputRecord> = [
+  joined("a", "o1+null", 1),
+  joined("a", "o2+c1", 3),
+  joined("a", "o3+null", 5),
+  joined(null, "o4+null", 6)
+]
+
+/** With a versioned table (KIP-889), a stream record joins the table as of its own timestamp. */
+const versionedInput: ReadonlyArray<InputRecord> = [
+  side("right", "a", "c1", 10),
+  side("right", "a", "c2", 20),
+  side("left", "a", "o1", 15), // as of 15: c1
+  side("left", "a", "o2", 5), //  as of 5: no value yet
+  side("left", "a", "o3", 25) //  as of 25: c2
+]
+const versionedOutput: ReadonlyArray<OutputRecord> = [
+  joined("a", "o1+c1", 15),
+  joined("a", "o2+null", 5),
+  joined("a", "o3+c2", 25)
+]
+
 const generated = generateInputs({
   seed: 7,
   count: 300,
@@ -67,7 +111,9 @@ const generated = generateInputs({
 const scenarios: ReadonlyArray<Scenario> = [
   { topology: "passthrough", inputs: generated },
   { topology: "tumbling-count", params: { sizeMs: 10, graceMs: 5 }, inputs: tumblingInput },
-  { topology: "tumbling-count-suppressed", params: { sizeMs: 10, graceMs: 5 }, inputs: tumblingInput }
+  { topology: "tumbling-count-suppressed", params: { sizeMs: 10, graceMs: 5 }, inputs: tumblingInput },
+  { topology: "stream-table-left-join", inputs: streamTableInput },
+  { topology: "stream-versioned-table-left-join", params: { historyRetentionMs: 100 }, inputs: versionedInput }
 ]
 
 class Outputs extends Context.Tag("test/oracle/Outputs")<Outputs, ReadonlyArray<ReadonlyArray<OutputRecord>>>() {}
@@ -98,6 +144,18 @@ layer(Layer.effect(Outputs, timed), { timeout: "10 minutes" })("Kafka Streams or
     Effect.gen(function*() {
       const outputs = yield* Outputs
       assert.deepStrictEqual(outputs[2], tumblingFinals)
+    }))
+
+  it.effect("a stream-table left join sees the table's current value", () =>
+    Effect.gen(function*() {
+      const outputs = yield* Outputs
+      assert.deepStrictEqual(outputs[3], streamTableOutput)
+    }))
+
+  it.effect("a versioned table joins each stream record with the table as of its timestamp", () =>
+    Effect.gen(function*() {
+      const outputs = yield* Outputs
+      assert.deepStrictEqual(outputs[4], versionedOutput)
     }))
 })
 

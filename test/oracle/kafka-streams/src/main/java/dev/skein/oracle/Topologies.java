@@ -12,14 +12,22 @@ import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.kstream.Consumed;
 import org.apache.kafka.streams.kstream.Grouped;
+import org.apache.kafka.streams.kstream.JoinWindows;
+import org.apache.kafka.streams.kstream.Joined;
+import org.apache.kafka.streams.kstream.KStream;
 import org.apache.kafka.streams.kstream.KTable;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.kstream.SessionWindows;
 import org.apache.kafka.streams.kstream.SlidingWindows;
+import org.apache.kafka.streams.kstream.StreamJoined;
 import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
+import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.state.KeyValueStore;
+import org.apache.kafka.streams.state.Stores;
+import org.apache.kafka.common.utils.Bytes;
 
 /**
  * The registry of named topologies the oracle can run. Every topology reads the topic {@code input}
@@ -29,7 +37,9 @@ import org.apache.kafka.streams.kstream.Windowed;
  * {@code key@start/end} for windows whose size varies (session, sliding). Every windowed
  * topology named {@code X} also exists as {@code X-suppressed}: the same aggregation followed by
  * {@code suppress(untilWindowCloses(unbounded()))}, which emits each window's final result once
- * stream time passes its end + grace. All durations are in milliseconds.
+ * stream time passes its end + grace. The joins (issue 32) read the topics {@code left} and
+ * {@code right} instead (string keys and values) and write {@code output} with the value
+ * {@code l + "+" + r} ({@code "null"} for a missing side). All durations are in milliseconds.
  */
 final class Topologies {
   private Topologies() {}
@@ -55,6 +65,8 @@ final class Topologies {
       BiConsumer<StreamsBuilder, Params> build) {}
 
   static final String INPUT = "input";
+  static final String LEFT = "left";
+  static final String RIGHT = "right";
   static final String OUTPUT = "output";
 
   private static final Serde<String> S = Serdes.String();
@@ -106,6 +118,25 @@ final class Topologies {
             .suppress(Suppressed.untilWindowCloses(Suppressed.BufferConfig.unbounded()))
             .toStream((w, v) -> windowKey.apply(w))
             .to(OUTPUT, Produced.with(S, L)));
+  }
+
+  private static void registerJoin(String name, String doc, List<String> params,
+      BiConsumer<StreamsBuilder, Params> build) {
+    REGISTRY.put(name, new Definition(name, doc,
+        List.of(new TopicSpec(LEFT, Kind.STRING, Kind.STRING), new TopicSpec(RIGHT, Kind.STRING, Kind.STRING)),
+        List.of(new TopicSpec(OUTPUT, Kind.STRING, Kind.STRING)),
+        params, build));
+  }
+
+  private static final ValueJoiner<String, String, String> JOINER = (l, r) -> l + "+" + r;
+
+  private static KStream<String, String> left(StreamsBuilder builder) {
+    return builder.stream(LEFT, Consumed.with(S, S));
+  }
+
+  private static KTable<String, String> table(StreamsBuilder builder, String topic, String store) {
+    return builder.table(topic, Consumed.with(S, S),
+        Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store).withKeySerde(S).withValueSerde(S));
   }
 
   static {
@@ -199,5 +230,60 @@ final class Topologies {
             .windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(ms(p, "timeDifferenceMs"), ms(p, "graceMs")))
             .count(Materialized.with(S, L)),
         true);
+
+    // stream-table-join / stream-table-left-join: the stream `left` joined with the table `right`
+    // (latest value per key; a null value deletes). Only stream records trigger output; null-key
+    // or null-value stream records are dropped; inner drops a stream record without a table value,
+    // left emits l+null. No params.
+    registerJoin("stream-table-join", "left stream join right table (inner).", List.of(),
+        (builder, p) -> left(builder).join(table(builder, RIGHT, "right-table"), JOINER, Joined.with(S, S, S))
+            .to(OUTPUT, Produced.with(S, S)));
+    registerJoin("stream-table-left-join", "left stream leftJoin right table.", List.of(),
+        (builder, p) -> left(builder).leftJoin(table(builder, RIGHT, "right-table"), JOINER, Joined.with(S, S, S))
+            .to(OUTPUT, Produced.with(S, S)));
+
+    // stream-versioned-table-join: as stream-table-left-join, with the table in a versioned store
+    // (KIP-889) keeping historyRetentionMs of history: a stream record joins the table value as of
+    // its own timestamp. Params: historyRetentionMs.
+    registerJoin("stream-versioned-table-left-join", "left stream leftJoin right table in a versioned store (historyRetentionMs).",
+        List.of("historyRetentionMs"),
+        (builder, p) -> left(builder).leftJoin(
+                builder.table(RIGHT, Consumed.with(S, S),
+                    Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("right-versioned", ms(p, "historyRetentionMs")))
+                        .withKeySerde(S).withValueSerde(S)),
+                JOINER, Joined.with(S, S, S))
+            .to(OUTPUT, Produced.with(S, S)));
+
+    // stream-stream-join / -left-join / -outer-join: `left` and `right` streams joined when their
+    // timestamps differ by at most timeDifferenceMs, JoinWindows.ofTimeDifferenceAndGrace(
+    // timeDifferenceMs, graceMs). Left/outer emit l+null (null+r) for an unmatched record once its
+    // window plus grace has closed. Params: timeDifferenceMs, graceMs.
+    registerJoin("stream-stream-join", "left stream join right stream (timeDifferenceMs, graceMs).",
+        List.of("timeDifferenceMs", "graceMs"),
+        (builder, p) -> left(builder).join(builder.stream(RIGHT, Consumed.with(S, S)), JOINER,
+                JoinWindows.ofTimeDifferenceAndGrace(ms(p, "timeDifferenceMs"), ms(p, "graceMs")), StreamJoined.with(S, S, S))
+            .to(OUTPUT, Produced.with(S, S)));
+    registerJoin("stream-stream-left-join", "left stream leftJoin right stream (timeDifferenceMs, graceMs).",
+        List.of("timeDifferenceMs", "graceMs"),
+        (builder, p) -> left(builder).leftJoin(builder.stream(RIGHT, Consumed.with(S, S)), JOINER,
+                JoinWindows.ofTimeDifferenceAndGrace(ms(p, "timeDifferenceMs"), ms(p, "graceMs")), StreamJoined.with(S, S, S))
+            .to(OUTPUT, Produced.with(S, S)));
+    registerJoin("stream-stream-outer-join", "left stream outerJoin right stream (timeDifferenceMs, graceMs).",
+        List.of("timeDifferenceMs", "graceMs"),
+        (builder, p) -> left(builder).outerJoin(builder.stream(RIGHT, Consumed.with(S, S)), JOINER,
+                JoinWindows.ofTimeDifferenceAndGrace(ms(p, "timeDifferenceMs"), ms(p, "graceMs")), StreamJoined.with(S, S, S))
+            .to(OUTPUT, Produced.with(S, S)));
+
+    // table-table-join / -left-join / -outer-join: two tables joined on their key; an update on
+    // either side emits the joined value, a delete a tombstone (null value). No params.
+    registerJoin("table-table-join", "left table join right table (inner).", List.of(),
+        (builder, p) -> table(builder, LEFT, "left-table").join(table(builder, RIGHT, "right-table"), JOINER)
+            .toStream().to(OUTPUT, Produced.with(S, S)));
+    registerJoin("table-table-left-join", "left table leftJoin right table.", List.of(),
+        (builder, p) -> table(builder, LEFT, "left-table").leftJoin(table(builder, RIGHT, "right-table"), JOINER)
+            .toStream().to(OUTPUT, Produced.with(S, S)));
+    registerJoin("table-table-outer-join", "left table outerJoin right table.", List.of(),
+        (builder, p) -> table(builder, LEFT, "left-table").outerJoin(table(builder, RIGHT, "right-table"), JOINER)
+            .toStream().to(OUTPUT, Produced.with(S, S)));
   }
 }
