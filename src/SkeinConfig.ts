@@ -42,6 +42,14 @@ export interface SkeinConfig {
    */
   readonly maxPollRecords: number
   /**
+   * How long a task runs a batch's records before what finished commits (one
+   * transaction under exactly-once; Kafka Streams commits every 100 ms under
+   * exactly-once). Records running then finish; the rest continue in the next
+   * transaction. Bounds how late outputs become visible and how much a crash
+   * replays when handlers are slow.
+   */
+  readonly maxBatchDuration: Duration.Duration
+  /**
    * Directory of the LevelDB state stores, kept across restarts (a task that
    * finds its store restores only the changelog's tail). Give each instance
    * its own.
@@ -278,6 +286,7 @@ export const SkeinConfig: Context.Tag<SkeinConfig, SkeinConfig> = Context.Generi
 export const defaults = {
   clientId: "skein",
   maxPollRecords: 50_000,
+  maxBatchDuration: Duration.seconds(1),
   stateDir: ".skein/state",
   stateCleanupDelay: Duration.minutes(10),
   standbyReplicas: 0,
@@ -390,6 +399,10 @@ export const config: Config.Config<SkeinConfig> = Config.all({
     Config.validate({ message: "SKEIN_MAX_POLL_RECORDS must be a positive integer", validation: (n) => n > 0 }),
     Config.withDefault(defaults.maxPollRecords),
     Config.withDescription("Records per batch across partitions")
+  ),
+  maxBatchDuration: Config.duration("SKEIN_MAX_BATCH_DURATION").pipe(
+    Config.withDefault(defaults.maxBatchDuration),
+    Config.withDescription("How long a task runs a batch's records before what finished commits")
   ),
   stateDir: Config.string("SKEIN_STATE_DIR").pipe(
     Config.withDefault(defaults.stateDir),

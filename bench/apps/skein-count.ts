@@ -138,6 +138,10 @@ const program = Runner.runWithStats(Count, stats).pipe(
     commitInterval: Duration.millis(commitIntervalMs),
     // An experiment's knob, unset in the benchmark: SKEIN_MAX_POLL_RECORDS, as Skein's own env config reads it.
     ...(process.env["SKEIN_MAX_POLL_RECORDS"] === undefined ? {} : { maxPollRecords: Number(process.env["SKEIN_MAX_POLL_RECORDS"]) }),
+    // Likewise SKEIN_MAX_BATCH_DURATION (milliseconds here), unset in the benchmark.
+    ...(process.env["SKEIN_MAX_BATCH_DURATION"] === undefined
+      ? {}
+      : { maxBatchDuration: Duration.millis(Number(process.env["SKEIN_MAX_BATCH_DURATION"])) }),
     ...skeinSecurity(securityFromEnv()),
   })),
 )

@@ -10,7 +10,7 @@
  *
  * @internal
  */
-import { Cause, Effect, Either, Exit, identity, Option, Schema } from "effect"
+import { Cause, Duration, Effect, Either, Exit, Fiber, identity, Option, Schema } from "effect"
 import type { ParseResult } from "effect"
 import type { Semaphore } from "effect/Effect"
 import type { KafkaError } from "../SkeinError.ts"
@@ -66,6 +66,12 @@ export interface Options {
   readonly deadLetterTopic: Option.Option<string>
   /** Completes when running handlers must be interrupted (a grace period ran out). */
   readonly stop: Effect.Effect<void>
+  /**
+   * How long records are started (`maxBatchDuration`): once it has passed, no
+   * record starts; those running finish, and the finished prefix commits.
+   * Unset: every record of the slices runs.
+   */
+  readonly maxDuration?: Duration.Duration | undefined
   /** Permits for transform calls across all tasks (`maxConcurrency`). */
   readonly permits: Option.Option<Semaphore>
   /** The size limit of a record for each output topic. */
@@ -93,6 +99,8 @@ export interface TaskBatchResult<E> {
   /** The runs (execution ids) of the kept records a rule skipped or dead-lettered: their steps are deleted after the commit. */
   readonly disposedRuns: ReadonlyArray<string>
   readonly retries: number
+  /** True when `maxDuration` passed before every record started: the rest continues in the next batch. */
+  readonly timedOut: boolean
   /** The fatal failure that ended processing early, if any. */
   readonly failure: Option.Option<Cause.Cause<RecordError<E>>>
   /** True when `stop` interrupted running handlers. */
@@ -211,6 +219,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const storedSteps = Option.map(transformer.state, JsonCodec.steps)
     const states = new Map<string, Option.Option<S>>()
     let retries = 0
+    /** Set once `maxDuration` has passed: lanes start no further record. */
+    let timedOut = false
     // Outputs carry trace context only under a tracer the program installed; the batch span
     // is the parent of each record's transform span, or its link when the record has a remote parent.
     const propagate = Tracing.propagates(yield* Effect.tracer)
@@ -450,7 +460,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const next = (done: Cut.Done<S>): Effect.Effect<void, unknown, R> => {
         lane.done.push(done)
         index++
-        return index < entries.length ? Effect.flatMap(processAt(entries[index]!), next) : Effect.void
+        return index < entries.length && !timedOut ? Effect.flatMap(processAt(entries[index]!), next) : Effect.void
       }
       return Effect.flatMap(Effect.suspend(() => processAt(entries[0]!)), next)
     }
@@ -484,7 +494,15 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         { discard: true }
       )
     )
+    // Past maxDuration no record starts (a flag each lane reads between records): the batch ends
+    // with the records that finished, and the rest of its records continue in the next one.
+    const timer = options.maxDuration === undefined ? undefined : yield* Effect.fork(
+      Effect.andThen(Effect.sleep(options.maxDuration), () => {
+        timedOut = true
+      })
+    )
     const finished = yield* Effect.race(Effect.exit(work), Effect.as(options.stop, undefined))
+    if (timer !== undefined) yield* Fiber.interrupt(timer)
     const interrupted = finished === undefined
     const failure = finished !== undefined && Exit.isFailure(finished)
       ? Option.some(finished.cause as Cause.Cause<RecordError<E>>)
@@ -512,6 +530,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       deadLettered: kept.deadLettered,
       disposedRuns: kept.disposedRuns,
       retries,
+      timedOut,
       failure,
       interrupted
     }

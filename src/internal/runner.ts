@@ -148,6 +148,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           {
             deadLetterTopic,
             stop,
+            maxDuration: config.maxBatchDuration,
             permits,
             messageLimits,
             partitionCounts,

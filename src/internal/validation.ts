@@ -37,6 +37,14 @@ export const validateConfig = (
       })
     )
   }
+  if (!Duration.greaterThan(config.maxBatchDuration, Duration.zero)) {
+    problems.push(
+      new ConfigurationError({
+        problem: `maxBatchDuration must be above zero, got ${Duration.format(config.maxBatchDuration)}`,
+        fix: "Set SKEIN_MAX_BATCH_DURATION to a positive duration (default 1 second), or leave it unset"
+      })
+    )
+  }
   if (config.maxConcurrency !== "unbounded" && !(Number.isInteger(config.maxConcurrency) && config.maxConcurrency > 0)) {
     problems.push(
       new ConfigurationError({
