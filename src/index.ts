@@ -38,3 +38,11 @@ export * as Transformer from "./Transformer.ts"
 export * as KafkaWorkflow from "./KafkaWorkflow.ts"
 /** @since 0.3.0 */
 export * as KafkaAgent from "./KafkaAgent.ts"
+/** @since 0.4.0 */
+export * as KStream from "./KStream.ts"
+/** @since 0.4.0 */
+export * as KGroupedStream from "./KGroupedStream.ts"
+/** @since 0.4.0 */
+export * as KTable from "./KTable.ts"
+/** @since 0.4.0 */
+export * as Topology from "./Topology.ts"

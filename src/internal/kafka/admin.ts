@@ -27,6 +27,12 @@ export interface KafkaAdmin {
     partitions: number,
     replicationFactor: number
   ) => Effect.Effect<void, KafkaError>
+  /** Creates a topic with the broker's default configuration (no-op when it exists). */
+  readonly createTopic: (
+    topic: string,
+    partitions: number,
+    replicationFactor: number
+  ) => Effect.Effect<void, KafkaError>
   /** Committed offsets of a group for one partition of several topics (-1: none). */
   readonly committedOffsets: (
     groupId: string,
@@ -97,6 +103,12 @@ const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: Admin): 
             replicationFactor,
             configEntries: [{ name: "cleanup.policy", value: "compact" }]
           }]
+        }), { topics: [topic], topicOperation: "CREATE", clusterOperation: "CREATE" }).pipe(Effect.asVoid),
+    createTopic: (topic, partitions, replicationFactor) =>
+      attempt("createTopics", () =>
+        admin.createTopics({
+          waitForLeaders: true,
+          topics: [{ topic, numPartitions: partitions, replicationFactor }]
         }), { topics: [topic], topicOperation: "CREATE", clusterOperation: "CREATE" }).pipe(Effect.asVoid),
     committedOffsets: (groupId, topics, partition) =>
       attempt("fetchOffsets", () => admin.fetchOffsets({ groupId, topics: [...topics] }), {

@@ -1,0 +1,546 @@
+/**
+ * A stream of keyed records, built from topics with operators, written to
+ * topics (`to`), or grouped by key for an aggregation (`groupBy`,
+ * `groupByKey`). A `KStream` is a description: `Topology.make` collects the
+ * streams written to topics, and `Topology.run` runs them as Skein
+ * transformers, with every guarantee of a transformer (exactly-once, rules,
+ * dead letters, state kept and restored).
+ *
+ * Grouping by a new key writes the records to a repartition topic
+ * (`{applicationId}-{name}-repartition`) keyed by it, so every record of one
+ * key reaches one task, as Kafka Streams does.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { KGroupedStream, KStream, KTable, Topic, Topology } from "skein"
+ *
+ * const Order = Schema.Struct({ customer: Schema.String, amount: Schema.Number })
+ * const Orders = Topic.make({ name: "orders", key: Schema.String, value: Topic.json(Order) })
+ * const Counts = Topic.make({ name: "orders-per-customer", key: Schema.String, value: Topic.json(Schema.Number) })
+ *
+ * const counts = KStream.from(Orders).pipe(
+ *   KStream.filter((order) => order.value.amount > 0),
+ *   KStream.groupBy((order) => order.value.customer, { key: Schema.String, value: Topic.json(Order), name: "by-customer" }),
+ *   KGroupedStream.count({ name: "order-counts" }),
+ *   KTable.toStream,
+ *   KStream.to(Counts)
+ * )
+ * const topology = Topology.make("orders", [counts])
+ * ```
+ *
+ * @since 0.4.0
+ */
+import { Effect } from "effect"
+import { dual } from "effect/Function"
+import type { Pipeable } from "effect/Pipeable"
+import { pipeArguments } from "effect/Pipeable"
+import * as Graph from "./internal/streams/graph.ts"
+import * as Topic from "./Topic.ts"
+import type { KGroupedStream } from "./internal/streams/grouped.ts"
+import * as grouped from "./internal/streams/grouped.ts"
+
+/**
+ * @since 0.4.0
+ * @category symbols
+ */
+export const TypeId: unique symbol = Symbol.for("skein/KStream")
+
+/**
+ * @since 0.4.0
+ * @category symbols
+ */
+export type TypeId = typeof TypeId
+
+/**
+ * A record in a stream: its key (`null`: none), value, timestamp (the input
+ * record's, carried to every output) and headers.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Record<K, V> {
+  readonly key: K | null
+  readonly value: V
+  /** Milliseconds since the epoch. */
+  readonly timestamp: number
+  /** The input record's headers, name and value bytes, in order. */
+  readonly headers: ReadonlyArray<readonly [string, Buffer]>
+}
+
+/**
+ * A key and a value, as `map` and `flatMap` return them.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface KeyValue<K, V> {
+  readonly key: K | null
+  readonly value: V
+}
+
+/**
+ * A stream of records with keys `K` and values `V`; its operators may fail
+ * with `E` and need `R`.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface KStream<out K, out V, out E = never, out R = never> extends Pipeable {
+  readonly [TypeId]: {
+    readonly _K: (_: never) => K
+    readonly _V: (_: never) => V
+    readonly _E: (_: never) => E
+    readonly _R: (_: never) => R
+  }
+  /** @internal */
+  readonly node: Graph.Node
+}
+
+/**
+ * A stream written to a topic: what `Topology.make` runs.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Sink<out E = never, out R = never> {
+  readonly [TypeId]: { readonly _E: (_: never) => E; readonly _R: (_: never) => R }
+  /** @internal */
+  readonly node: Graph.Sink
+}
+
+const variance = { _K: (_: never) => _, _V: (_: never) => _, _E: (_: never) => _, _R: (_: never) => _ }
+
+const proto = {
+  pipe() {
+    return pipeArguments(this, arguments)
+  }
+}
+
+/** @internal */
+export const fromNode = <K, V, E, R>(node: Graph.Node): KStream<K, V, E, R> =>
+  Object.assign(Object.create(proto), { [TypeId]: variance, node })
+
+/**
+ * The records of `topic` (or of several topics with the same key and value
+ * types), decoded with their codecs.
+ *
+ * @example
+ * ```ts
+ * import { KStream } from "skein"
+ *
+ * const orders = KStream.from(Orders)
+ * const both = KStream.from(Orders, Refunds)
+ * ```
+ *
+ * @since 0.4.0
+ * @category constructors
+ */
+export const from = <K, V>(
+  topic: Topic.Topic<K, V>,
+  ...more: ReadonlyArray<Topic.Topic<K, V>>
+): KStream<K, V> => fromNode(Graph.source([topic, ...more]))
+
+/** The DSL's type erasure, recovered: a record reaching a step was made by the operators that typed it. */
+const typed = <K, V>(record: Graph.StreamRecord): Record<K, V> => record as Record<K, V>
+
+const step = <K, V, E, R, K2, V2, E2, R2>(
+  self: KStream<K, V, E, R>,
+  kind: Graph.StepKind,
+  keyChanging: boolean,
+  run: Graph.Step,
+  name: string | undefined
+): KStream<K2, V2, E | E2, R | R2> => fromNode(Graph.step(self.node, kind, keyChanging, run, name))
+
+/**
+ * Options of an operator: its name in the topology (`describe`), stable
+ * while the topology is unchanged when unset.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Named {
+  readonly name?: string | undefined
+}
+
+/**
+ * Keeps the records `predicate` accepts.
+ *
+ * @example
+ * ```ts
+ * import { KStream } from "skein"
+ *
+ * KStream.from(Orders).pipe(KStream.filter((order) => order.value.amount > 0))
+ * ```
+ *
+ * @since 0.4.0
+ * @category filtering
+ */
+export const filter: {
+  <K, V>(predicate: (record: Record<K, V>) => boolean, options?: Named): <E, R>(self: KStream<K, V, E, R>) => KStream<K, V, E, R>
+  <K, V, E, R>(self: KStream<K, V, E, R>, predicate: (record: Record<K, V>) => boolean, options?: Named): KStream<K, V, E, R>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R>(self: KStream<K, V, E, R>, predicate: (record: Record<K, V>) => boolean, options?: Named) =>
+    step<K, V, E, R, K, V, never, never>(self, "filter", false, (r) => predicate(typed<K, V>(r)) ? [r] : [], options?.name)
+)
+
+/**
+ * Keeps the records an effect accepts (a lookup, a call): it may fail with
+ * its typed error, which the topology's rules handle.
+ *
+ * @since 0.4.0
+ * @category filtering
+ */
+export const filterEffect: {
+  <K, V, E2, R2>(
+    predicate: (record: Record<K, V>) => Effect.Effect<boolean, E2, R2>,
+    options?: Named
+  ): <E, R>(self: KStream<K, V, E, R>) => KStream<K, V, E | E2, R | R2>
+  <K, V, E, R, E2, R2>(
+    self: KStream<K, V, E, R>,
+    predicate: (record: Record<K, V>) => Effect.Effect<boolean, E2, R2>,
+    options?: Named
+  ): KStream<K, V, E | E2, R | R2>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R, E2, R2>(
+    self: KStream<K, V, E, R>,
+    predicate: (record: Record<K, V>) => Effect.Effect<boolean, E2, R2>,
+    options?: Named
+  ) =>
+    step<K, V, E, R, K, V, E2, R2>(
+      self,
+      "filter",
+      false,
+      (r) => Effect.map(predicate(typed<K, V>(r)), (keep) => keep ? [r] : []),
+      options?.name
+    )
+)
+
+/**
+ * A new key and value for each record. Grouping the result by key
+ * repartitions it.
+ *
+ * @example
+ * ```ts
+ * import { KStream } from "skein"
+ *
+ * KStream.from(Orders).pipe(KStream.map((order) => ({ key: order.value.customer, value: order.value.amount })))
+ * ```
+ *
+ * @since 0.4.0
+ * @category mapping
+ */
+export const map: {
+  <K, V, K2, V2>(f: (record: Record<K, V>) => KeyValue<K2, V2>, options?: Named): <E, R>(self: KStream<K, V, E, R>) => KStream<K2, V2, E, R>
+  <K, V, E, R, K2, V2>(self: KStream<K, V, E, R>, f: (record: Record<K, V>) => KeyValue<K2, V2>, options?: Named): KStream<K2, V2, E, R>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R, K2, V2>(self: KStream<K, V, E, R>, f: (record: Record<K, V>) => KeyValue<K2, V2>, options?: Named) =>
+    step<K, V, E, R, K2, V2, never, never>(self, "map", true, (r) => {
+      const { key, value } = f(typed<K, V>(r))
+      return [{ ...r, key, value }]
+    }, options?.name)
+)
+
+/**
+ * Like `map`, with an effect (it may fail with its typed error).
+ *
+ * @since 0.4.0
+ * @category mapping
+ */
+export const mapEffect: {
+  <K, V, K2, V2, E2, R2>(
+    f: (record: Record<K, V>) => Effect.Effect<KeyValue<K2, V2>, E2, R2>,
+    options?: Named
+  ): <E, R>(self: KStream<K, V, E, R>) => KStream<K2, V2, E | E2, R | R2>
+  <K, V, E, R, K2, V2, E2, R2>(
+    self: KStream<K, V, E, R>,
+    f: (record: Record<K, V>) => Effect.Effect<KeyValue<K2, V2>, E2, R2>,
+    options?: Named
+  ): KStream<K2, V2, E | E2, R | R2>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R, K2, V2, E2, R2>(
+    self: KStream<K, V, E, R>,
+    f: (record: Record<K, V>) => Effect.Effect<KeyValue<K2, V2>, E2, R2>,
+    options?: Named
+  ) =>
+    step<K, V, E, R, K2, V2, E2, R2>(
+      self,
+      "map",
+      true,
+      (r) => Effect.map(f(typed<K, V>(r)), ({ key, value }) => [{ ...r, key, value }]),
+      options?.name
+    )
+)
+
+/**
+ * A new value for each record; the key stays (no repartition later).
+ *
+ * @example
+ * ```ts
+ * import { KStream } from "skein"
+ *
+ * KStream.from(Orders).pipe(KStream.mapValues((order) => order.amount))
+ * ```
+ *
+ * @since 0.4.0
+ * @category mapping
+ */
+export const mapValues: {
+  <K, V, V2>(f: (value: V, record: Record<K, V>) => V2, options?: Named): <E, R>(self: KStream<K, V, E, R>) => KStream<K, V2, E, R>
+  <K, V, E, R, V2>(self: KStream<K, V, E, R>, f: (value: V, record: Record<K, V>) => V2, options?: Named): KStream<K, V2, E, R>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R, V2>(self: KStream<K, V, E, R>, f: (value: V, record: Record<K, V>) => V2, options?: Named) =>
+    step<K, V, E, R, K, V2, never, never>(self, "mapValues", false, (r) => {
+      const record = typed<K, V>(r)
+      return [{ ...r, value: f(record.value, record) }]
+    }, options?.name)
+)
+
+/**
+ * Like `mapValues`, with an effect (it may fail with its typed error).
+ *
+ * @since 0.4.0
+ * @category mapping
+ */
+export const mapValuesEffect: {
+  <K, V, V2, E2, R2>(
+    f: (value: V, record: Record<K, V>) => Effect.Effect<V2, E2, R2>,
+    options?: Named
+  ): <E, R>(self: KStream<K, V, E, R>) => KStream<K, V2, E | E2, R | R2>
+  <K, V, E, R, V2, E2, R2>(
+    self: KStream<K, V, E, R>,
+    f: (value: V, record: Record<K, V>) => Effect.Effect<V2, E2, R2>,
+    options?: Named
+  ): KStream<K, V2, E | E2, R | R2>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R, V2, E2, R2>(
+    self: KStream<K, V, E, R>,
+    f: (value: V, record: Record<K, V>) => Effect.Effect<V2, E2, R2>,
+    options?: Named
+  ) =>
+    step<K, V, E, R, K, V2, E2, R2>(self, "mapValues", false, (r) => {
+      const record = typed<K, V>(r)
+      return Effect.map(f(record.value, record), (value) => [{ ...r, value }])
+    }, options?.name)
+)
+
+/**
+ * Any number of records for each record, each with its own key.
+ *
+ * @since 0.4.0
+ * @category mapping
+ */
+export const flatMap: {
+  <K, V, K2, V2>(
+    f: (record: Record<K, V>) => Iterable<KeyValue<K2, V2>>,
+    options?: Named
+  ): <E, R>(self: KStream<K, V, E, R>) => KStream<K2, V2, E, R>
+  <K, V, E, R, K2, V2>(
+    self: KStream<K, V, E, R>,
+    f: (record: Record<K, V>) => Iterable<KeyValue<K2, V2>>,
+    options?: Named
+  ): KStream<K2, V2, E, R>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R, K2, V2>(self: KStream<K, V, E, R>, f: (record: Record<K, V>) => Iterable<KeyValue<K2, V2>>, options?: Named) =>
+    step<K, V, E, R, K2, V2, never, never>(
+      self,
+      "flatMap",
+      true,
+      (r) => Array.from(f(typed<K, V>(r)), ({ key, value }) => ({ ...r, key, value })),
+      options?.name
+    )
+)
+
+/**
+ * Any number of values for each record, each with the record's key.
+ *
+ * @example
+ * ```ts
+ * import { KStream } from "skein"
+ *
+ * KStream.from(Lines).pipe(KStream.flatMapValues((line) => line.split(" ")))
+ * ```
+ *
+ * @since 0.4.0
+ * @category mapping
+ */
+export const flatMapValues: {
+  <K, V, V2>(f: (value: V, record: Record<K, V>) => Iterable<V2>, options?: Named): <E, R>(self: KStream<K, V, E, R>) => KStream<K, V2, E, R>
+  <K, V, E, R, V2>(self: KStream<K, V, E, R>, f: (value: V, record: Record<K, V>) => Iterable<V2>, options?: Named): KStream<K, V2, E, R>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R, V2>(self: KStream<K, V, E, R>, f: (value: V, record: Record<K, V>) => Iterable<V2>, options?: Named) =>
+    step<K, V, E, R, K, V2, never, never>(self, "flatMapValues", false, (r) => {
+      const record = typed<K, V>(r)
+      return Array.from(f(record.value, record), (value) => ({ ...r, value }))
+    }, options?.name)
+)
+
+/**
+ * A new key for each record, the value unchanged. Grouping the result by key
+ * repartitions it.
+ *
+ * @example
+ * ```ts
+ * import { KStream } from "skein"
+ *
+ * KStream.from(Orders).pipe(KStream.selectKey((order) => order.value.customer))
+ * ```
+ *
+ * @since 0.4.0
+ * @category mapping
+ */
+export const selectKey: {
+  <K, V, K2>(f: (record: Record<K, V>) => K2 | null, options?: Named): <E, R>(self: KStream<K, V, E, R>) => KStream<K2, V, E, R>
+  <K, V, E, R, K2>(self: KStream<K, V, E, R>, f: (record: Record<K, V>) => K2 | null, options?: Named): KStream<K2, V, E, R>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R, K2>(self: KStream<K, V, E, R>, f: (record: Record<K, V>) => K2 | null, options?: Named) =>
+    step<K, V, E, R, K2, V, never, never>(self, "selectKey", true, (r) => [{ ...r, key: f(typed<K, V>(r)) }], options?.name)
+)
+
+/**
+ * The records of both streams, as one.
+ *
+ * @since 0.4.0
+ * @category combining
+ */
+export const merge: {
+  <K, V, E2, R2>(that: KStream<K, V, E2, R2>, options?: Named): <E, R>(self: KStream<K, V, E, R>) => KStream<K, V, E | E2, R | R2>
+  <K, V, E, R, E2, R2>(self: KStream<K, V, E, R>, that: KStream<K, V, E2, R2>, options?: Named): KStream<K, V, E | E2, R | R2>
+} = dual(
+  (args) => isStream(args[0]) && isStream(args[1]),
+  <K, V, E, R, E2, R2>(self: KStream<K, V, E, R>, that: KStream<K, V, E2, R2>, options?: Named): KStream<K, V, E | E2, R | R2> =>
+    fromNode(Graph.merge([self.node, that.node], options?.name))
+)
+
+/**
+ * Codecs for records written to an internal topic (a repartition topic):
+ * the same codecs a `Topic.make` takes.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Repartitioned<K, V> extends Named {
+  readonly key: Topic.AnyCodec<K>
+  readonly value: Topic.AnyCodec<V>
+  /** The repartition topic's partition count; unset: the largest of the upstream source topics'. */
+  readonly partitions?: number | undefined
+}
+
+/**
+ * Writes the records to a repartition topic keyed by their key and reads
+ * them back: every record of one key then reaches the same task.
+ *
+ * @since 0.4.0
+ * @category grouping
+ */
+export const repartition: {
+  <K, V>(options: Repartitioned<K, V>): <E, R>(self: KStream<K, V, E, R>) => KStream<K, V, E, R>
+  <K, V, E, R>(self: KStream<K, V, E, R>, options: Repartitioned<K, V>): KStream<K, V, E, R>
+} = dual(
+  2,
+  <K, V, E, R>(self: KStream<K, V, E, R>, options: Repartitioned<K, V>): KStream<K, V, E, R> =>
+    fromNode(Graph.repartition(self.node, Graph.codecs(options.key, options.value), options.partitions, options.name))
+)
+
+/**
+ * Groups the records by their key for an aggregation (`KGroupedStream`). A
+ * stream whose key an operator may have changed (`map`, `selectKey`,
+ * `flatMap`) is repartitioned first, with `options`' codecs: without them
+ * `Topology.run` fails at startup naming the operator.
+ *
+ * @since 0.4.0
+ * @category grouping
+ */
+export const groupByKey: {
+  <K, V>(options?: Repartitioned<K, V>): <E, R>(self: KStream<K, V, E, R>) => KGroupedStream<K, V, E, R>
+  <K, V, E, R>(self: KStream<K, V, E, R>, options?: Repartitioned<K, V>): KGroupedStream<K, V, E, R>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R>(self: KStream<K, V, E, R>, options?: Repartitioned<K, V>): KGroupedStream<K, V, E, R> =>
+    grouped.make(Graph.grouping(
+      self.node,
+      options === undefined ? undefined : Graph.codecs(options.key, options.value),
+      options?.partitions,
+      options?.name
+    ))
+)
+
+/**
+ * Groups the records by a new key: they are written to a repartition topic
+ * keyed by it (`options`' codecs), so that all records of one key reach the
+ * same task.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { KStream, Topic } from "skein"
+ *
+ * KStream.from(Orders).pipe(
+ *   KStream.groupBy((order) => order.value.customer, { key: Schema.String, value: Topic.json(Order), name: "by-customer" })
+ * )
+ * ```
+ *
+ * @since 0.4.0
+ * @category grouping
+ */
+export const groupBy: {
+  <K, V, K2>(
+    f: (record: Record<K, V>) => K2 | null,
+    options: Repartitioned<K2, V>
+  ): <E, R>(self: KStream<K, V, E, R>) => KGroupedStream<K2, V, E, R>
+  <K, V, E, R, K2>(
+    self: KStream<K, V, E, R>,
+    f: (record: Record<K, V>) => K2 | null,
+    options: Repartitioned<K2, V>
+  ): KGroupedStream<K2, V, E, R>
+} = dual(
+  3,
+  <K, V, E, R, K2>(self: KStream<K, V, E, R>, f: (record: Record<K, V>) => K2 | null, options: Repartitioned<K2, V>) => {
+    const rekeyed = step<K, V, E, R, K2, V, never, never>(self, "selectKey", true, (r) => [{ ...r, key: f(typed<K, V>(r)) }], undefined)
+    return grouped.make<K2, V, E, R>(Graph.repartition(
+      rekeyed.node,
+      Graph.codecs(options.key, options.value),
+      options.partitions,
+      options.name
+    ))
+  }
+)
+
+/**
+ * Writes the records to `topic`, encoded with its codecs, in the task's
+ * transaction.
+ *
+ * @since 0.4.0
+ * @category sinks
+ */
+export const to: {
+  <K, V>(topic: Topic.Topic<K, V>, options?: Named): <E, R>(self: KStream<K, V, E, R>) => Sink<E, R>
+  <K, V, E, R>(self: KStream<K, V, E, R>, topic: Topic.Topic<K, V>, options?: Named): Sink<E, R>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R>(self: KStream<K, V, E, R>, topic: Topic.Topic<K, V>, options?: Named): Sink<E, R> => ({
+    [TypeId]: variance,
+    node: Graph.sink(self.node, topic.name, (r) => {
+      const record = typed<K, V>(r)
+      return Topic.record(topic, record.key, record.value, record.headers, { timestamp: record.timestamp })
+    }, options?.name)
+  })
+)
+
+/**
+ * True for a `KStream`.
+ *
+ * @since 0.4.0
+ * @category guards
+ */
+export const isStream = (u: unknown): u is KStream<unknown, unknown, unknown, unknown> =>
+  typeof u === "object" && u !== null && TypeId in u

@@ -1,0 +1,234 @@
+/**
+ * A topology: the streams an application writes to topics (`KStream.to`),
+ * run as Skein transformers. It is cut at its repartitions into
+ * sub-topologies (Kafka Streams' term); each runs as one transformer with
+ * its own consumer group `{applicationId}-{sub-topology}`, transactional ids
+ * and state, so every guarantee of a transformer holds for each: one
+ * transaction commits a record's outputs (to topics and to repartition
+ * topics), its state changes and its input offsets together.
+ *
+ * `describe` prints the sub-topologies, their operators and internal topics
+ * (Kafka Streams' `Topology.describe()`). Name what owns state or an internal
+ * topic (`{ name }` on `groupBy`, `groupByKey`, `repartition`, `count`,
+ * `reduce`, `aggregate`): a generated name follows the topology's shape, and
+ * changes when the topology does.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner, SkeinConfig, Topology } from "skein"
+ *
+ * const topology = Topology.make("orders", [counts]) // streams ending in KStream.to(...)
+ * console.log(Topology.describe(topology, "shop"))
+ * Topology.run(topology).pipe(Effect.provide(SkeinConfig.layerConfig()), Runner.runMain)
+ * ```
+ *
+ * @since 0.4.0
+ */
+import { Effect, Either, Option } from "effect"
+import type { Scope } from "effect"
+import type * as Graph from "./internal/streams/graph.ts"
+import * as Compile from "./internal/streams/compile.ts"
+import * as Admin from "./internal/kafka/admin.ts"
+import { makeKafka } from "./internal/kafka/client.ts"
+import type { Sink } from "./KStream.ts"
+import * as Runner from "./Runner.ts"
+import { SkeinConfig } from "./SkeinConfig.ts"
+import type { RunnerError } from "./SkeinError.ts"
+import { ConfigurationError } from "./SkeinError.ts"
+
+/**
+ * @since 0.4.0
+ * @category symbols
+ */
+export const TypeId: unique symbol = Symbol.for("skein/Topology")
+
+/**
+ * @since 0.4.0
+ * @category symbols
+ */
+export type TypeId = typeof TypeId
+
+/**
+ * Streams written to topics, run together. Its operators may fail with `E`
+ * and need `R`.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Topology<out E = never, out R = never> {
+  readonly [TypeId]: { readonly _E: (_: never) => E; readonly _R: (_: never) => R }
+  readonly name: string
+  /** @internal */
+  readonly sinks: ReadonlyArray<Graph.Sink>
+}
+
+/**
+ * A topology named `name` (it names nothing at run time; sub-topologies
+ * are named by their sources) of the streams written to topics.
+ *
+ * @since 0.4.0
+ * @category constructors
+ */
+export const make = <const Sinks extends ReadonlyArray<Sink<unknown, unknown>>>(
+  name: string,
+  sinks: Sinks
+): Topology<ErrorOf<Sinks[number]>, ContextOf<Sinks[number]>> => ({
+  [TypeId]: { _E: (_: never) => _, _R: (_: never) => _ },
+  name,
+  sinks: sinks.map((sink) => sink.node)
+})
+
+/**
+ * The error type of a sink.
+ *
+ * @since 0.4.0
+ * @category type-level
+ */
+export type ErrorOf<S> = S extends Sink<infer E, infer _R> ? E : never
+
+/**
+ * The context a sink needs.
+ *
+ * @since 0.4.0
+ * @category type-level
+ */
+export type ContextOf<S> = S extends Sink<infer _E, infer R> ? R : never
+
+/**
+ * The transformers of `topology` under `applicationId`, one per
+ * sub-topology, and the repartition topics they need; a topology that cannot
+ * run (a grouping without the codecs its repartition needs, two operators of
+ * one name) is a `ConfigurationError` with the fix.
+ *
+ * @since 0.4.0
+ * @category compiling
+ */
+export const compile = (topology: Topology<unknown, unknown>, applicationId: string): Either.Either<Compile.Compiled, ConfigurationError> =>
+  Compile.compile(topology.name, topology.sinks, applicationId)
+
+/**
+ * The topology as text: its sub-topologies, each operator with what it reads
+ * from (`<--`) and passes to (`-->`), and the topics, internal ones included.
+ *
+ * @example
+ * ```ts
+ * import { Topology } from "skein"
+ *
+ * console.log(Topology.describe(topology, "shop"))
+ * // Topology orders
+ * //   Sub-topology 0: orders (consumer group shop-orders)
+ * //     Source KSTREAM-SOURCE-0000000000 (topics: orders)
+ * //       --> KSTREAM-FILTER-0000000001
+ * // ...
+ * ```
+ *
+ * @since 0.4.0
+ * @category describing
+ */
+export const describe = (topology: Topology<unknown, unknown>, applicationId = "{applicationId}"): string =>
+  Either.match(compile(topology, applicationId), {
+    onLeft: (error) => `Topology ${topology.name} cannot run: ${error.message}`,
+    onRight: (compiled) => describeCompiled(topology.name, compiled, applicationId)
+  })
+
+const describeCompiled = (name: string, compiled: Compile.Compiled, applicationId: string): string => {
+  const lines = [`Topology ${name}`]
+  const nameOf = (node: Graph.Node) => compiled.names.get(node)!
+  compiled.subTopologies.forEach((sub, i) => {
+    lines.push(`  Sub-topology ${i}: ${sub.name} (consumer group ${applicationId}-${sub.name})`)
+    const members = compiled.members[i]!
+    const member = new Set(members)
+    for (const node of members) {
+      const internal = compiled.internalTopicOf.get(node)
+      const isReader = internal !== undefined && parentsOf(node).every((p) => !member.has(p))
+      let label: string
+      switch (node._tag) {
+        case "Source":
+          label = `Source ${nameOf(node)} (topics: ${node.topics.map((t) => t.name).join(", ")})`
+          break
+        case "Sink":
+          label = `Sink ${nameOf(node)} (topic: ${node.topic})`
+          break
+        case "Aggregate":
+          label = `Processor ${nameOf(node)} (${node.kind}; state: ${nameOf(node)})`
+          break
+        case "Step":
+          label = `Processor ${nameOf(node)} (${node.kind})`
+          break
+        default:
+          label = isReader ? `Source ${nameOf(node)} (topics: ${internal})` : `Processor ${nameOf(node)} (${node._tag.toLowerCase()})`
+      }
+      lines.push(`    ${label}`)
+      for (const child of compiled.children.get(node) ?? []) {
+        // A repartition below, in another sub-topology: this one writes its topic.
+        const written = member.has(child) ? undefined : compiled.internalTopicOf.get(child)
+        lines.push(written === undefined ? `      --> ${nameOf(child)}` : `      --> ${nameOf(child)} (writes ${written})`)
+      }
+      if (node._tag !== "Source" && !isReader) for (const parent of parentsOf(node)) lines.push(`      <-- ${nameOf(parent)}`)
+    }
+  })
+  const internal = compiled.internalTopics
+  if (internal.length > 0) {
+    lines.push("  Internal topics:")
+    for (const topic of internal) {
+      lines.push(`    ${topic.name} (partitions: ${topic.partitions ?? `as ${topic.upstreamInputs.join(", ")}`})`)
+    }
+  }
+  return lines.join("\n")
+}
+
+const parentsOf = (node: Graph.Node): ReadonlyArray<Graph.Node> =>
+  node._tag === "Source" ? [] : node._tag === "Merge" ? node.parents : [node.parent]
+
+/**
+ * Runs the topology: creates its repartition topics (with the partition
+ * count given, else the largest of the topics its writer reads; an existing
+ * one with another count fails with the fix), then runs one transformer per
+ * sub-topology (`Runner.runAll` under the config's `applicationId`).
+ *
+ * @since 0.4.0
+ * @category running
+ */
+export const run = <E, R>(topology: Topology<E, R>): Effect.Effect<never, RunnerError | E, R | SkeinConfig> =>
+  Effect.gen(function*() {
+    const config = yield* SkeinConfig
+    const compiled = yield* compile(topology, config.applicationId)
+    yield* Effect.scoped(createInternalTopics(compiled, config))
+    const transformers = compiled.subTopologies.map((sub) => sub.transformer)
+    // The transformers' errors are the topology's operators' (`E`); their context is `R`.
+    return yield* (Runner.runAll(transformers) as Effect.Effect<never, RunnerError | E, R | SkeinConfig>)
+  })
+
+/** Creates the topology's repartition topics, in dependency order, or checks the existing ones' partition counts. */
+const createInternalTopics = (
+  compiled: Compile.Compiled,
+  config: SkeinConfig
+): Effect.Effect<void, RunnerError, Scope.Scope> =>
+  Effect.gen(function*() {
+    if (compiled.internalTopics.length === 0) return
+    const admin = yield* Admin.make(yield* makeKafka(config))
+    const counts = new Map<string, number>()
+    const countOf = (topic: string) =>
+      Option.match(Option.fromNullable(counts.get(topic)), {
+        onSome: Effect.succeed,
+        onNone: () => Effect.map(admin.partitionCounts([topic]), (found) => found.get(topic)!)
+      })
+    for (const spec of compiled.internalTopics) {
+      const upstream = yield* Effect.forEach(spec.upstreamInputs, countOf)
+      const wanted = spec.partitions ?? Math.max(...upstream)
+      const existing = yield* admin.partitionCount(spec.name)
+      if (existing === undefined) {
+        yield* admin.createTopic(spec.name, wanted, config.changelogReplicationFactor)
+        yield* Effect.logInfo(`created repartition topic ${spec.name} with ${wanted} partitions`)
+      } else if (existing !== wanted) {
+        return yield* new ConfigurationError({
+          problem: `The repartition topic ${spec.name} has ${existing} partitions; the topology needs ${wanted}` +
+            (spec.partitions === undefined ? ` (as many as the largest of ${spec.upstreamInputs.join(", ")})` : ""),
+          fix: `Set the repartition's partitions to ${existing} (KStream.groupBy / repartition / groupByKey option ` +
+            `"partitions"), or, once the application is stopped and the topic fully consumed, delete ${spec.name} so it is created again`
+        })
+      }
+      counts.set(spec.name, existing ?? wanted)
+    }
+  })

@@ -1,0 +1,355 @@
+/**
+ * From the DSL's graph to Skein's runtime: the topology is cut at its
+ * repartitions into sub-topologies (Kafka Streams' term), and each becomes
+ * one transformer, whose inputs are its source topics and the repartition
+ * topics it reads, and whose transform runs the operators of its part of the
+ * graph on each record. A repartition's writer side emits to its internal
+ * topic in the upstream transformer's transaction; its reader side is an
+ * input of the downstream one. An aggregation keeps its value per key as the
+ * transformer's state.
+ *
+ * Pure: names, checks and transformers, no Kafka. `Topology.run` creates the
+ * internal topics and runs the transformers.
+ *
+ * @internal
+ */
+import { Effect, Either, Option, Schema } from "effect"
+import { ConfigurationError } from "../../SkeinError.ts"
+import type * as Topic from "../../Topic.ts"
+import * as Transformer from "../../Transformer.ts"
+import * as Graph from "./graph.ts"
+
+/** A repartition topic the topology needs, and how many partitions it gets. */
+export interface InternalTopicSpec {
+  readonly name: string
+  /** Set explicitly; unset: the largest partition count of `upstreamInputs`. */
+  readonly partitions: number | undefined
+  /** The inputs of the sub-topology that writes it (topics, some of them internal). */
+  readonly upstreamInputs: ReadonlyArray<string>
+}
+
+/** One sub-topology: its transformer and what it reads. */
+export interface SubTopology {
+  readonly index: number
+  readonly name: string
+  readonly inputs: ReadonlyArray<string>
+  readonly transformer: Transformer.Any
+}
+
+export interface Compiled {
+  readonly subTopologies: ReadonlyArray<SubTopology>
+  /** In dependency order: a topic's upstream inputs are sources or earlier entries. */
+  readonly internalTopics: ReadonlyArray<InternalTopicSpec>
+  /** Each node's name, for `describe`. */
+  readonly names: ReadonlyMap<Graph.Node, string>
+  readonly children: ReadonlyMap<Graph.Node, ReadonlyArray<Graph.Node>>
+  /** Per sub-topology (same order), its nodes in creation order. */
+  readonly members: ReadonlyArray<ReadonlyArray<Graph.Node>>
+  readonly internalTopicOf: ReadonlyMap<Graph.Node, string>
+}
+
+/** Kafka Streams' prefixes of generated names. */
+const prefixOf = (node: Graph.Node): string => {
+  switch (node._tag) {
+    case "Source":
+      return "KSTREAM-SOURCE"
+    case "Step":
+      switch (node.kind) {
+        case "filter":
+          return "KSTREAM-FILTER"
+        case "map":
+          return "KSTREAM-MAP"
+        case "mapValues":
+          return "KSTREAM-MAPVALUES"
+        case "flatMap":
+          return "KSTREAM-FLATMAP"
+        case "flatMapValues":
+          return "KSTREAM-FLATMAPVALUES"
+        case "selectKey":
+          return "KSTREAM-KEY-SELECT"
+        case "toStream":
+          return "KTABLE-TOSTREAM"
+      }
+    case "Merge":
+      return "KSTREAM-MERGE"
+    case "Repartition":
+      return "KSTREAM-REPARTITION"
+    case "Grouping":
+      return "KSTREAM-GROUPBYKEY"
+    case "Aggregate":
+      return "KSTREAM-AGGREGATE"
+    case "Sink":
+      return "KSTREAM-SINK"
+  }
+}
+
+/** The repartition topic of a node named `name`. */
+export const repartitionTopic = (applicationId: string, name: string): string => `${applicationId}-${name}-repartition`
+
+const fail = (problem: string, fix: string) => Either.left(new ConfigurationError({ problem, fix }))
+
+/**
+ * Compiles the topology `name` (its sinks) for `applicationId`: names,
+ * checks (a grouping that must repartition has codecs, names are unique, one
+ * aggregation per sub-topology), sub-topologies and their transformers.
+ */
+export const compile = (
+  topologyName: string,
+  sinks: ReadonlyArray<Graph.Sink>,
+  applicationId: string
+): Either.Either<Compiled, ConfigurationError> => {
+  if (sinks.length === 0) {
+    return fail(`Topology "${topologyName}" writes to no topic`, "Give Topology.make at least one stream ending in KStream.to(topic)")
+  }
+  // Every node the sinks read from, in creation order (parents before children).
+  const seen = new Set<Graph.Node>()
+  const visit = (node: Graph.Node): void => {
+    if (seen.has(node)) return
+    seen.add(node)
+    for (const parent of Graph.parentsOf(node)) visit(parent)
+  }
+  for (const sink of sinks) visit(sink)
+  const nodes = [...seen].sort((a, b) => a.seq - b.seq)
+
+  const names = new Map<Graph.Node, string>()
+  nodes.forEach((node, i) => names.set(node, node.name ?? `${prefixOf(node)}-${String(i).padStart(10, "0")}`))
+  const byName = new Map<string, Graph.Node>()
+  for (const node of nodes) {
+    const name = names.get(node)!
+    if (byName.has(name)) {
+      return fail(
+        `Topology "${topologyName}" has two operators named "${name}"`,
+        "Give each named operator of a topology its own name: names identify state and internal topics"
+      )
+    }
+    byName.set(name, node)
+  }
+
+  const children = new Map<Graph.Node, Array<Graph.Node>>()
+  for (const node of nodes) {
+    for (const parent of Graph.parentsOf(node)) {
+      const list = children.get(parent) ?? []
+      list.push(node)
+      children.set(parent, list)
+    }
+  }
+
+  // A boundary is written by its parent's sub-topology and read by its own.
+  const boundaries = new Set<Graph.Node>()
+  for (const node of nodes) {
+    if (node._tag === "Repartition") boundaries.add(node)
+    if (node._tag === "Grouping" && Graph.keyChanged(node.parent)) {
+      if (node.codecs === undefined) {
+        return fail(
+          `groupByKey ("${names.get(node)}") follows an operator that may change the key, so its records must be ` +
+            "repartitioned by their new key, and it was given no codecs for the repartition topic",
+          "Pass the key and value codecs: KStream.groupByKey({ key: ..., value: ... }), or use KStream.groupBy"
+        )
+      }
+      boundaries.add(node)
+    }
+  }
+  const codecsOf = (node: Graph.Node): Graph.Codecs | undefined =>
+    node._tag === "Repartition" || node._tag === "Grouping" ? node.codecs : undefined
+  const partitionsOf = (node: Graph.Node): number | undefined =>
+    node._tag === "Repartition" || node._tag === "Grouping" ? node.partitions : undefined
+
+  // Sub-topologies: union-find over roots (sources and boundaries); a merge joins its parents'.
+  const root = new Map<Graph.Node, Graph.Node>()
+  const find = (node: Graph.Node): Graph.Node => {
+    let current = node
+    while (root.get(current) !== current) current = root.get(current)!
+    return current
+  }
+  const groupOf = new Map<Graph.Node, Graph.Node>()
+  for (const node of nodes) {
+    if (node._tag === "Source" || boundaries.has(node)) {
+      root.set(node, node)
+      groupOf.set(node, node)
+      continue
+    }
+    const parents = Graph.parentsOf(node).map((p) => find(groupOf.get(p)!))
+    const [first, ...rest] = parents
+    for (const other of rest) root.set(find(other), find(first!))
+    groupOf.set(node, first!)
+  }
+  /** The sub-topology that writes a boundary: its parent's. */
+  const writerGroup = (boundary: Graph.Node): Graph.Node => find(groupOf.get(Graph.parentsOf(boundary)[0]!)!)
+
+  const groups = new Map<Graph.Node, Array<Graph.Node>>()
+  for (const node of nodes) {
+    const group = find(groupOf.get(node)!)
+    const list = groups.get(group) ?? []
+    list.push(node)
+    groups.set(group, list)
+  }
+
+  const internalTopicOf = new Map<Graph.Node, string>()
+  const internal = new Map<Graph.Node, Graph.InternalTopic>()
+  for (const boundary of boundaries) {
+    const topic = repartitionTopic(applicationId, names.get(boundary)!)
+    internalTopicOf.set(boundary, topic)
+    internal.set(boundary, codecsOf(boundary)!.topic(topic))
+  }
+
+  const subTopologies: Array<SubTopology> = []
+  const members: Array<ReadonlyArray<Graph.Node>> = []
+  const groupName = new Map<Graph.Node, string>()
+  const transformerNames = new Set<string>()
+  for (const [group, groupNodes] of groups) {
+    const roots = groupNodes.filter((n) => n._tag === "Source" || boundaries.has(n))
+    const inputs: Array<Topic.Any> = []
+    const rootsByTopic = new Map<string, Array<Graph.Node>>()
+    for (const r of roots) {
+      const topics = r._tag === "Source" ? r.topics : [internal.get(r)!.topic]
+      for (const topic of topics) {
+        if (!inputs.some((t) => t.name === topic.name)) inputs.push(topic)
+        const list = rootsByTopic.get(topic.name) ?? []
+        list.push(r)
+        rootsByTopic.set(topic.name, list)
+      }
+    }
+    const aggregates = groupNodes.filter((n): n is Graph.Aggregate => n._tag === "Aggregate")
+    if (aggregates.length > 1) {
+      return fail(
+        `Topology "${topologyName}" has ${aggregates.length} aggregations (${aggregates.map((a) => `"${names.get(a)}"`).join(", ")}) ` +
+          "in one sub-topology, which keeps one value per key",
+        "Aggregate once per grouping for now: group each aggregation's records separately (KStream.groupBy with its own name)"
+      )
+    }
+    const first = roots[0]!
+    const name = first._tag === "Source" ? first.topics.map((t) => t.name).join("+") : names.get(first)!
+    if (transformerNames.has(name)) {
+      return fail(
+        `Topology "${topologyName}" has two sub-topologies named "${name}" (two sources of the same topics)`,
+        "Read each topic once: KStream.from(topic) once, and branch from that stream"
+      )
+    }
+    transformerNames.add(name)
+    groupName.set(group, name)
+    const boundaryOut = (node: Graph.Node): boolean => boundaries.has(node) && find(groupOf.get(node)!) !== group
+    const transformer = makeTransformer({
+      name,
+      inputs,
+      rootsByTopic,
+      children: (node) => children.get(node) ?? [],
+      writer: (node) => boundaryOut(node) ? internal.get(node) : undefined,
+      aggregate: aggregates[0]
+    })
+    subTopologies.push({ index: subTopologies.length, name, inputs: inputs.map((t) => t.name), transformer })
+    members.push(groupNodes)
+  }
+
+  // Internal topics in dependency order: a boundary's creation number is above its upstream's.
+  const internalTopics = [...boundaries].sort((a, b) => a.seq - b.seq).map((boundary): InternalTopicSpec => {
+    const upstream = subTopologies.find((s) => s.name === groupName.get(writerGroup(boundary)))!
+    return { name: internalTopicOf.get(boundary)!, partitions: partitionsOf(boundary), upstreamInputs: upstream.inputs }
+  })
+  return Either.right({ subTopologies, internalTopics, names, children, members, internalTopicOf })
+}
+
+interface TransformerParts {
+  readonly name: string
+  readonly inputs: ReadonlyArray<Topic.Any>
+  readonly rootsByTopic: ReadonlyMap<string, ReadonlyArray<Graph.Node>>
+  readonly children: (node: Graph.Node) => ReadonlyArray<Graph.Node>
+  /** The internal topic a boundary of another sub-topology is written to, from this one. */
+  readonly writer: (node: Graph.Node) => Graph.InternalTopic | undefined
+  readonly aggregate: Graph.Aggregate | undefined
+}
+
+/**
+ * An aggregate as stored: its value and the largest timestamp of the records
+ * it has seen, which its updates carry (Kafka Streams' `ValueAndTimestamp`).
+ */
+interface Timestamped<A> {
+  readonly value: A
+  readonly timestamp: number
+}
+
+const timestamped = <A, I>(value: Schema.Schema<A, I>) => Schema.Struct({ value, timestamp: Schema.Number })
+
+/** What running a record through a sub-topology produced. */
+interface Run<A> {
+  readonly emit: Array<Topic.OutputRecord>
+  state: Option.Option<Timestamped<A>>
+  changed: boolean
+}
+
+const makeTransformer = (parts: TransformerParts): Transformer.Any => {
+  const { aggregate } = parts
+  if (aggregate === undefined) {
+    return Transformer.stateless({
+      name: parts.name,
+      inputs: parts.inputs,
+      transform: (record) =>
+        Effect.map(runRecord<never, never>(parts, undefined, record, Option.none()), (run) => ({ emit: run.emit }))
+    })
+  }
+  return aggregate.use<Transformer.Any>(<A, I>(spec: Graph.AggregateSpec<A, I>) =>
+    Transformer.make({
+      name: parts.name,
+      inputs: parts.inputs,
+      state: timestamped(spec.state),
+      transform: (record, state) =>
+        Effect.map(runRecord(parts, spec, record, state), (run) => ({
+          emit: run.emit,
+          ...(run.changed && Option.isSome(run.state) ? { state: Transformer.set(run.state.value) } : {})
+        }))
+    })
+  )
+}
+
+/** Runs one input record through the sub-topology's operators, children in declaration order. */
+const runRecord = <A, I>(
+  parts: TransformerParts,
+  spec: Graph.AggregateSpec<A, I> | undefined,
+  input: Transformer.RecordOf<ReadonlyArray<Topic.Any>>,
+  state: Option.Option<Timestamped<A>>
+): Effect.Effect<Run<A>, unknown, unknown> => {
+  const run: Run<A> = { emit: [], state, changed: false }
+  const start: Graph.StreamRecord = { key: input.key, value: input.value, timestamp: input.timestamp, headers: input.rawHeaders }
+
+  const visitChildren = (node: Graph.Node, record: Graph.StreamRecord): Effect.Effect<void, unknown, unknown> =>
+    Effect.forEach(parts.children(node), (child) => visit(child, record), { discard: true })
+
+  const visit = (node: Graph.Node, record: Graph.StreamRecord): Effect.Effect<void, unknown, unknown> => {
+    const writer = parts.writer(node)
+    if (writer !== undefined) {
+      run.emit.push(writer.write(record))
+      return Effect.void
+    }
+    switch (node._tag) {
+      case "Source":
+      case "Merge":
+      case "Repartition":
+      case "Grouping":
+        return visitChildren(node, record)
+      case "Step": {
+        const out = node.step(record)
+        return Effect.isEffect(out)
+          ? Effect.flatMap(out, (records) => Effect.forEach(records, (r) => visitChildren(node, r), { discard: true }))
+          : Effect.forEach(out, (r) => visitChildren(node, r), { discard: true })
+      }
+      case "Aggregate": {
+        if (spec === undefined) return Effect.dieMessage("Skein invariant broken: an aggregate ran outside its sub-topology")
+        if (record.key === null) {
+          return Effect.logWarning(`${parts.name}: a record without a key was dropped by an aggregation (Kafka Streams drops them too)`)
+        }
+        const next = {
+          value: spec.add(Option.map(run.state, (s) => s.value), record),
+          timestamp: Option.match(run.state, { onNone: () => record.timestamp, onSome: (s) => Math.max(s.timestamp, record.timestamp) })
+        }
+        run.state = Option.some(next)
+        run.changed = true
+        return visitChildren(node, { ...record, value: next.value, timestamp: next.timestamp })
+      }
+      case "Sink":
+        run.emit.push(node.write(record))
+        return Effect.void
+    }
+  }
+
+  const roots = parts.rootsByTopic.get(input.topic) ?? []
+  return Effect.as(Effect.forEach(roots, (root) => visit(root, start), { discard: true }), run)
+}

@@ -1,0 +1,227 @@
+/**
+ * The stream DSL's graph: what `KStream`, `KGroupedStream` and `KTable`
+ * build, and what `compile.ts` turns into transformers.
+ *
+ * Nodes point to their parents (a DSL value is immutable: a later operator
+ * never changes an earlier one). Each node has a creation number: children
+ * run in the order they were declared, as in Kafka Streams. A node's name is
+ * its explicit `name`, else one given at compile time from its kind and its
+ * place in the topology (Kafka Streams' `KSTREAM-FILTER-0000000001`), stable
+ * while the topology is unchanged: name what owns state or an internal topic.
+ *
+ * Types are erased here: values are `unknown`, and what needs a record's
+ * types (a sink's encoding, an internal topic's codecs, an aggregate's
+ * state) is a closure made where the types were known.
+ *
+ * @internal
+ */
+import type { Effect, Option, Schema } from "effect"
+import * as Topic from "../../Topic.ts"
+
+/** A record as it flows through the DSL's operators. */
+export interface StreamRecord {
+  readonly key: unknown
+  readonly value: unknown
+  /** Milliseconds since the epoch: the input record's, carried to every output (as in Kafka Streams). */
+  readonly timestamp: number
+  readonly headers: ReadonlyArray<readonly [string, Buffer]>
+}
+
+/** What one operator does with a record: the records it passes on, at once or from an effect. */
+export type Step = (
+  record: StreamRecord
+) => ReadonlyArray<StreamRecord> | Effect.Effect<ReadonlyArray<StreamRecord>, unknown, unknown>
+
+/** The kind of a step, for names and `describe`. */
+export type StepKind = "filter" | "map" | "mapValues" | "flatMap" | "flatMapValues" | "selectKey" | "toStream"
+
+/** An internal topic's typed side: its topic (for inputs) and how a record is written to it. */
+export interface InternalTopic {
+  readonly topic: Topic.Any
+  readonly write: (record: StreamRecord) => Topic.OutputRecord
+}
+
+/** Codecs of an internal topic, whatever their types: the topic is made once its name is known. */
+export interface Codecs {
+  readonly topic: (name: string) => InternalTopic
+}
+
+/** How an aggregate is kept: its stored form and how a record updates it. */
+export interface AggregateSpec<A, I> {
+  /** The aggregate's stored form (JSON of its encoded side). */
+  readonly state: Schema.Schema<A, I>
+  /** The key's aggregate after `record` (`None`: the key's first record). */
+  readonly add: (aggregate: Option.Option<A>, record: StreamRecord) => A
+}
+
+export type Node = Source | StepNode | Merge | Repartition | Grouping | Aggregate | Sink
+
+interface Base {
+  /** Creation order: children run in the order they were declared. */
+  readonly seq: number
+  /** Set by the user (`{ name }`), else given at compile time. */
+  readonly name: string | undefined
+}
+
+/** Records of one or more topics. */
+export interface Source extends Base {
+  readonly _tag: "Source"
+  readonly topics: ReadonlyArray<Topic.Any>
+}
+
+/** A stateless operator. */
+export interface StepNode extends Base {
+  readonly _tag: "Step"
+  readonly kind: StepKind
+  readonly parent: Node
+  /** True when the operator may change the key: a later grouping repartitions. */
+  readonly keyChanging: boolean
+  readonly step: Step
+}
+
+/** Several streams as one. */
+export interface Merge extends Base {
+  readonly _tag: "Merge"
+  readonly parents: ReadonlyArray<Node>
+}
+
+/**
+ * Records written to an internal topic keyed by their key, and read back
+ * from it (`{applicationId}-{name}-repartition`): every record of one key
+ * then reaches the same task.
+ */
+export interface Repartition extends Base {
+  readonly _tag: "Repartition"
+  readonly parent: Node
+  readonly codecs: Codecs
+  /** The internal topic's partition count; unset: the upstream source topics' largest. */
+  readonly partitions: number | undefined
+}
+
+/**
+ * A grouping by the records' own key (`groupByKey`): a repartition when an
+ * operator above may have changed the key (with `codecs`, which must then be
+ * given), else nothing.
+ */
+export interface Grouping extends Base {
+  readonly _tag: "Grouping"
+  readonly parent: Node
+  readonly codecs: Codecs | undefined
+  readonly partitions: number | undefined
+}
+
+/** A running aggregate per key (count, reduce, aggregate): its updates flow on as a table's changes. */
+export interface Aggregate extends Base {
+  readonly _tag: "Aggregate"
+  readonly kind: "count" | "reduce" | "aggregate"
+  /** A repartition, a grouping or a source: records keyed by the aggregate's key. */
+  readonly parent: Node
+  /** The spec, whatever its aggregate's type: `use` hands it to a function generic in it. */
+  readonly use: <X>(f: <A, I>(spec: AggregateSpec<A, I>) => X) => X
+}
+
+/** Records written to a topic. */
+export interface Sink extends Base {
+  readonly _tag: "Sink"
+  readonly parent: Node
+  readonly topic: string
+  readonly write: (record: StreamRecord) => Topic.OutputRecord
+}
+
+let created = 0
+const next = (): number => ++created
+
+export const source = (topics: ReadonlyArray<Topic.Any>): Source => ({ _tag: "Source", seq: next(), name: undefined, topics })
+
+export const step = (parent: Node, kind: StepKind, keyChanging: boolean, run: Step, name: string | undefined): StepNode => ({
+  _tag: "Step",
+  seq: next(),
+  name,
+  kind,
+  parent,
+  keyChanging,
+  step: run
+})
+
+export const merge = (parents: ReadonlyArray<Node>, name: string | undefined): Merge => ({
+  _tag: "Merge",
+  seq: next(),
+  name,
+  parents
+})
+
+export const repartition = (parent: Node, codecs: Codecs, partitions: number | undefined, name: string | undefined): Repartition => ({
+  _tag: "Repartition",
+  seq: next(),
+  name,
+  parent,
+  codecs,
+  partitions
+})
+
+export const grouping = (
+  parent: Node,
+  codecs: Codecs | undefined,
+  partitions: number | undefined,
+  name: string | undefined
+): Grouping => ({ _tag: "Grouping", seq: next(), name, parent, codecs, partitions })
+
+export const aggregate = <A, I>(
+  parent: Node,
+  kind: Aggregate["kind"],
+  spec: AggregateSpec<A, I>,
+  name: string | undefined
+): Aggregate => ({ _tag: "Aggregate", seq: next(), name, kind, parent, use: (f) => f(spec) })
+
+export const sink = (
+  parent: Node,
+  topic: string,
+  write: (record: StreamRecord) => Topic.OutputRecord,
+  name: string | undefined
+): Sink => ({ _tag: "Sink", seq: next(), name, parent, topic, write })
+
+/** The codecs of an internal topic with keys `K` and values `V`. */
+export const codecs = <K, V>(key: Topic.AnyCodec<K>, value: Topic.AnyCodec<V>): Codecs => ({
+  topic: (name) => {
+    const topic = Topic.make({ name, key, value })
+    return {
+      topic,
+      // The record was made by the operators that typed the stream as `K`, `V`.
+      write: (record) =>
+        Topic.record(topic, record.key as K | null, record.value as V, record.headers, { timestamp: record.timestamp })
+    }
+  }
+})
+
+/** The nodes a node reads from. */
+export const parentsOf = (node: Node): ReadonlyArray<Node> => {
+  switch (node._tag) {
+    case "Source":
+      return []
+    case "Merge":
+      return node.parents
+    default:
+      return [node.parent]
+  }
+}
+
+/**
+ * True when records leaving `node` may have a key other than the one they
+ * were partitioned by: a grouping below it repartitions (Kafka Streams' rule).
+ */
+export const keyChanged = (node: Node): boolean => {
+  switch (node._tag) {
+    case "Source":
+    case "Repartition":
+    case "Grouping":
+    case "Aggregate":
+      // A grouping whose key may have changed repartitions (compile.ts fails without its codecs).
+      return false
+    case "Step":
+      return node.keyChanging || keyChanged(node.parent)
+    case "Merge":
+      return node.parents.some(keyChanged)
+    case "Sink":
+      return keyChanged(node.parent)
+  }
+}

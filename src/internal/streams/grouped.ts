@@ -1,0 +1,53 @@
+/**
+ * The representation of `KGroupedStream` and `KTable` values: a graph node
+ * behind the public variance markers. The public modules re-export these.
+ *
+ * @internal
+ */
+import { pipeArguments } from "effect/Pipeable"
+import type { Pipeable } from "effect/Pipeable"
+import type * as Graph from "./graph.ts"
+
+export const GroupedTypeId: unique symbol = Symbol.for("skein/KGroupedStream")
+export type GroupedTypeId = typeof GroupedTypeId
+
+export const TableTypeId: unique symbol = Symbol.for("skein/KTable")
+export type TableTypeId = typeof TableTypeId
+
+/** Records grouped by key, ready for an aggregation. */
+export interface KGroupedStream<out K, out V, out E = never, out R = never> extends Pipeable {
+  readonly [GroupedTypeId]: {
+    readonly _K: (_: never) => K
+    readonly _V: (_: never) => V
+    readonly _E: (_: never) => E
+    readonly _R: (_: never) => R
+  }
+  /** @internal */
+  readonly node: Graph.Node
+}
+
+/** The latest value per key, as an aggregation keeps it; its updates are a stream (`toStream`). */
+export interface KTable<out K, out V, out E = never, out R = never> extends Pipeable {
+  readonly [TableTypeId]: {
+    readonly _K: (_: never) => K
+    readonly _V: (_: never) => V
+    readonly _E: (_: never) => E
+    readonly _R: (_: never) => R
+  }
+  /** @internal */
+  readonly node: Graph.Node
+}
+
+const variance = { _K: (_: never) => _, _V: (_: never) => _, _E: (_: never) => _, _R: (_: never) => _ }
+
+const proto = {
+  pipe() {
+    return pipeArguments(this, arguments)
+  }
+}
+
+export const make = <K, V, E, R>(node: Graph.Node): KGroupedStream<K, V, E, R> =>
+  Object.assign(Object.create(proto), { [GroupedTypeId]: variance, node })
+
+export const table = <K, V, E, R>(node: Graph.Node): KTable<K, V, E, R> =>
+  Object.assign(Object.create(proto), { [TableTypeId]: variance, node })

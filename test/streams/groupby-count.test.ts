@@ -1,0 +1,71 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber, Option, Schema } from "effect"
+import { KGroupedStream, KStream, KTable, SkeinConfig, Topic, Topology } from "../../src/index.ts"
+import { brokers, createTopics, eventually, kafka, produce, readCommitted, unique } from "../helpers/kafka.ts"
+
+const Order = Schema.Struct({ customer: Schema.String, amount: Schema.Number })
+
+describe("Topology: groupBy + count through a repartition topic", () => {
+  it.scopedLive("counts orders per customer across input partitions, each update once, in order", () =>
+    Effect.gen(function*() {
+      const applicationId = unique("stream-count")
+      const input = unique("orders")
+      const output = unique("order-counts")
+      yield* createTopics([{ name: input, partitions: 3 }, { name: output, partitions: 2 }])
+      const Orders = Topic.make({ name: input, key: Schema.String, value: Topic.json(Order) })
+      const Counts = Topic.make({ name: output, key: Schema.String, value: Topic.json(Schema.Number) })
+      const topology = Topology.make("orders", [
+        KStream.from(Orders).pipe(
+          KStream.groupBy((order) => order.value.customer, { key: Schema.String, value: Topic.json(Order), name: "by-customer" }),
+          KGroupedStream.count({ name: "order-counts" }),
+          KTable.toStream,
+          KStream.to(Counts)
+        )
+      ])
+      console.log(Topology.describe(topology, applicationId))
+
+      const customers = ["ann", "bob", "cid", "dee", "eve", "fay", "gus"]
+      // Keyed by order id: one customer's orders arrive on every input partition.
+      const orders = Array.from({ length: 210 }, (_, i) => ({
+        key: `order-${i}`,
+        value: JSON.stringify({ customer: customers[(i * 5) % customers.length]!, amount: i })
+      }))
+      yield* produce(input, orders)
+      const fiber = yield* Effect.forkScoped(
+        Topology.run(topology).pipe(Effect.provide(SkeinConfig.layer({ applicationId, brokers: brokers() })))
+      )
+      yield* eventually(
+        Effect.map(readCommitted(output), (records) => records.length >= orders.length),
+        { timeout: 90_000, what: `${orders.length} count updates in ${output}` }
+      )
+      assert.ok(Option.isNone(yield* Fiber.poll(fiber)), "the topology is still running")
+
+      const updates = yield* readCommitted(output)
+      assert.strictEqual(updates.length, orders.length, "one update per order, none repeated")
+      const perCustomer = new Map<string, Array<number>>()
+      for (const update of updates) {
+        const list = perCustomer.get(update.key!) ?? []
+        list.push(Number(update.value))
+        perCustomer.set(update.key!, list)
+      }
+      for (const customer of customers) {
+        const expected = orders.filter((o) => JSON.parse(o.value).customer === customer).length
+        assert.deepStrictEqual(
+          perCustomer.get(customer),
+          Array.from({ length: expected }, (_, i) => i + 1),
+          `${customer}'s counts go 1, 2, ... ${expected}, each once`
+        )
+      }
+      // The repartition topic was created with the input's partition count.
+      const metadata = yield* Effect.promise(async () => {
+        const admin = kafka().admin()
+        await admin.connect()
+        try {
+          return await admin.fetchTopicMetadata({ topics: [`${applicationId}-by-customer-repartition`] })
+        } finally {
+          await admin.disconnect()
+        }
+      })
+      assert.strictEqual(metadata.topics[0]?.partitions.length, 3)
+    }), 180_000)
+})
