@@ -18,7 +18,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { Command } from "@effect/platform"
 import { NodeContext } from "@effect/platform-node"
-import { Duration, Effect, Option, Schema, Stream } from "effect"
+import { Duration, Effect, Option, Schema, type Scope, Stream } from "effect"
 import { findJava, findMaven, type HostEnvironment, readHostEnvironment } from "../../src/testing/internal/environment.ts"
 import { OracleError } from "./OracleError.ts"
 
@@ -165,6 +165,53 @@ export const sourceHash = (dir: string = projectDir): string => {
 
 const COMPLETE = ".complete"
 
+const errnoCode = (cause: unknown): unknown =>
+  typeof cause === "object" && cause !== null && "code" in cause ? cause.code : undefined
+
+const isAlive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (cause) {
+    return errnoCode(cause) === "EPERM"
+  }
+}
+
+/** Takes `file` as a lock (created exclusively, holding this pid): `true` if taken, `false` if a live process holds it. */
+const tryLock = (file: string): boolean => {
+  try {
+    Fs.mkdirSync(Path.dirname(file), { recursive: true })
+    Fs.writeFileSync(file, String(process.pid), { flag: "wx" })
+    return true
+  } catch (cause) {
+    if (errnoCode(cause) !== "EEXIST") throw cause
+    const holder = Number(Fs.readFileSync(file, "utf8"))
+    if (Number.isInteger(holder) && holder > 0 && isAlive(holder)) return false
+    Fs.rmSync(file, { force: true }) // its holder died: take it on the next try
+    return false
+  }
+}
+
+/**
+ * One Maven build of the oracle at a time per machine (test files run in parallel forks, on two
+ * cores): waits while a live process holds the lock, released with the scope.
+ */
+const buildLock = (file: string): Effect.Effect<void, OracleError, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.gen(function*() {
+      while (!(yield* fsTry("BuildFailed", `cannot take the build lock ${file}`, () => tryLock(file)))) {
+        yield* Effect.sleep(Duration.millis(500))
+      }
+    }).pipe(
+      Effect.timeoutFail({
+        duration: Duration.minutes(20),
+        onTimeout: () =>
+          new OracleError({ reason: "Timeout", detail: `another process held the oracle's build lock ${file} for 20 minutes` })
+      })
+    ),
+    () => Effect.sync(() => Fs.rmSync(file, { force: true }))
+  )
+
 /**
  * The oracle's jar: from the cache, else built with Maven (offline first, then online) in a
  * temporary copy of the project and moved into the cache when complete, so concurrent test files
@@ -185,6 +232,9 @@ export const oracleJar: Effect.Effect<OracleJar, OracleError> = Effect.gen(funct
     })
   }
   yield* java(env)
+  yield* buildLock(Path.join(root, `kafka-streams-${hash}.lock`))
+  // Another process may have built it while this one waited for the lock.
+  if (Fs.existsSync(Path.join(target, COMPLETE))) return { jar, built: Option.none() }
   const work = Path.join(root, `build-${process.pid}-${Crypto.randomBytes(4).toString("hex")}`)
   return yield* Effect.gen(function*() {
     yield* fsTry("BuildFailed", `cannot copy ${projectDir} to ${work}`, () => {
@@ -228,7 +278,7 @@ export const oracleJar: Effect.Effect<OracleJar, OracleError> = Effect.gen(funct
     }),
     Effect.ensuring(Effect.sync(() => Fs.rmSync(work, { recursive: true, force: true })))
   )
-})
+}).pipe(Effect.scoped)
 
 /**
  * The oracle's JVM flags: a short run on a loaded 2-core machine is fastest with the C1 compiler
