@@ -234,7 +234,8 @@ export const compile = (
       rootsByTopic,
       children: (node) => children.get(node) ?? [],
       writer: (node) => boundaryOut(node) ? internal.get(node) : undefined,
-      aggregate: aggregates[0]
+      aggregate: aggregates[0],
+      droppedNullKeys: { count: 0 }
     })
     subTopologies.push({ index: subTopologies.length, name, inputs: inputs.map((t) => t.name), transformer })
     members.push(groupNodes)
@@ -256,6 +257,8 @@ interface TransformerParts {
   /** The internal topic a boundary of another sub-topology is written to, from this one. */
   readonly writer: (node: Graph.Node) => Graph.InternalTopic | undefined
   readonly aggregate: Graph.Aggregate | undefined
+  /** Records an aggregation dropped for having no key, since the start. */
+  readonly droppedNullKeys: { count: number }
 }
 
 /**
@@ -334,7 +337,15 @@ const runRecord = <A, I>(
       case "Aggregate": {
         if (spec === undefined) return Effect.dieMessage("Skein invariant broken: an aggregate ran outside its sub-topology")
         if (record.key === null) {
-          return Effect.logWarning(`${parts.name}: a record without a key was dropped by an aggregation (Kafka Streams drops them too)`)
+          // Logged, and counted in the log: the first, then every 1,000th.
+          parts.droppedNullKeys.count++
+          const dropped = parts.droppedNullKeys.count
+          return dropped === 1 || dropped % 1_000 === 0
+            ? Effect.logWarning(
+              `${parts.name}: records without a key are dropped by an aggregation, as Kafka Streams drops them ` +
+                `(${dropped} so far); give them a key (KStream.selectKey) to count them`
+            )
+            : Effect.void
         }
         const next = {
           value: spec.add(Option.map(run.state, (s) => s.value), record),
