@@ -143,10 +143,22 @@ export const make = <G extends Guarantee = Guarantee>(
     const readings = new Map<number, Reading>()
     let assigned: ReadonlyArray<number> = []
     /**
-     * Partitions whose batch in hand was fetched before a seek (kafkajs's
-     * `isStale()`): a read that began since must not get it, nor its position.
+     * The reading each partition's batch in hand (handed to `eachBatch`) went
+     * to, until its END_BATCH_PROCESS: none when it was fetched before a seek
+     * (kafkajs's `isStale()`) or no read wanted it. Its position goes to that
+     * reading only, never to one that began since.
      */
-    const stale = new Set<number>()
+    const inHand = new Map<number, Reading | undefined>()
+    /**
+     * Partitions seeked whose first batch since is not handled yet, with the
+     * offset seeked to. That batch may have been fetched before the seek (at
+     * most one: kafkajs fetches a partition again only once its batch in hand
+     * is handled, and applies the seek in that fetch). A batch of only
+     * filtered records (aborted ones, markers) never reaches `eachBatch`, so
+     * no `isStale()` tells: kafkajs resolves it itself and reports only its
+     * offsets (END_BATCH_PROCESS, batchSize 0).
+     */
+    const seeked = new Map<number, number>()
 
     const consumer: Consumer = kafka.consumer({
       groupId: options.groupId,
@@ -164,6 +176,7 @@ export const make = <G extends Guarantee = Guarantee>(
     /** Fetches the reading's partition from its position on. */
     const resumeAt = (reading: Reading) => {
       consumer.seek({ topic: options.topic, partition: reading.partition, offset: String(reading.position) })
+      seeked.set(reading.partition, reading.position)
       consumer.resume([{ topic: options.topic, partitions: [reading.partition] }])
     }
     const pauseAll = () => {
@@ -176,11 +189,33 @@ export const make = <G extends Guarantee = Guarantee>(
       Deferred.unsafeDone(joined, Effect.succeed(assigned))
     })
     consumer.on(consumer.events.END_BATCH_PROCESS, (event) => {
-      if (stale.delete(event.payload.partition)) return
-      const reading = readings.get(event.payload.partition)
-      if (reading !== undefined) {
-        Queue.unsafeOffer(reading.events, { _tag: "Position", next: Number(event.payload.lastOffset) + 1 })
+      const { batchSize, firstOffset, lastOffset, partition } = event.payload
+      const seekedTo = seeked.get(partition)
+      seeked.delete(partition)
+      const reading = readings.get(partition)
+      if (batchSize > 0) {
+        const owner = inHand.get(partition)
+        inHand.delete(partition)
+        if (owner === undefined || owner !== reading) return
+      } else {
+        if (reading === undefined) return
+        // Filtered records only, resolved by kafkajs without `eachBatch` (so no `isStale()`): the
+        // first such batch since a seek may have been fetched before it. One that begins at or before
+        // the offset seeked to covers the records from there on, all filtered, whenever it was
+        // fetched: its position holds. Any other (a stale one, or a fresh one past a compacted gap:
+        // they look alike) is dropped and the partition fetched again from the offset seeked to;
+        // kafkajs applies that seek in its next fetch of the partition, so the batch after it is
+        // fresh and is taken as it comes.
+        if (seekedTo !== undefined && (firstOffset === null || Number(firstOffset) > seekedTo)) {
+          try {
+            consumer.seek({ topic: options.topic, partition, offset: String(seekedTo) })
+          } catch (error) {
+            reading.events.unsafeOffer({ _tag: "Failed", error: toKafkaError("changelog seek", access)(error) })
+          }
+          return
+        }
       }
+      Queue.unsafeOffer(reading.events, { _tag: "Position", next: Number(lastOffset) + 1 })
     })
     // A crashed reader stays crashed: every later read fails with this typed error (a security
     // failure as its cause, so an ACL missing on the restore group is fatal, not retried).
@@ -203,11 +238,8 @@ export const make = <G extends Guarantee = Guarantee>(
             eachBatch: async ({ batch, isStale }) => {
               // Fetched before a seek, handed on after it (the worker was busy): a later read of the
               // partition would apply it before the records it seeked to, and skip those.
-              if (isStale()) {
-                stale.add(batch.partition)
-                return
-              }
-              const target = readings.get(batch.partition)
+              const target = isStale() ? undefined : readings.get(batch.partition)
+              inHand.set(batch.partition, target)
               if (target === undefined || batch.messages.length === 0) return
               const records = changelogRecords(batch)
               target.applied.push(new Promise<void>((resolve) => {
