@@ -150,7 +150,10 @@ describe("grace periods", () => {
       const probe = yield* makeProbe
       const instance = yield* startInstance(slowCopier(input, output, probe, "A", "1500 millis"), {
         applicationId,
-        shutdownGrace: Duration.seconds(10)
+        shutdownGrace: Duration.seconds(10),
+        // One transaction for the whole batch, the slow record's 1.5 s included (with the default
+        // maxBatchDuration of 1 s, fast-3 would wait for the next transaction, which a stop never starts).
+        maxBatchDuration: Duration.minutes(1)
       })
       yield* produce(input, [{ key: "w", value: "warm-up" }])
       yield* caughtUp(applicationId, input)
