@@ -34,7 +34,6 @@
 import { Effect } from "effect"
 import { dual } from "effect/Function"
 import type { Pipeable } from "effect/Pipeable"
-import { pipeArguments } from "effect/Pipeable"
 import * as Graph from "./internal/streams/graph.ts"
 import * as Topic from "./Topic.ts"
 import type { KGroupedStream } from "./internal/streams/grouped.ts"
@@ -109,17 +108,12 @@ export interface Sink<out E = never, out R = never> {
   readonly node: Graph.Sink
 }
 
-const variance = { _K: (_: never) => _, _V: (_: never) => _, _E: (_: never) => _, _R: (_: never) => _ }
-
-const proto = {
-  pipe() {
-    return pipeArguments(this, arguments)
-  }
+class StreamValue<K, V, E, R> extends grouped.NodeValue implements KStream<K, V, E, R> {
+  readonly [TypeId] = grouped.variance
 }
 
 /** @internal */
-export const fromNode = <K, V, E, R>(node: Graph.Node): KStream<K, V, E, R> =>
-  Object.assign(Object.create(proto), { [TypeId]: variance, node })
+export const fromNode = <K, V, E, R>(node: Graph.Node): KStream<K, V, E, R> => new StreamValue<K, V, E, R>(node)
 
 /**
  * The records of `topic` (or of several topics with the same key and value
@@ -528,7 +522,7 @@ export const to: {
 } = dual(
   (args) => isStream(args[0]),
   <K, V, E, R>(self: KStream<K, V, E, R>, topic: Topic.Topic<K, V>, options?: Named): Sink<E, R> => ({
-    [TypeId]: variance,
+    [TypeId]: grouped.variance,
     node: Graph.sink(self.node, topic.name, (r) => {
       const record = typed<K, V>(r)
       return Topic.record(topic, record.key, record.value, record.headers, { timestamp: record.timestamp })

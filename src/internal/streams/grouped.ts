@@ -4,8 +4,7 @@
  *
  * @internal
  */
-import { pipeArguments } from "effect/Pipeable"
-import type { Pipeable } from "effect/Pipeable"
+import * as Pipeable from "effect/Pipeable"
 import type * as Graph from "./graph.ts"
 
 export const GroupedTypeId: unique symbol = Symbol.for("skein/KGroupedStream")
@@ -15,7 +14,7 @@ export const TableTypeId: unique symbol = Symbol.for("skein/KTable")
 export type TableTypeId = typeof TableTypeId
 
 /** Records grouped by key, ready for an aggregation. */
-export interface KGroupedStream<out K, out V, out E = never, out R = never> extends Pipeable {
+export interface KGroupedStream<out K, out V, out E = never, out R = never> extends Pipeable.Pipeable {
   readonly [GroupedTypeId]: {
     readonly _K: (_: never) => K
     readonly _V: (_: never) => V
@@ -27,7 +26,7 @@ export interface KGroupedStream<out K, out V, out E = never, out R = never> exte
 }
 
 /** The latest value per key, as an aggregation keeps it; its updates are a stream (`toStream`). */
-export interface KTable<out K, out V, out E = never, out R = never> extends Pipeable {
+export interface KTable<out K, out V, out E = never, out R = never> extends Pipeable.Pipeable {
   readonly [TableTypeId]: {
     readonly _K: (_: never) => K
     readonly _V: (_: never) => V
@@ -38,16 +37,24 @@ export interface KTable<out K, out V, out E = never, out R = never> extends Pipe
   readonly node: Graph.Node
 }
 
-const variance = { _K: (_: never) => _, _V: (_: never) => _, _E: (_: never) => _, _R: (_: never) => _ }
+/** The variance markers of a DSL value (phantom types: never called). */
+export const variance = { _K: (_: never) => _, _V: (_: never) => _, _E: (_: never) => _, _R: (_: never) => _ }
 
-const proto = {
-  pipe() {
-    return pipeArguments(this, arguments)
+/** A DSL value: the graph node it stands for, pipeable. */
+export class NodeValue extends Pipeable.Class() {
+  constructor(readonly node: Graph.Node) {
+    super()
   }
 }
 
-export const make = <K, V, E, R>(node: Graph.Node): KGroupedStream<K, V, E, R> =>
-  Object.assign(Object.create(proto), { [GroupedTypeId]: variance, node })
+class GroupedValue<K, V, E, R> extends NodeValue implements KGroupedStream<K, V, E, R> {
+  readonly [GroupedTypeId] = variance
+}
 
-export const table = <K, V, E, R>(node: Graph.Node): KTable<K, V, E, R> =>
-  Object.assign(Object.create(proto), { [TableTypeId]: variance, node })
+class TableValue<K, V, E, R> extends NodeValue implements KTable<K, V, E, R> {
+  readonly [TableTypeId] = variance
+}
+
+export const make = <K, V, E, R>(node: Graph.Node): KGroupedStream<K, V, E, R> => new GroupedValue<K, V, E, R>(node)
+
+export const table = <K, V, E, R>(node: Graph.Node): KTable<K, V, E, R> => new TableValue<K, V, E, R>(node)
