@@ -174,6 +174,41 @@ export const remove: StateChange<never> = { _tag: "Delete" }
 export interface Result<S> {
   readonly emit?: ReadonlyArray<Topic.OutputRecord>
   readonly state?: StateChange<S>
+  /**
+   * Changes to other state keys of the record's task, applied after `state`
+   * and committed in the same transaction (only for a transformer with
+   * `sharedState`: see `TaskState`).
+   *
+   * @since 0.4.0
+   */
+  readonly others?: ReadonlyArray<KeyChange<S>>
+}
+
+/**
+ * A change to the state of a state key other than the record's (`Result.others`).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface KeyChange<S> {
+  readonly key: string
+  readonly state: StateChange<S>
+}
+
+/**
+ * The state of the record's task beyond the record's own key, for a
+ * transformer declared with `sharedState` (the stream DSL's windowed
+ * aggregations keep the task's stream time and its open windows there).
+ * `get` reads any state key of the task (a private copy, as the record's own
+ * state is) as the batch's earlier records left it; `Result.others` writes
+ * them, in the record's transaction. Such a transformer's records run one
+ * after the other per partition, even on topics with key concurrency.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface TaskState<S> {
+  readonly get: (stateKey: string) => Effect.Effect<Option.Option<S>, StateStoreError | StoredStateInvalid | EncodeError>
 }
 
 /**
@@ -199,7 +234,20 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
   /** The key of a record's state; state is per input partition, so it must not span partitions (see `make`). */
   readonly stateKey: (record: RecordOf<Inputs>) => string
   /** Fails with its own errors `E`, or (a durable workflow's) with the runtime's, which no rule sees. */
-  readonly transform: (record: RecordOf<Inputs>, state: Option.Option<S>) => Effect.Effect<Result<S>, E | RuntimeError, R>
+  readonly transform: (
+    record: RecordOf<Inputs>,
+    state: Option.Option<S>,
+    /** Always given by the runtime; read it only when `sharedState` is set. */
+    task?: TaskState<S>
+  ) => Effect.Effect<Result<S>, E | RuntimeError, R>
+  /**
+   * True when the transform reads and writes other state keys of its task
+   * (`TaskState`, `Result.others`): records then run one after the other per
+   * partition. Unset: only the record's own state key.
+   *
+   * @since 0.4.0
+   */
+  readonly sharedState?: boolean
   /** What happens when the transform fails with one of its errors; unmatched errors are fatal. */
   readonly rules: ReadonlyArray<Rule<E>>
   /**
@@ -382,7 +430,7 @@ export const changelogTopic = (applicationId: string, transformer: { readonly na
 export interface Any {
   readonly name: string
   readonly inputs: ReadonlyArray<Topic.Any>
-  readonly transform: (record: never, state: never) => Effect.Effect<Result<unknown>, unknown, unknown>
+  readonly transform: (record: never, state: never, task?: never) => Effect.Effect<Result<unknown>, unknown, unknown>
 }
 
 /**

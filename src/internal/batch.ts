@@ -24,7 +24,7 @@ import {
   StoredStateInvalid
 } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
-import type { RecordOf, Result, Transformer } from "../Transformer.ts"
+import type { RecordOf, Result, TaskState, Transformer } from "../Transformer.ts"
 import * as Cut from "./cut.ts"
 import * as JsonCodec from "./jsonCodec.ts"
 import { deadLetter } from "./deadLetter.ts"
@@ -131,6 +131,8 @@ interface Attempt<S> {
   readonly change: Option.Option<S> | undefined
   /** The change as stored, checked to decode back (`null`: a delete); `undefined` without a change or a codec. */
   readonly encoded: string | null | undefined
+  /** Changes to other state keys of the task (`Result.others`), each checked as `encoded` is. */
+  readonly others?: ReadonlyArray<Cut.OtherChange<S>> | undefined
 }
 
 /** Decodes a slice's records with their topic's Schemas and computes their state keys. */
@@ -229,7 +231,9 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 
     const lanesPerSlice = slices.map((slice) => {
       const topic = topics.get(slice.topic)
-      return topic === undefined ? [] : lanesOf<Inputs, S>(decodeSlice(transformer, topic, slice, options.stateKeys), topic.keyConcurrency)
+      // A transformer sharing its task's state across keys runs its records one after the other.
+      const concurrent = topic !== undefined && topic.keyConcurrency && transformer.sharedState !== true
+      return topic === undefined ? [] : lanesOf<Inputs, S>(decodeSlice(transformer, topic, slice, options.stateKeys), concurrent)
     })
     yield* StateKeyCheck.logSplits(options.stateKeys, transformer.name)
 
@@ -267,6 +271,33 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           (cause) =>
             new StoredStateInvalid({ transformer: transformer.name, kind: "state", key: stateKey, partition, store: db.path, cause })
         ))
+    }
+
+    /** Other state keys of the task, as the batch's finished records left them (a private copy each). */
+    const taskPartition = slices[0]?.partition ?? 0
+    const taskState: TaskState<S> = {
+      get: (stateKey) => {
+        const known = knownState(stateKey)
+        const current = known === undefined ? readState(stateKey, taskPartition) : Effect.succeed(known)
+        return Effect.flatMap(current, (state) =>
+          Either.mapLeft(copyState(state), (cause) => new EncodeError({ topic: stateCodecName, cause })))
+      }
+    }
+
+    /** The changes `result.others` makes, in their stored form (each checked to read back). */
+    const othersOf = (
+      result: Result<S>,
+      source: FetchedRecord
+    ): Either.Either<ReadonlyArray<Cut.OtherChange<S>> | undefined, EncodeError | StateNotStorable> => {
+      if (result.others === undefined || result.others.length === 0) return Either.right(undefined)
+      const others: Array<Cut.OtherChange<S>> = []
+      for (const other of result.others) {
+        const change = other.state._tag === "Set" ? Option.some(other.state.value) : Option.none()
+        const stored = storedForm(change, other.key, source)
+        if (Either.isLeft(stored)) return Either.left(stored.left)
+        others.push({ key: other.key, change, encoded: stored.right })
+      }
+      return Either.right(others)
     }
 
     const changeOf = (result: Result<S>): Option.Option<S> | undefined =>
@@ -315,14 +346,16 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const call = Effect.suspend(() => {
         const copy = copyState(state)
         if (Either.isLeft(copy)) return Effect.fail(new EncodeError({ topic: stateCodecName, cause: copy.left }))
-        return Effect.flatMap(transformer.transform(decoded, copy.right), (result): Effect.Effect<A, unknown> => {
+        return Effect.flatMap(transformer.transform(decoded, copy.right, taskState), (result): Effect.Effect<A, unknown> => {
           const change = changeOf(result)
           const stored = storedForm(change, stateKey, source)
           if (Either.isLeft(stored)) return Either.left(stored.left)
+          const others = othersOf(result, source)
+          if (Either.isLeft(others)) return Either.left(others.left)
           const encoded = Outputs.encode(result.emit ?? [], options.messageLimits, options.partitionCounts, source, trace)
           return Either.isEither(encoded)
-            ? Either.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right }))
-            : Effect.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right }))
+            ? Either.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right, others: others.right }))
+            : Effect.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right, others: others.right }))
         })
       })
       return Option.isSome(options.permits) ? options.permits.value.withPermits(1)(call) : call
@@ -336,12 +369,14 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       run?: string
     ): Cut.Done<S> => {
       if (finished.change !== undefined) states.set(stateKey, finished.change)
+      if (finished.others !== undefined) for (const other of finished.others) states.set(other.key, other.change)
       return {
         offset: entry.record.offset,
         stateKey,
         outputs: finished.outputs,
         change: finished.change,
         encoded: finished.encoded,
+        others: finished.others,
         disposition,
         run
       }

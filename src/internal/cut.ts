@@ -23,8 +23,17 @@ export interface Done<S> {
   /** The new state as stored (`null`: deleted), checked to decode back; `undefined` without a change or a codec. */
   readonly encoded?: string | null | undefined
   readonly disposition: "processed" | "skipped" | "deadLettered"
+  /** Changes to other state keys of the task (`Result.others`), applied after `change`. */
+  readonly others?: ReadonlyArray<OtherChange<S>> | undefined
   /** The run (execution id) of a skipped or dead-lettered record of a durable workflow: its steps are deleted. */
   readonly run?: string | undefined
+}
+
+/** A change to another state key of the task, as `Done.change` and `Done.encoded` are for the record's own. */
+export interface OtherChange<S> {
+  readonly key: string
+  readonly change: Option.Option<S>
+  readonly encoded: string | null | undefined
 }
 
 /** Records run one after the other, and those of them that finished (a prefix). */
@@ -86,6 +95,12 @@ export const cut = <S>(slices: ReadonlyArray<SliceProgress<S>>): Cut<S> => {
         if (done.change !== undefined) {
           states.set(done.stateKey, done.change)
           if (done.encoded !== undefined) encoded.set(done.stateKey, done.encoded)
+        }
+        if (done.others !== undefined) {
+          for (const other of done.others) {
+            states.set(other.key, other.change)
+            if (other.encoded !== undefined) encoded.set(other.key, other.encoded)
+          }
         }
         processed++
         if (done.disposition === "skipped") skipped++
