@@ -12,6 +12,7 @@ import { dual } from "effect/Function"
 import * as Graph from "./internal/streams/graph.ts"
 import * as grouped from "./internal/streams/grouped.ts"
 import type { Record } from "./KStream.ts"
+import type { TimeWindows } from "./TimeWindows.ts"
 
 /**
  * @since 0.4.0
@@ -155,4 +156,32 @@ export const aggregate: {
       state: options.state,
       add: (current: Option.Option<A>, record) => add(Option.getOrElse(current, initial), typed<K, V>(record))
     }, options.name))
+)
+
+/**
+ * Groups each key's records further by window of event time
+ * (`TimeWindows`: tumbling or hopping), for a windowed aggregation
+ * (`TimeWindowedKStream.count`, `reduce`, `aggregate`).
+ *
+ * @example
+ * ```ts
+ * import { KGroupedStream, KStream, TimeWindowedKStream, TimeWindows } from "skein"
+ *
+ * KStream.from(Orders).pipe(
+ *   KStream.groupByKey(),
+ *   KGroupedStream.windowedBy(TimeWindows.ofSizeAndGrace("1 minute", "10 seconds")),
+ *   TimeWindowedKStream.count({ name: "orders-per-minute" })
+ * )
+ * ```
+ *
+ * @since 0.4.0
+ * @category windowing
+ */
+export const windowedBy: {
+  (windows: TimeWindows): <K, V, E, R>(self: KGroupedStream<K, V, E, R>) => grouped.TimeWindowedKStream<K, V, E, R>
+  <K, V, E, R>(self: KGroupedStream<K, V, E, R>, windows: TimeWindows): grouped.TimeWindowedKStream<K, V, E, R>
+} = dual(
+  2,
+  <K, V, E, R>(self: KGroupedStream<K, V, E, R>, windows: TimeWindows): grouped.TimeWindowedKStream<K, V, E, R> =>
+    grouped.windowed(self.node, windows)
 )

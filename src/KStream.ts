@@ -36,6 +36,7 @@ import { dual } from "effect/Function"
 import type { Pipeable } from "effect/Pipeable"
 import * as Graph from "./internal/streams/graph.ts"
 import * as Topic from "./Topic.ts"
+import type { InputRecord } from "./Transformer.ts"
 import type { KGroupedStream } from "./internal/streams/grouped.ts"
 import * as grouped from "./internal/streams/grouped.ts"
 
@@ -133,7 +134,45 @@ export const fromNode = <K, V, E, R>(node: Graph.Node): KStream<K, V, E, R> => n
 export const from = <K, V>(
   topic: Topic.Topic<K, V>,
   ...more: ReadonlyArray<Topic.Topic<K, V>>
-): KStream<K, V> => fromNode(Graph.source([topic, ...more]))
+): KStream<K, V> => fromNode(Graph.source([topic, ...more], undefined))
+
+/**
+ * Options of a source (`fromTopics`).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface SourceOptions<K, V> {
+  /**
+   * The event time of a record, in milliseconds since the epoch (Kafka
+   * Streams' `TimestampExtractor`); default: the record's timestamp. Every
+   * output the record leads to carries it, and windows and stream time use
+   * it. A negative result is an `InvalidTimestamp` record error, handled by
+   * the topology's rules (`Topology.run`'s `rules`).
+   */
+  readonly timestamp?: ((record: InputRecord<K, V>) => number) | undefined
+}
+
+/**
+ * The records of one or more topics with the same types, with a timestamp
+ * extractor: their event time comes from the record (a field of the value,
+ * say) instead of the Kafka record's timestamp.
+ *
+ * @example
+ * ```ts
+ * import { KStream } from "skein"
+ *
+ * // Orders carry the time they were placed
+ * const orders = KStream.fromTopics([Orders], { timestamp: (record) => record.value.placedAt })
+ * ```
+ *
+ * @since 0.4.0
+ * @category constructors
+ */
+export const fromTopics = <K, V>(
+  topics: readonly [Topic.Topic<K, V>, ...ReadonlyArray<Topic.Topic<K, V>>],
+  options?: SourceOptions<K, V>
+): KStream<K, V> => fromNode(Graph.source(topics, options?.timestamp))
 
 /** The DSL's type erasure, recovered: a record reaching a step was made by the operators that typed it. */
 const typed = <K, V>(record: Graph.StreamRecord): Record<K, V> => record as Record<K, V>

@@ -682,6 +682,66 @@ export class ConfigurationError extends Data.TaggedError("ConfigurationError")<{
 }
 
 /**
+ * A stream record's event time is negative: the record's own timestamp, or
+ * what the source's timestamp extractor returned (`KStream.fromTopics`). A
+ * record error: the transformer's rules handle it (`ErrorRule.tagged
+ * ("InvalidTimestamp", { then: "dlq" })` sends it to the dead letter topic);
+ * without a rule it ends the run, as Kafka Streams' default
+ * `FailOnInvalidTimestamp` does.
+ *
+ * @example
+ * ```ts
+ * import { ErrorRule } from "skein"
+ *
+ * const rules = [ErrorRule.tagged("InvalidTimestamp", { then: "dlq" })]
+ * ```
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export class InvalidTimestamp extends Data.TaggedError("InvalidTimestamp")<{
+  readonly topic: string
+  readonly partition: number
+  readonly offset: number
+  readonly timestamp: number
+}> {
+  override get message(): string {
+    return `${this.topic}/${this.partition}@${this.offset} has the event time ${this.timestamp}, which is negative: ` +
+      "give the source a timestamp extractor that returns milliseconds since the epoch (KStream.fromTopics)"
+  }
+}
+
+/**
+ * A stream record arrived after every window it belongs to had closed
+ * (stream time had passed the window's end plus its grace), for a windowed
+ * aggregation whose `late` option is `"error"`: the rules decide (the dead
+ * letter topic's `skein.error` header then carries this message). With the
+ * default (`"drop"`) late records are dropped, logged and counted
+ * (`skein_streams_late_records_total`), as Kafka Streams drops them.
+ *
+ * @example
+ * ```ts
+ * import { ErrorRule } from "skein"
+ *
+ * const rules = [ErrorRule.tagged("LateRecord", { then: "dlq" })]
+ * ```
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export class LateRecord extends Data.TaggedError("LateRecord")<{
+  readonly operator: string
+  readonly timestamp: number
+  readonly streamTime: number
+  readonly graceMs: number
+}> {
+  override get message(): string {
+    return `late record: event time ${this.timestamp} is past the grace period (${this.graceMs} ms) of every window ` +
+      `of ${this.operator} it belongs to (stream time ${this.streamTime})`
+  }
+}
+
+/**
  * An output record is larger than the producer's `maxMessageBytes` or its
  * topic's `max.message.bytes`. Raised as the transform's failure before the
  * record reaches the transaction, so an error rule can handle it

@@ -34,8 +34,9 @@ import { makeKafka } from "./internal/kafka/client.ts"
 import type { Sink } from "./KStream.ts"
 import * as Runner from "./Runner.ts"
 import { SkeinConfig } from "./SkeinConfig.ts"
-import type { RunnerError } from "./SkeinError.ts"
+import type { InvalidTimestamp, LateRecord, RunnerError } from "./SkeinError.ts"
 import { ConfigurationError } from "./SkeinError.ts"
+import type * as Transformer from "./Transformer.ts"
 
 /**
  * @since 0.4.0
@@ -104,8 +105,29 @@ export type ContextOf<S> = S extends Sink<infer _E, infer R> ? R : never
  * @since 0.4.0
  * @category compiling
  */
-export const compile = (topology: Topology<unknown, unknown>, applicationId: string): Either.Either<Compile.Compiled, ConfigurationError> =>
-  Compile.compile(topology.name, topology.sinks, applicationId)
+export const compile = <E = unknown>(
+  topology: Topology<E, unknown>,
+  applicationId: string,
+  options?: RunOptions<E>
+): Either.Either<Compile.Compiled, ConfigurationError> =>
+  // The sub-topologies' transforms fail with the operators' errors `E` and the streams' own: the rules' domain.
+  Compile.compile(topology.name, topology.sinks, applicationId, (options?.rules ?? []) as ReadonlyArray<Transformer.Rule<unknown>>)
+
+/**
+ * Options of `run` (and `compile`).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface RunOptions<E> {
+  /**
+   * Error rules for every sub-topology's records (`ErrorRule`): an operator's
+   * failure, a negative event time (`InvalidTimestamp`), a late record of a
+   * windowed aggregation with `late: "error"` (`LateRecord`). Unmatched
+   * errors end the run.
+   */
+  readonly rules?: ReadonlyArray<Transformer.Rule<E | InvalidTimestamp | LateRecord>> | undefined
+}
 
 /**
  * The topology as text: its sub-topologies, each operator with what it reads
@@ -150,9 +172,14 @@ const describeCompiled = (name: string, compiled: Compile.Compiled, applicationI
         case "Sink":
           label = `Sink ${nameOf(node)} (topic: ${node.topic})`
           break
-        case "Aggregate":
-          label = `Processor ${nameOf(node)} (${node.kind}; state: ${nameOf(node)})`
+        case "Aggregate": {
+          const w = node.windowing
+          const windows = w === undefined
+            ? ""
+            : `; windows: size ${w.windows.sizeMs} ms, advance ${w.windows.advanceMs} ms, grace ${w.windows.graceMs} ms, emit ${w.emit}`
+          label = `Processor ${nameOf(node)} (${node.kind}${windows}; state: ${nameOf(node)})`
           break
+        }
         case "Step":
           label = `Processor ${nameOf(node)} (${node.kind})`
           break
@@ -190,14 +217,17 @@ const parentsOf = (node: Graph.Node): ReadonlyArray<Graph.Node> =>
  * @since 0.4.0
  * @category running
  */
-export const run = <E, R>(topology: Topology<E, R>): Effect.Effect<never, RunnerError | E, R | SkeinConfig> =>
+export const run = <E, R>(
+  topology: Topology<E, R>,
+  options?: RunOptions<E>
+): Effect.Effect<never, RunnerError | E | InvalidTimestamp | LateRecord, R | SkeinConfig> =>
   Effect.gen(function*() {
     const config = yield* SkeinConfig
-    const compiled = yield* compile(topology, config.applicationId)
+    const compiled = yield* compile(topology, config.applicationId, options)
     yield* Effect.scoped(createInternalTopics(compiled, config))
     const transformers = compiled.subTopologies.map((sub) => sub.transformer)
     // The transformers' errors are the topology's operators' (`E`); their context is `R`.
-    return yield* (Runner.runAll(transformers) as Effect.Effect<never, RunnerError | E, R | SkeinConfig>)
+    return yield* (Runner.runAll(transformers) as Effect.Effect<never, RunnerError | E | InvalidTimestamp | LateRecord, R | SkeinConfig>)
   })
 
 /** Creates the topology's repartition topics, in dependency order, or checks the existing ones' partition counts. */

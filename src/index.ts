@@ -46,3 +46,9 @@ export * as KGroupedStream from "./KGroupedStream.ts"
 export * as KTable from "./KTable.ts"
 /** @since 0.4.0 */
 export * as Topology from "./Topology.ts"
+/** @since 0.4.0 */
+export * as TimeWindows from "./TimeWindows.ts"
+/** @since 0.4.0 */
+export * as TimeWindowedKStream from "./TimeWindowedKStream.ts"
+/** @since 0.4.0 */
+export * as Windowed from "./Windowed.ts"

@@ -14,10 +14,14 @@
  * @internal
  */
 import { Effect, Either, Option, Schema } from "effect"
-import { ConfigurationError } from "../../SkeinError.ts"
-import type * as Topic from "../../Topic.ts"
+import { defaultStateKey } from "../StateKeyCheck.ts"
+import { ConfigurationError, InvalidTimestamp } from "../../SkeinError.ts"
+import * as TimeWindows from "../../TimeWindows.ts"
+import * as Topic from "../../Topic.ts"
 import * as Transformer from "../../Transformer.ts"
 import * as Graph from "./graph.ts"
+import type { KeyText } from "./keyText.ts"
+import * as WindowAggregate from "./windowAggregate.ts"
 
 /** A repartition topic the topology needs, and how many partitions it gets. */
 export interface InternalTopicSpec {
@@ -96,7 +100,8 @@ const fail = (problem: string, fix: string) => Either.left(new ConfigurationErro
 export const compile = (
   topologyName: string,
   sinks: ReadonlyArray<Graph.Sink>,
-  applicationId: string
+  applicationId: string,
+  rules: ReadonlyArray<Transformer.Rule<unknown>> = []
 ): Either.Either<Compiled, ConfigurationError> => {
   if (sinks.length === 0) {
     return fail(`Topology "${topologyName}" writes to no topic`, "Give Topology.make at least one stream ending in KStream.to(topic)")
@@ -123,6 +128,13 @@ export const compile = (
       )
     }
     byName.set(name, node)
+  }
+
+  for (const node of nodes) {
+    if (node._tag === "Aggregate" && node.windowing !== undefined) {
+      const valid = TimeWindows.validate(node.windowing.windows, `"${names.get(node)}"`)
+      if (Either.isLeft(valid)) return Either.left(valid.left)
+    }
   }
 
   const children = new Map<Graph.Node, Array<Graph.Node>>()
@@ -200,8 +212,14 @@ export const compile = (
     const roots = groupNodes.filter((n) => n._tag === "Source" || boundaries.has(n))
     const inputs: Array<Topic.Any> = []
     const rootsByTopic = new Map<string, Array<Graph.Node>>()
+    const keyTexts = new Map<string, KeyText>()
+    const extractors = new Map<string, Graph.TimestampExtractor>()
     for (const r of roots) {
       const topics = r._tag === "Source" ? r.topics : [internal.get(r)!.topic]
+      topics.forEach((topic, i) => {
+        keyTexts.set(topic.name, r._tag === "Source" ? r.keyTexts[i]! : internal.get(r)!.keyText)
+        if (r._tag === "Source" && r.timestamp !== undefined && !extractors.has(topic.name)) extractors.set(topic.name, r.timestamp)
+      })
       for (const topic of topics) {
         if (!inputs.some((t) => t.name === topic.name)) inputs.push(topic)
         const list = rootsByTopic.get(topic.name) ?? []
@@ -235,6 +253,10 @@ export const compile = (
       children: (node) => children.get(node) ?? [],
       writer: (node) => boundaryOut(node) ? internal.get(node) : undefined,
       aggregate: aggregates[0],
+      aggregateName: aggregates[0] === undefined ? "" : names.get(aggregates[0])!,
+      keyTexts,
+      extractors,
+      rules,
       droppedNullKeys: { count: 0 }
     })
     subTopologies.push({ index: subTopologies.length, name, inputs: inputs.map((t) => t.name), transformer })
@@ -257,6 +279,12 @@ interface TransformerParts {
   /** The internal topic a boundary of another sub-topology is written to, from this one. */
   readonly writer: (node: Graph.Node) => Graph.InternalTopic | undefined
   readonly aggregate: Graph.Aggregate | undefined
+  readonly aggregateName: string
+  /** Per input topic, its keys as text and back. */
+  readonly keyTexts: ReadonlyMap<string, KeyText>
+  /** Per input topic read by a source with a timestamp extractor, the extractor. */
+  readonly extractors: ReadonlyMap<string, Graph.TimestampExtractor>
+  readonly rules: ReadonlyArray<Transformer.Rule<unknown>>
   /** Records an aggregation dropped for having no key, since the start. */
   readonly droppedNullKeys: { count: number }
 }
@@ -265,19 +293,16 @@ interface TransformerParts {
  * An aggregate as stored: its value and the largest timestamp of the records
  * it has seen, which its updates carry (Kafka Streams' `ValueAndTimestamp`).
  */
-interface Timestamped<A> {
-  readonly value: A
-  readonly timestamp: number
-}
-
 const timestamped = <A, I>(value: Schema.Schema<A, I>) => Schema.Struct({ value, timestamp: Schema.Number })
 
-/** What running a record through a sub-topology produced. */
-interface Run<A> {
-  readonly emit: Array<Topic.OutputRecord>
-  state: Option.Option<Timestamped<A>>
-  changed: boolean
-}
+/**
+ * What an aggregate does with a record that reached it (keyed): `forward`
+ * passes its update on to the aggregate's children.
+ */
+type Aggregator = (
+  record: Graph.StreamRecord,
+  forward: (record: Graph.StreamRecord) => Effect.Effect<void, unknown, unknown>
+) => Effect.Effect<void, unknown, unknown>
 
 const makeTransformer = (parts: TransformerParts): Transformer.Any => {
   const { aggregate } = parts
@@ -285,33 +310,102 @@ const makeTransformer = (parts: TransformerParts): Transformer.Any => {
     return Transformer.stateless({
       name: parts.name,
       inputs: parts.inputs,
-      transform: (record) =>
-        Effect.map(runRecord<never, never>(parts, undefined, record, Option.none()), (run) => ({ emit: run.emit }))
+      transform: (record) => Effect.map(runRecord(parts, record, undefined), (emit) => ({ emit })),
+      rules: parts.rules
     })
+  }
+  const windowing = aggregate.windowing
+  if (windowing !== undefined) {
+    return aggregate.use<Transformer.Any>(<A, I>(spec: Graph.AggregateSpec<A, I>) => windowedTransformer(parts, windowing, spec))
   }
   return aggregate.use<Transformer.Any>(<A, I>(spec: Graph.AggregateSpec<A, I>) =>
     Transformer.make({
       name: parts.name,
       inputs: parts.inputs,
       state: timestamped(spec.state),
-      transform: (record, state) =>
-        Effect.map(runRecord(parts, spec, record, state), (run) => ({
-          emit: run.emit,
-          ...(run.changed && Option.isSome(run.state) ? { state: Transformer.set(run.state.value) } : {})
+      transform: (record, state) => {
+        let current = state
+        let changed = false
+        const aggregator: Aggregator = (keyed, forward) => {
+          const next = {
+            value: spec.add(Option.map(current, (s) => s.value), keyed),
+            timestamp: Option.match(current, { onNone: () => keyed.timestamp, onSome: (s) => Math.max(s.timestamp, keyed.timestamp) })
+          }
+          current = Option.some(next)
+          changed = true
+          return forward({ ...keyed, value: next.value, timestamp: next.timestamp })
+        }
+        return Effect.map(runRecord(parts, record, aggregator), (emit) => ({
+          emit,
+          ...(changed && Option.isSome(current) ? { state: Transformer.set(current.value) } : {})
         }))
+      },
+      rules: parts.rules
     })
   )
 }
 
-/** Runs one input record through the sub-topology's operators, children in declaration order. */
-const runRecord = <A, I>(
+/**
+ * The transformer of a sub-topology with a windowed aggregation: its state
+ * is the task's (`windowAggregate.ts`), shared across keys.
+ */
+const windowedTransformer = <A, I>(
   parts: TransformerParts,
-  spec: Graph.AggregateSpec<A, I> | undefined,
+  windowing: Graph.Windowing,
+  spec: Graph.AggregateSpec<A, I>
+): Transformer.Transformer<ReadonlyArray<Topic.Any>, WindowAggregate.WindowState<A>, unknown, unknown> => {
+  const operator: WindowAggregate.Operator<A> = {
+    name: parts.aggregateName,
+    subTopology: parts.name,
+    windowing,
+    add: spec.add,
+    keyText: (topic) => parts.keyTexts.get(topic)!,
+    late: { count: 0 }
+  }
+  return {
+    name: parts.name,
+    inputs: parts.inputs,
+    state: Option.some(Topic.json(WindowAggregate.stateSchema(spec.state))),
+    stateKey: (record) => WindowAggregate.windowsKey(defaultStateKey(record)),
+    sharedState: true,
+    rules: parts.rules,
+    transform: (record, state, task) => {
+      if (task === undefined) return Effect.dieMessage("Skein invariant broken: a windowed aggregation ran without its task's state")
+      const context = new WindowAggregate.RecordContext(WindowAggregate.windowsKey(defaultStateKey(record)), state, task)
+      const aggregator: Aggregator = (keyed, forward) => WindowAggregate.process(operator, context, keyed, record.topic, forward)
+      return Effect.map(
+        runRecord(parts, record, aggregator, (timestamp) => WindowAggregate.observeStreamTime(context, timestamp)),
+        (emit) => ({ emit, ...context.result() })
+      )
+    }
+  }
+}
+
+/** A record's event time: its source's extractor's, else its own; a negative one is an `InvalidTimestamp`. */
+const eventTime = (
+  parts: TransformerParts,
+  input: Transformer.RecordOf<ReadonlyArray<Topic.Any>>
+): Effect.Effect<number, InvalidTimestamp> =>
+  Effect.suspend(() => {
+    const extractor = parts.extractors.get(input.topic)
+    const timestamp = extractor === undefined ? input.timestamp : extractor(input)
+    return Number.isFinite(timestamp) && timestamp >= 0
+      ? Effect.succeed(timestamp)
+      : Effect.fail(new InvalidTimestamp({ topic: input.topic, partition: input.partition, offset: input.offset, timestamp }))
+  })
+
+/**
+ * Runs one input record through the sub-topology's operators, children in
+ * declaration order, and returns the records it writes. `observe` sees its
+ * event time first (a windowed sub-topology's stream time).
+ */
+const runRecord = (
+  parts: TransformerParts,
   input: Transformer.RecordOf<ReadonlyArray<Topic.Any>>,
-  state: Option.Option<Timestamped<A>>
-): Effect.Effect<Run<A>, unknown, unknown> => {
-  const run: Run<A> = { emit: [], state, changed: false }
-  const start: Graph.StreamRecord = { key: input.key, value: input.value, timestamp: input.timestamp, headers: input.rawHeaders }
+  aggregator: Aggregator | undefined,
+  observe?: (timestamp: number) => Effect.Effect<void, unknown>
+): Effect.Effect<Array<Topic.OutputRecord>, unknown, unknown> => {
+  const emit: Array<Topic.OutputRecord> = []
 
   const visitChildren = (node: Graph.Node, record: Graph.StreamRecord): Effect.Effect<void, unknown, unknown> =>
     Effect.forEach(parts.children(node), (child) => visit(child, record), { discard: true })
@@ -319,7 +413,7 @@ const runRecord = <A, I>(
   const visit = (node: Graph.Node, record: Graph.StreamRecord): Effect.Effect<void, unknown, unknown> => {
     const writer = parts.writer(node)
     if (writer !== undefined) {
-      run.emit.push(writer.write(record))
+      emit.push(writer.write(record))
       return Effect.void
     }
     switch (node._tag) {
@@ -335,7 +429,7 @@ const runRecord = <A, I>(
           : Effect.forEach(out, (r) => visitChildren(node, r), { discard: true })
       }
       case "Aggregate": {
-        if (spec === undefined) return Effect.dieMessage("Skein invariant broken: an aggregate ran outside its sub-topology")
+        if (aggregator === undefined) return Effect.dieMessage("Skein invariant broken: an aggregate ran outside its sub-topology")
         if (record.key === null) {
           // Logged, and counted in the log: the first, then every 1,000th.
           parts.droppedNullKeys.count++
@@ -347,20 +441,18 @@ const runRecord = <A, I>(
             )
             : Effect.void
         }
-        const next = {
-          value: spec.add(Option.map(run.state, (s) => s.value), record),
-          timestamp: Option.match(run.state, { onNone: () => record.timestamp, onSome: (s) => Math.max(s.timestamp, record.timestamp) })
-        }
-        run.state = Option.some(next)
-        run.changed = true
-        return visitChildren(node, { ...record, value: next.value, timestamp: next.timestamp })
+        return aggregator(record, (update) => visitChildren(node, update))
       }
       case "Sink":
-        run.emit.push(node.write(record))
+        emit.push(node.write(record))
         return Effect.void
     }
   }
 
   const roots = parts.rootsByTopic.get(input.topic) ?? []
-  return Effect.as(Effect.forEach(roots, (root) => visit(root, start), { discard: true }), run)
+  return Effect.flatMap(eventTime(parts, input), (timestamp) => {
+    const start: Graph.StreamRecord = { key: input.key, value: input.value, timestamp, headers: input.rawHeaders }
+    const run = Effect.forEach(roots, (root) => visit(root, start), { discard: true })
+    return Effect.as(observe === undefined ? run : Effect.zipRight(observe(timestamp), run), emit)
+  })
 }

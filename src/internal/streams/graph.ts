@@ -16,7 +16,10 @@
  * @internal
  */
 import type { Effect, Option, Schema } from "effect"
+import type { TimeWindows } from "../../TimeWindows.ts"
 import * as Topic from "../../Topic.ts"
+import type { InputRecord } from "../../Transformer.ts"
+import * as KeyText from "./keyText.ts"
 
 /** A record as it flows through the DSL's operators. */
 export interface StreamRecord {
@@ -39,6 +42,20 @@ export type StepKind = "filter" | "map" | "mapValues" | "flatMap" | "flatMapValu
 export interface InternalTopic {
   readonly topic: Topic.Any
   readonly write: (record: StreamRecord) => Topic.OutputRecord
+  /** Its keys as text and back (a windowed aggregation keeps its open windows' keys). */
+  readonly keyText: KeyText.KeyText
+}
+
+/** The event time of an input record (`KStream.fromTopics`' `timestamp`), in milliseconds since the epoch. */
+export type TimestampExtractor = (record: InputRecord<unknown, unknown>) => number
+
+/** How an aggregation is windowed (`KGroupedStream.windowedBy`). */
+export interface Windowing {
+  readonly windows: TimeWindows
+  /** Every update of a window, or its final result once it closes. */
+  readonly emit: "onWindowUpdate" | "onWindowClose"
+  /** A record no window accepts: dropped (logged and counted), or a `LateRecord` error for the rules. */
+  readonly late: "drop" | "error"
 }
 
 /** Codecs of an internal topic, whatever their types: the topic is made once its name is known. */
@@ -67,6 +84,10 @@ interface Base {
 export interface Source extends Base {
   readonly _tag: "Source"
   readonly topics: ReadonlyArray<Topic.Any>
+  /** Per topic (same order), its keys as text and back. */
+  readonly keyTexts: ReadonlyArray<KeyText.KeyText>
+  /** Unset: the record's own timestamp. */
+  readonly timestamp: TimestampExtractor | undefined
 }
 
 /** A stateless operator. */
@@ -118,6 +139,8 @@ export interface Aggregate extends Base {
   readonly parent: Node
   /** The spec, whatever its aggregate's type: `use` hands it to a function generic in it. */
   readonly use: <X>(f: <A, I>(spec: AggregateSpec<A, I>) => X) => X
+  /** Set for a windowed aggregation: one aggregate per key and window. */
+  readonly windowing: Windowing | undefined
 }
 
 /** Records written to a topic. */
@@ -131,7 +154,18 @@ export interface Sink extends Base {
 let created = 0
 const next = (): number => ++created
 
-export const source = (topics: ReadonlyArray<Topic.Any>): Source => ({ _tag: "Source", seq: next(), name: undefined, topics })
+export const source = <K, V>(
+  topics: ReadonlyArray<Topic.Topic<K, V>>,
+  timestamp: ((record: InputRecord<K, V>) => number) | undefined
+): Source => ({
+  _tag: "Source",
+  seq: next(),
+  name: undefined,
+  topics,
+  keyTexts: topics.map((topic) => KeyText.make(topic.key)),
+  // The records of these topics are typed `K`, `V` by their codecs.
+  timestamp: timestamp === undefined ? undefined : (record) => timestamp(record as InputRecord<K, V>)
+})
 
 export const step = (parent: Node, kind: StepKind, keyChanging: boolean, run: Step, name: string | undefined): StepNode => ({
   _tag: "Step",
@@ -170,8 +204,9 @@ export const aggregate = <A, I>(
   parent: Node,
   kind: Aggregate["kind"],
   spec: AggregateSpec<A, I>,
-  name: string | undefined
-): Aggregate => ({ _tag: "Aggregate", seq: next(), name, kind, parent, use: (f) => f(spec) })
+  name: string | undefined,
+  windowing?: Windowing
+): Aggregate => ({ _tag: "Aggregate", seq: next(), name, kind, parent, use: (f) => f(spec), windowing })
 
 export const sink = (
   parent: Node,
@@ -188,7 +223,8 @@ export const codecs = <K, V>(key: Topic.AnyCodec<K>, value: Topic.AnyCodec<V>): 
       topic,
       // The record was made by the operators that typed the stream as `K`, `V`.
       write: (record) =>
-        Topic.record(topic, record.key as K | null, record.value as V, record.headers, { timestamp: record.timestamp })
+        Topic.record(topic, record.key as K | null, record.value as V, record.headers, { timestamp: record.timestamp }),
+      keyText: KeyText.make(key)
     }
   }
 })

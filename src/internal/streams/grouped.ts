@@ -5,10 +5,14 @@
  * @internal
  */
 import * as Pipeable from "effect/Pipeable"
+import type { TimeWindows } from "../../TimeWindows.ts"
 import type * as Graph from "./graph.ts"
 
 export const GroupedTypeId: unique symbol = Symbol.for("skein/KGroupedStream")
 export type GroupedTypeId = typeof GroupedTypeId
+
+export const WindowedTypeId: unique symbol = Symbol.for("skein/TimeWindowedKStream")
+export type WindowedTypeId = typeof WindowedTypeId
 
 export const TableTypeId: unique symbol = Symbol.for("skein/KTable")
 export type TableTypeId = typeof TableTypeId
@@ -23,6 +27,19 @@ export interface KGroupedStream<out K, out V, out E = never, out R = never> exte
   }
   /** @internal */
   readonly node: Graph.Node
+}
+
+/** Records grouped by key and by window of event time, ready for a windowed aggregation. */
+export interface TimeWindowedKStream<out K, out V, out E = never, out R = never> extends Pipeable.Pipeable {
+  readonly [WindowedTypeId]: {
+    readonly _K: (_: never) => K
+    readonly _V: (_: never) => V
+    readonly _E: (_: never) => E
+    readonly _R: (_: never) => R
+  }
+  /** @internal */
+  readonly node: Graph.Node
+  readonly windows: TimeWindows
 }
 
 /** The latest value per key, as an aggregation keeps it; its updates are a stream (`toStream`). */
@@ -51,6 +68,13 @@ class GroupedValue<K, V, E, R> extends NodeValue implements KGroupedStream<K, V,
   readonly [GroupedTypeId] = variance
 }
 
+class WindowedValue<K, V, E, R> extends NodeValue implements TimeWindowedKStream<K, V, E, R> {
+  readonly [WindowedTypeId] = variance
+  constructor(node: Graph.Node, readonly windows: TimeWindows) {
+    super(node)
+  }
+}
+
 class TableValue<K, V, E, R> extends NodeValue implements KTable<K, V, E, R> {
   readonly [TableTypeId] = variance
 }
@@ -58,3 +82,6 @@ class TableValue<K, V, E, R> extends NodeValue implements KTable<K, V, E, R> {
 export const make = <K, V, E, R>(node: Graph.Node): KGroupedStream<K, V, E, R> => new GroupedValue<K, V, E, R>(node)
 
 export const table = <K, V, E, R>(node: Graph.Node): KTable<K, V, E, R> => new TableValue<K, V, E, R>(node)
+
+export const windowed = <K, V, E, R>(node: Graph.Node, windows: TimeWindows): TimeWindowedKStream<K, V, E, R> =>
+  new WindowedValue<K, V, E, R>(node, windows)

@@ -1,0 +1,274 @@
+/**
+ * A windowed aggregation on Skein's runtime: the state it keeps in its
+ * task's store and what one record does to it. Everything lives in the
+ * transformer's own state (one Schema, three kinds of state keys), read
+ * through `TaskState` and written through `Result.others`, so it commits in
+ * the record's transaction, is changelogged, restored and kept like any
+ * state:
+ *
+ * - `t`: the task's time: its stream time (the largest event time of the
+ *   records the sub-topology read), the aggregation's own observed time (the
+ *   largest of the records it aggregated: Kafka Streams closes windows on
+ *   it), and the close times that have windows waiting, ascending.
+ * - `k{key}`: a key's open windows (start, aggregate, largest timestamp),
+ *   and the key as its input topic's codec writes it, to emit its windows
+ *   when a record of another key closes them.
+ * - `c{close time}`: the state keys with a window closing then.
+ *
+ * A record's windows that are still open (`end + grace > observed time`) are
+ * updated (and, emitting updates, forwarded); then every window whose close
+ * time the observed time has reached is closed: emitted once (emitting final
+ * results), and deleted (its retention is its size plus grace). The index by
+ * close time has one entry per distinct close time, so a record reads only
+ * the buckets due.
+ *
+ * @internal
+ */
+import { Effect, Either, Metric, Option, Schema } from "effect"
+import * as TimeWindows from "../../TimeWindows.ts"
+import type { KeyChange, TaskState } from "../../Transformer.ts"
+import * as Transformer from "../../Transformer.ts"
+import { LateRecord } from "../../SkeinError.ts"
+import * as Windowed from "../../Windowed.ts"
+import type * as Graph from "./graph.ts"
+import type { KeyText } from "./keyText.ts"
+
+/** The state key of the task's time. */
+export const timeKey = "t"
+/** The state key of a record key's windows. */
+export const windowsKey = (stateKey: string): string => `k${stateKey}`
+const closingKey = (closeTime: number): string => `c${closeTime}`
+
+const Time = Schema.TaggedStruct("Time", {
+  streamTime: Schema.Number,
+  observed: Schema.Number,
+  closes: Schema.Array(Schema.Number)
+})
+type Time = typeof Time.Type
+
+const Closing = Schema.TaggedStruct("Closing", { keys: Schema.Array(Schema.String) })
+
+/** The state of a windowed sub-topology's task: what each kind of state key holds. */
+export const stateSchema = <A, I>(value: Schema.Schema<A, I>) =>
+  Schema.Union(
+    Time,
+    Schema.TaggedStruct("Windows", {
+      key: Schema.String,
+      topic: Schema.String,
+      windows: Schema.Array(Schema.Struct({ start: Schema.Number, value, timestamp: Schema.Number }))
+    }),
+    Closing
+  )
+
+export type WindowState<A> = Schema.Schema.Type<ReturnType<typeof stateSchema<A, unknown>>>
+type Windows<A> = Extract<WindowState<A>, { readonly _tag: "Windows" }>
+
+/** Late records (past grace for a window they belong to), per windowed aggregation. */
+export const lateRecords = Metric.counter("skein_streams_late_records_total", {
+  description: "Records a windowed aggregation dropped from a window that had closed (Kafka Streams' dropped-records)."
+})
+
+/** What a windowed aggregation needs besides its spec. */
+export interface Operator<A> {
+  readonly name: string
+  /** The sub-topology's name, for logs. */
+  readonly subTopology: string
+  readonly windowing: Graph.Windowing
+  readonly add: Graph.AggregateSpec<A, unknown>["add"]
+  readonly keyText: (topic: string) => KeyText
+  /** Late records seen since the start, for the log. */
+  readonly late: { count: number }
+}
+
+/**
+ * One input record's view of its task's state: the record's own state key
+ * (its windows), the task's time, and every other key it reads or writes,
+ * as the record has changed them.
+ */
+export class RecordContext<A> {
+  private readonly changed = new Map<string, Option.Option<WindowState<A>>>()
+  private time: Time | undefined
+  private timeChanged = false
+  private ownChanged = false
+
+  constructor(
+    readonly ownKey: string,
+    private own: Option.Option<WindowState<A>>,
+    private readonly task: TaskState<WindowState<A>>
+  ) {}
+
+  get(key: string): Effect.Effect<Option.Option<WindowState<A>>, unknown> {
+    if (key === this.ownKey) return Effect.succeed(this.own)
+    const changed = this.changed.get(key)
+    return changed !== undefined ? Effect.succeed(changed) : this.task.get(key)
+  }
+
+  put(key: string, state: Option.Option<WindowState<A>>): void {
+    if (key === this.ownKey) {
+      this.own = state
+      this.ownChanged = true
+    } else {
+      this.changed.set(key, state)
+    }
+  }
+
+  /** The task's time (loaded once per record). */
+  loadTime(): Effect.Effect<Time, unknown> {
+    if (this.time !== undefined) return Effect.succeed(this.time)
+    return Effect.flatMap(this.task.get(timeKey), (stored) => {
+      if (Option.isSome(stored) && stored.value._tag !== "Time") {
+        return Effect.dieMessage(`Skein invariant broken: the state key ${timeKey} holds ${stored.value._tag}`)
+      }
+      const time: Time = Option.isSome(stored) && stored.value._tag === "Time"
+        ? stored.value
+        : { _tag: "Time", streamTime: -1, observed: -1, closes: [] }
+      this.time = time
+      return Effect.succeed(time)
+    })
+  }
+
+  setTime(time: Time): void {
+    this.time = time
+    this.timeChanged = true
+  }
+
+  /** The record's own state change, and the others, for the transform's result. */
+  result(): { readonly state?: Transformer.StateChange<WindowState<A>>; readonly others: ReadonlyArray<KeyChange<WindowState<A>>> } {
+    const others: Array<KeyChange<WindowState<A>>> = []
+    for (const [key, state] of this.changed) {
+      others.push({ key, state: Option.isSome(state) ? Transformer.set(state.value) : Transformer.remove })
+    }
+    if (this.timeChanged && this.time !== undefined) others.push({ key: timeKey, state: Transformer.set(this.time) })
+    if (!this.ownChanged) return { others }
+    return { state: Option.isSome(this.own) ? Transformer.set(this.own.value) : Transformer.remove, others }
+  }
+}
+
+/** Moves the task's stream time to `timestamp` if it is larger (every record of the sub-topology). */
+export const observeStreamTime = <A>(context: RecordContext<A>, timestamp: number): Effect.Effect<void, unknown> =>
+  Effect.flatMap(context.loadTime(), (time) => {
+    if (timestamp > time.streamTime) context.setTime({ ...time, streamTime: timestamp })
+    return Effect.void
+  })
+
+const windowsOf = <A>(state: Option.Option<WindowState<A>>, key: string): Either.Either<Windows<A> | undefined, string> => {
+  if (Option.isNone(state)) return Either.right(undefined)
+  return state.value._tag === "Windows" ? Either.right(state.value) : Either.left(`the state key ${key} holds ${state.value._tag}`)
+}
+
+/**
+ * Aggregates `record` (keyed, with its event time) into its open windows,
+ * then closes the windows the observed time has passed. `forward` passes a
+ * result on (keyed by `Windowed`).
+ */
+export const process = <A>(
+  operator: Operator<A>,
+  context: RecordContext<A>,
+  record: Graph.StreamRecord,
+  inputTopic: string,
+  forward: (record: Graph.StreamRecord) => Effect.Effect<void, unknown, unknown>
+): Effect.Effect<void, unknown, unknown> =>
+  Effect.gen(function*() {
+    const { windowing } = operator
+    const { windows, emit } = windowing
+    const time = yield* context.loadTime()
+    const observed = Math.max(time.observed, record.timestamp)
+    const closeBefore = observed - windows.graceMs
+    const own = windowsOf(yield* context.get(context.ownKey), context.ownKey)
+    if (Either.isLeft(own)) return yield* Effect.dieMessage(`Skein invariant broken: ${own.left}`)
+    let entry: Windows<A>
+    if (own.right === undefined) {
+      const keyText = operator.keyText(inputTopic).encode(record.key)
+      if (Either.isLeft(keyText)) return yield* Effect.fail(keyText.left)
+      entry = { _tag: "Windows", key: keyText.right, topic: inputTopic, windows: [] }
+    } else {
+      entry = own.right
+    }
+    const entryWindows = [...entry.windows]
+    const closes = [...time.closes]
+    let accepted = 0
+    let late = 0
+    for (const start of TimeWindows.startsFor(windows, record.timestamp)) {
+      const end = start + windows.sizeMs
+      if (end <= closeBefore) {
+        late++
+        continue
+      }
+      accepted++
+      const at = entryWindows.findIndex((w) => w.start === start)
+      const previous = at === -1 ? undefined : entryWindows[at]!
+      const value = operator.add(previous === undefined ? Option.none() : Option.some(previous.value), record)
+      const timestamp = previous === undefined ? record.timestamp : Math.max(previous.timestamp, record.timestamp)
+      const updated = { start, value, timestamp }
+      if (previous === undefined) {
+        entryWindows.push(updated)
+        const close = end + windows.graceMs
+        const bucketKey = closingKey(close)
+        const bucket = yield* context.get(bucketKey)
+        const keys = Option.isSome(bucket) && bucket.value._tag === "Closing" ? bucket.value.keys : []
+        context.put(bucketKey, Option.some({ _tag: "Closing", keys: [...keys, context.ownKey] }))
+        if (!closes.includes(close)) {
+          closes.push(close)
+          closes.sort((a, b) => a - b)
+        }
+      } else {
+        entryWindows[at] = updated
+      }
+      if (emit === "onWindowUpdate") {
+        yield* forward({ key: Windowed.make(record.key, start, end), value, timestamp, headers: record.headers })
+      }
+    }
+    if (accepted > 0) context.put(context.ownKey, Option.some({ ...entry, windows: entryWindows }))
+    if (late > 0) {
+      if (accepted === 0 && windowing.late === "error") {
+        return yield* Effect.fail(
+          new LateRecord({ operator: operator.name, timestamp: record.timestamp, streamTime: observed, graceMs: windows.graceMs })
+        )
+      }
+      operator.late.count += late
+      yield* Metric.incrementBy(Metric.tagged(lateRecords, "operator", operator.name), late)
+      const total = operator.late.count
+      if (total === late || Math.floor(total / 1_000) > Math.floor((total - late) / 1_000)) {
+        yield* Effect.logWarning(
+          `${operator.subTopology}: ${operator.name} dropped a record with event time ${record.timestamp} from ${late} closed ` +
+            `window(s) (stream time ${observed}, grace ${windows.graceMs} ms): ${total} late so far ` +
+            `(skein_streams_late_records_total; late: "error" sends them to the rules)`
+        )
+      }
+    }
+    // Close every window whose close time the observed time has reached, in close-time order.
+    let due = 0
+    while (due < closes.length && closes[due]! <= observed) {
+      const close = closes[due]!
+      const start = close - windows.graceMs - windows.sizeMs
+      const bucketKey = closingKey(close)
+      const bucket = yield* context.get(bucketKey)
+      const keys = Option.isSome(bucket) && bucket.value._tag === "Closing" ? bucket.value.keys : []
+      for (const key of keys) {
+        const state = windowsOf(yield* context.get(key), key)
+        if (Either.isLeft(state)) return yield* Effect.dieMessage(`Skein invariant broken: ${state.left}`)
+        const keyWindows = state.right
+        if (keyWindows === undefined) continue
+        const window = keyWindows.windows.find((w) => w.start === start)
+        if (window === undefined) continue
+        if (emit === "onWindowClose") {
+          const decoded = operator.keyText(keyWindows.topic).decode(keyWindows.key)
+          if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
+          yield* forward({
+            key: Windowed.make(decoded.right, start, start + windows.sizeMs),
+            value: window.value,
+            timestamp: window.timestamp,
+            headers: []
+          })
+        }
+        const rest = keyWindows.windows.filter((w) => w !== window)
+        context.put(key, rest.length === 0 ? Option.none() : Option.some({ ...keyWindows, windows: rest }))
+      }
+      context.put(bucketKey, Option.none())
+      due++
+    }
+    const latest = yield* context.loadTime()
+    if (observed !== latest.observed || due > 0 || closes.length !== latest.closes.length) {
+      context.setTime({ ...latest, observed, closes: closes.slice(due) })
+    }
+  })

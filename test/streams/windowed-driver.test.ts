@@ -1,0 +1,50 @@
+/**
+ * Windowed aggregations in process (TestDriver, no broker) against Kafka
+ * Streams' TopologyTestDriver: tumbling count and hopping sum, emitting
+ * updates and final results, 1,000 seeded records per seed (out of order,
+ * late past grace, gaps), two seeds; each key's results equal Kafka
+ * Streams', in order. The records are piped in batches of 100 (the state
+ * crosses batches as it crosses transactions).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Either } from "effect"
+import { Topology, Transformer } from "../../src/index.ts"
+import type * as Topic from "../../src/Topic.ts"
+import { TestDriver } from "../../src/testing/index.ts"
+import { runKafkaStreamsBatch } from "../oracle/kafkaStreams.ts"
+import { actualPerKey, cases, count, expectedPerKey, inputsOf, inputTopic, outputTopic, seeds, sortedEntries } from "./windowCases.ts"
+
+describe("streams: windowed aggregations in process, against Kafka Streams", () => {
+  it.scopedLive("tumbling count and hopping sum, updates and final results, equal Kafka Streams' per key", () =>
+    Effect.gen(function*() {
+      const scenarios = cases.flatMap((c) => seeds.map((seed) => ({ case: c, seed, inputs: inputsOf(c, seed) })))
+      const started = Date.now()
+      const oracle = yield* runKafkaStreamsBatch(scenarios.map((s) => ({ topology: s.case.topology, params: s.case.params, inputs: s.inputs })))
+      console.log(`oracle: ${scenarios.length} scenarios in ${Date.now() - started} ms`)
+      let compared = 0
+      for (const [i, scenario] of scenarios.entries()) {
+        const began = Date.now()
+        const input = inputTopic(scenario.case, "input")
+        const compiled = Topology.compile(scenario.case.skein(input, "output"), "diff")
+        assert.ok(Either.isRight(compiled), "the topology compiles")
+        if (Either.isLeft(compiled)) return
+        const [sub] = compiled.right.subTopologies
+        // The compiled transformer is a Transformer.Any: its inputs, state and errors erased by compile.
+        const driver = yield* TestDriver.make(sub!.transformer as Transformer.Transformer<ReadonlyArray<Topic.Any>, unknown, unknown, never>)
+        for (let from = 0; from < scenario.inputs.length; from += 100) {
+          yield* driver.pipeAll(
+            input as Topic.Topic<string, string | number>,
+            scenario.inputs.slice(from, from + 100).map((r) => ({ key: r.key === null ? null : String(r.key), value: r.value as string | number, timestamp: r.timestamp }))
+          )
+        }
+        const outputs = yield* driver.outputs(outputTopic("output"))
+        const expected = oracle[i]!
+        const name = `${scenario.case.topology} seed ${scenario.seed}`
+        assert.isAbove(expected.length, 100, `${name}: Kafka Streams emitted results`)
+        assert.deepStrictEqual(sortedEntries(actualPerKey(outputs)), sortedEntries(expectedPerKey(scenario.case, expected)), name)
+        compared += expected.length
+        console.log(`${name}: ${outputs.length} results equal (${count} inputs) in ${Date.now() - began} ms`)
+      }
+      console.log(`compared ${compared} results`)
+    }), 300_000)
+})
