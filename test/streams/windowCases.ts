@@ -24,9 +24,13 @@ export interface WindowCase {
   readonly params: Readonly<Record<string, number>>
   readonly sizeMs: number
   readonly values: "string" | "number"
-  /** The same topology in Skein, reading `input` and writing `output` (keyed by `Windowed.json(Schema.String)`). */
-  readonly skein: (input: Topic.Topic<string, string> | Topic.Topic<string, number>, output: string) => Topology.Topology<never, never>
+  /** The same stream in Skein, reading `input` and writing `output` (keyed by `Windowed.json(Schema.String)`). */
+  readonly stream: (input: Topic.Topic<string, string> | Topic.Topic<string, number>, output: string) => KStream.Sink
 }
+
+/** The case's stream as a topology of its own. */
+export const topologyOf = (c: WindowCase, input: Topic.Topic<string, string> | Topic.Topic<string, number>, output: string) =>
+  Topology.make(c.topology, [c.stream(input, output)])
 
 /**
  * The input of a case for a seed: keys `s{seed}-k{n}`, so seeds can share a topic (on their own
@@ -51,16 +55,14 @@ const countCase = (emit: "onWindowUpdate" | "onWindowClose"): WindowCase => ({
   params: tumbling,
   sizeMs: tumbling.sizeMs,
   values: "string",
-  skein: (input, output) =>
-    Topology.make(`tumbling-count-${emit}`, [
-      KStream.from(input as Topic.Topic<string, string>).pipe(
-        KStream.groupByKey(),
-        KGroupedStream.windowedBy(TimeWindows.ofSizeAndGrace(tumbling.sizeMs, tumbling.graceMs)),
-        TimeWindowedKStream.count({ name: `counts-${emit}`, emit }),
-        KTable.toStream,
-        KStream.to(outputTopic(output))
-      )
-    ])
+  stream: (input, output) =>
+    KStream.from(input as Topic.Topic<string, string>).pipe(
+      KStream.groupByKey(),
+      KGroupedStream.windowedBy(TimeWindows.ofSizeAndGrace(tumbling.sizeMs, tumbling.graceMs)),
+      TimeWindowedKStream.count({ name: `counts-${emit}`, emit }),
+      KTable.toStream,
+      KStream.to(outputTopic(output))
+    )
 })
 
 const sumCase = (emit: "onWindowUpdate" | "onWindowClose"): WindowCase => ({
@@ -68,18 +70,16 @@ const sumCase = (emit: "onWindowUpdate" | "onWindowClose"): WindowCase => ({
   params: hopping,
   sizeMs: hopping.sizeMs,
   values: "number",
-  skein: (input, output) =>
-    Topology.make(`hopping-sum-${emit}`, [
-      KStream.from(input as Topic.Topic<string, number>).pipe(
-        KStream.groupByKey(),
-        KGroupedStream.windowedBy(
-          TimeWindows.ofSizeAndGrace(hopping.sizeMs, hopping.graceMs).pipe(TimeWindows.advanceBy(hopping.advanceMs))
-        ),
-        TimeWindowedKStream.reduce((sum: number, value: number) => sum + value, { state: Schema.Number, name: `sums-${emit}`, emit }),
-        KTable.toStream,
-        KStream.to(outputTopic(output))
-      )
-    ])
+  stream: (input, output) =>
+    KStream.from(input as Topic.Topic<string, number>).pipe(
+      KStream.groupByKey(),
+      KGroupedStream.windowedBy(
+        TimeWindows.ofSizeAndGrace(hopping.sizeMs, hopping.graceMs).pipe(TimeWindows.advanceBy(hopping.advanceMs))
+      ),
+      TimeWindowedKStream.reduce((sum: number, value: number) => sum + value, { state: Schema.Number, name: `sums-${emit}`, emit }),
+      KTable.toStream,
+      KStream.to(outputTopic(output))
+    )
 })
 
 export const cases: ReadonlyArray<WindowCase> = [

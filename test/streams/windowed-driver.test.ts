@@ -12,7 +12,7 @@ import { Topology, Transformer } from "../../src/index.ts"
 import type * as Topic from "../../src/Topic.ts"
 import { TestDriver } from "../../src/testing/index.ts"
 import { runKafkaStreamsBatch } from "../oracle/kafkaStreams.ts"
-import { actualPerKey, cases, count, expectedPerKey, inputsOf, inputTopic, outputTopic, seeds, sortedEntries } from "./windowCases.ts"
+import { actualPerKey, cases, count, expectedPerKey, inputsOf, inputTopic, outputTopic, seeds, sortedEntries, topologyOf } from "./windowCases.ts"
 
 describe("streams: windowed aggregations in process, against Kafka Streams", () => {
   it.scopedLive("tumbling count and hopping sum, updates and final results, equal Kafka Streams' per key", () =>
@@ -25,7 +25,7 @@ describe("streams: windowed aggregations in process, against Kafka Streams", () 
       for (const [i, scenario] of scenarios.entries()) {
         const began = Date.now()
         const input = inputTopic(scenario.case, "input")
-        const compiled = Topology.compile(scenario.case.skein(input, "output"), "diff")
+        const compiled = Topology.compile(topologyOf(scenario.case, input, "output"), "diff")
         assert.ok(Either.isRight(compiled), "the topology compiles")
         if (Either.isLeft(compiled)) return
         const [sub] = compiled.right.subTopologies
