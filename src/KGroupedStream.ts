@@ -12,6 +12,7 @@ import { dual } from "effect/Function"
 import * as Graph from "./internal/streams/graph.ts"
 import * as grouped from "./internal/streams/grouped.ts"
 import type { Record } from "./KStream.ts"
+import type { SlidingWindows } from "./SlidingWindows.ts"
 import type { TimeWindows } from "./TimeWindows.ts"
 
 /**
@@ -160,7 +161,7 @@ export const aggregate: {
 
 /**
  * Groups each key's records further by window of event time
- * (`TimeWindows`: tumbling or hopping), for a windowed aggregation
+ * (`TimeWindows`: tumbling or hopping; `SlidingWindows`), for a windowed aggregation
  * (`TimeWindowedKStream.count`, `reduce`, `aggregate`).
  *
  * @example
@@ -178,10 +179,10 @@ export const aggregate: {
  * @category windowing
  */
 export const windowedBy: {
-  (windows: TimeWindows): <K, V, E, R>(self: KGroupedStream<K, V, E, R>) => grouped.TimeWindowedKStream<K, V, E, R>
-  <K, V, E, R>(self: KGroupedStream<K, V, E, R>, windows: TimeWindows): grouped.TimeWindowedKStream<K, V, E, R>
+  (windows: TimeWindows | SlidingWindows): <K, V, E, R>(self: KGroupedStream<K, V, E, R>) => grouped.TimeWindowedKStream<K, V, E, R>
+  <K, V, E, R>(self: KGroupedStream<K, V, E, R>, windows: TimeWindows | SlidingWindows): grouped.TimeWindowedKStream<K, V, E, R>
 } = dual(
   2,
-  <K, V, E, R>(self: KGroupedStream<K, V, E, R>, windows: TimeWindows): grouped.TimeWindowedKStream<K, V, E, R> =>
+  <K, V, E, R>(self: KGroupedStream<K, V, E, R>, windows: TimeWindows | SlidingWindows): grouped.TimeWindowedKStream<K, V, E, R> =>
     grouped.windowed(self.node, windows)
 )

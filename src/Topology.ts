@@ -34,6 +34,7 @@ import { makeKafka } from "./internal/kafka/client.ts"
 import type { Sink } from "./KStream.ts"
 import * as Runner from "./Runner.ts"
 import { SkeinConfig } from "./SkeinConfig.ts"
+import * as SlidingWindows from "./SlidingWindows.ts"
 import type { InvalidTimestamp, LateRecord, RunnerError } from "./SkeinError.ts"
 import { ConfigurationError } from "./SkeinError.ts"
 import type * as Transformer from "./Transformer.ts"
@@ -176,6 +177,8 @@ const describeCompiled = (name: string, compiled: Compile.Compiled, applicationI
           const w = node.windowing
           const windows = w === undefined
             ? ""
+            : SlidingWindows.isSlidingWindows(w.windows)
+            ? `; sliding windows: time difference ${w.windows.timeDifferenceMs} ms, grace ${w.windows.graceMs} ms, emit ${w.emit}`
             : `; windows: size ${w.windows.sizeMs} ms, advance ${w.windows.advanceMs} ms, grace ${w.windows.graceMs} ms, emit ${w.emit}`
           label = `Processor ${nameOf(node)} (${node.kind}${windows}; state: ${nameOf(node)})`
           break

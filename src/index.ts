@@ -49,6 +49,8 @@ export * as Topology from "./Topology.ts"
 /** @since 0.4.0 */
 export * as TimeWindows from "./TimeWindows.ts"
 /** @since 0.4.0 */
+export * as SlidingWindows from "./SlidingWindows.ts"
+/** @since 0.4.0 */
 export * as TimeWindowedKStream from "./TimeWindowedKStream.ts"
 /** @since 0.4.0 */
 export * as Windowed from "./Windowed.ts"

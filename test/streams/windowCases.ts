@@ -11,7 +11,17 @@
  * per key.
  */
 import { Schema } from "effect"
-import { KGroupedStream, KStream, KTable, TimeWindowedKStream, TimeWindows, Topic, Topology, Windowed } from "../../src/index.ts"
+import {
+  KGroupedStream,
+  KStream,
+  KTable,
+  SlidingWindows,
+  TimeWindowedKStream,
+  TimeWindows,
+  Topic,
+  Topology,
+  Windowed
+} from "../../src/index.ts"
 import { generateInputs } from "../oracle/inputs.ts"
 import type { InputRecord, OutputRecord } from "../oracle/kafkaStreams.ts"
 
@@ -22,8 +32,14 @@ export interface WindowCase {
   /** The oracle's topology (`-suppressed`: final results). */
   readonly topology: string
   readonly params: Readonly<Record<string, number>>
-  readonly sizeMs: number
+  /** Fixed-size windows: the oracle's key is `key@start`; unset (sliding): `key@start/end`. */
+  readonly sizeMs: number | undefined
   readonly values: "string" | "number"
+  /**
+   * A deliberate deviation from Kafka Streams, applied to its output before the comparison
+   * (docs/streams.md lists each): given its results per key and the inputs, what Skein emits.
+   */
+  readonly deviation?: (perKey: Map<string, Array<Line>>, inputs: ReadonlyArray<InputRecord>) => Map<string, Array<Line>>
   /** The same stream in Skein, reading `input` and writing `output` (keyed by `Windowed.json(Schema.String)`). */
   readonly stream: (input: Topic.Topic<string, string> | Topic.Topic<string, number>, output: string) => KStream.Sink
 }
@@ -82,11 +98,53 @@ const sumCase = (emit: "onWindowUpdate" | "onWindowClose"): WindowCase => ({
     )
 })
 
+const sliding = { timeDifferenceMs: 500, graceMs: 200 }
+
+/**
+ * Kafka Streams' sliding windows accept records up to and including stream time `end + grace`
+ * (their end is inclusive), but its suppression emits a window once stream time reaches
+ * `end + grace`: a record at that stream time updates a window already emitted, and the window is
+ * emitted again. Skein emits each window once, when stream time passes `end + grace`, with its
+ * final value: Kafka Streams' last emission of the window. A window whose `end + grace` is the
+ * last stream time of the input has not closed in Skein.
+ */
+export const slidingFinalResults = (perKey: Map<string, Array<Line>>, inputs: ReadonlyArray<InputRecord>): Map<string, Array<Line>> => {
+  const streamTime = Math.max(...inputs.filter((r) => r.key !== null && r.value !== null).map((r) => r.timestamp))
+  const result = new Map<string, Array<Line>>()
+  for (const [key, lines] of perKey) {
+    const window = (line: Line) => line.slice(0, line.indexOf("="))
+    const end = (line: Line) => Number(window(line).split("/")[1])
+    const kept = lines.filter((line, i) =>
+      !lines.slice(i + 1).some((later) => window(later) === window(line)) && end(line) + sliding.graceMs < streamTime
+    )
+    result.set(key, kept)
+  }
+  return result
+}
+
+const slidingCase = (emit: "onWindowUpdate" | "onWindowClose"): WindowCase => ({
+  topology: emit === "onWindowClose" ? "sliding-count-suppressed" : "sliding-count",
+  params: sliding,
+  sizeMs: undefined,
+  values: "string",
+  ...(emit === "onWindowClose" ? { deviation: slidingFinalResults } : {}),
+  stream: (input, output) =>
+    KStream.from(input as Topic.Topic<string, string>).pipe(
+      KStream.groupByKey(),
+      KGroupedStream.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(sliding.timeDifferenceMs, sliding.graceMs)),
+      TimeWindowedKStream.count({ name: `sliding-counts-${emit}`, emit }),
+      KTable.toStream,
+      KStream.to(outputTopic(output))
+    )
+})
+
 export const cases: ReadonlyArray<WindowCase> = [
   countCase("onWindowUpdate"),
   countCase("onWindowClose"),
   sumCase("onWindowUpdate"),
-  sumCase("onWindowClose")
+  sumCase("onWindowClose"),
+  slidingCase("onWindowUpdate"),
+  slidingCase("onWindowClose")
 ]
 
 /** The input topic of a case: string or long values, as the oracle reads them. */
@@ -98,15 +156,23 @@ export const inputTopic = (c: WindowCase, name: string): Topic.Topic<string, str
 /** One result as compared: `key@start/end=value@timestamp`. */
 export type Line = string
 
-/** Kafka Streams' results per record key (its output key is `key@start`; the end is start + size). */
-export const expectedPerKey = (c: WindowCase, records: ReadonlyArray<OutputRecord>): Map<string, Array<Line>> => {
+/**
+ * Kafka Streams' results per record key (its output key is `key@start`, the end start + size, or
+ * `key@start/end`), with the case's deviation applied.
+ */
+export const expectedPerKey = (
+  c: WindowCase,
+  records: ReadonlyArray<OutputRecord>,
+  inputs: ReadonlyArray<InputRecord>
+): Map<string, Array<Line>> => {
   const perKey = new Map<string, Array<Line>>()
   for (const r of records) {
-    const [key, start] = String(r.key).split("@") as [string, string]
-    const line = `${key}@${start}/${Number(start) + c.sizeMs}=${r.value}@${r.timestamp}`
+    const [key, window] = String(r.key).split("@") as [string, string]
+    const bounds = c.sizeMs === undefined ? window : `${window}/${Number(window) + c.sizeMs}`
+    const line = `${key}@${bounds}=${r.value}@${r.timestamp}`
     perKey.set(key, [...(perKey.get(key) ?? []), line])
   }
-  return perKey
+  return c.deviation === undefined ? perKey : c.deviation(perKey, inputs)
 }
 
 /** Skein's results per record key. */

@@ -1,9 +1,10 @@
 /**
  * Windowed aggregations in process (TestDriver, no broker) against Kafka
- * Streams' TopologyTestDriver: tumbling count and hopping sum, emitting
+ * Streams' TopologyTestDriver: tumbling count, hopping sum and sliding count, emitting
  * updates and final results, 1,000 seeded records per seed (out of order,
  * late past grace, gaps), two seeds; each key's results equal Kafka
- * Streams', in order. The records are piped in batches of 100 (the state
+ * Streams', in order (with the documented deviation applied to its sliding
+ * final results: `windowCases.ts`). The records are piped in batches of 100 (the state
  * crosses batches as it crosses transactions).
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -15,7 +16,7 @@ import { runKafkaStreamsBatch } from "../oracle/kafkaStreams.ts"
 import { actualPerKey, cases, count, expectedPerKey, inputsOf, inputTopic, outputTopic, seeds, sortedEntries, topologyOf } from "./windowCases.ts"
 
 describe("streams: windowed aggregations in process, against Kafka Streams", () => {
-  it.scopedLive("tumbling count and hopping sum, updates and final results, equal Kafka Streams' per key", () =>
+  it.scopedLive("tumbling count, hopping sum and sliding count, updates and final results, equal Kafka Streams' per key", () =>
     Effect.gen(function*() {
       const scenarios = cases.flatMap((c) => seeds.map((seed) => ({ case: c, seed, inputs: inputsOf(c, seed) })))
       const started = Date.now()
@@ -41,9 +42,15 @@ describe("streams: windowed aggregations in process, against Kafka Streams", () 
         const expected = oracle[i]!
         const name = `${scenario.case.topology} seed ${scenario.seed}`
         assert.isAbove(expected.length, 100, `${name}: Kafka Streams emitted results`)
-        assert.deepStrictEqual(sortedEntries(actualPerKey(outputs)), sortedEntries(expectedPerKey(scenario.case, expected)), name)
-        compared += expected.length
-        console.log(`${name}: ${outputs.length} results equal (${count} inputs) in ${Date.now() - began} ms`)
+        const want = expectedPerKey(scenario.case, expected, scenario.inputs)
+        const wanted = [...want.values()].reduce((n, lines) => n + lines.length, 0)
+        assert.deepStrictEqual(sortedEntries(actualPerKey(outputs)), sortedEntries(want), name)
+        compared += wanted
+        const deviation = expected.length - wanted
+        console.log(
+          `${name}: ${outputs.length} results equal (${count} inputs) in ${Date.now() - began} ms` +
+            (deviation === 0 ? "" : `; the deviation removed ${deviation} of Kafka Streams' ${expected.length}`)
+        )
       }
       console.log(`compared ${compared} results`)
     }), 300_000)

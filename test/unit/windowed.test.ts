@@ -13,6 +13,7 @@ import {
   KGroupedStream,
   KStream,
   KTable,
+  SlidingWindows,
   TimeWindowedKStream,
   TimeWindows,
   Topic,
@@ -27,7 +28,7 @@ const Events = Topic.make({ name: "events", key: Schema.String, value: Topic.jso
 const Counts = Topic.make({ name: "counts", key: Windowed.json(Schema.String), value: Topic.json(Schema.Number) })
 
 const counting = (
-  windows: TimeWindows.TimeWindows,
+  windows: TimeWindows.TimeWindows | SlidingWindows.SlidingWindows,
   options: TimeWindowedKStream.WindowedOptions = {}
 ) =>
   Topology.make("counting", [
@@ -68,6 +69,15 @@ describe("windowed aggregations", () => {
     assert.match(messages[0]!, /^ConfigurationError: The windows of "counts" have a size of 0 ms\. Give TimeWindows.ofSizeAndGrace a size of at least 1 ms/)
     assert.match(messages[1]!, /^ConfigurationError: The windows of "counts" have a grace period of -1 ms\. Give TimeWindows.ofSizeAndGrace a grace of 0 or more/)
     assert.match(messages[2]!, /^ConfigurationError: The windows of "counts" advance by 2000 ms, with a size of 1000 ms\. Give TimeWindows.advanceBy/)
+    const sliding = [
+      SlidingWindows.ofTimeDifferenceAndGrace(0, 100),
+      SlidingWindows.ofTimeDifferenceAndGrace(100, -5)
+    ].map((windows) => {
+      const compiled = Topology.compile(counting(windows), "app")
+      return Either.isLeft(compiled) ? compiled.left.message : "compiled"
+    })
+    assert.match(sliding[0]!, /^The sliding windows of "counts" have a time difference of 0 ms\. Give SlidingWindows.ofTimeDifferenceAndGrace a time difference of at least 1 ms/)
+    assert.match(sliding[1]!, /^The sliding windows of "counts" have a grace period of -5 ms\. Give SlidingWindows.ofTimeDifferenceAndGrace a grace of 0 or more/)
     // Topology.describe says so too, instead of throwing.
     assert.match(Topology.describe(counting(TimeWindows.ofSizeAndGrace(0, 0))), /cannot run: The windows of "counts" have a size of 0 ms/)
   })
@@ -137,7 +147,7 @@ describe("windowed aggregations", () => {
       ])
       // The task's time: stream time, the aggregation's observed time, the close times still waiting (a's [5000, 6000)).
       const time = yield* driver.state("t")
-      assert.deepStrictEqual(time, Option.some({ _tag: "Time", streamTime: 5000, observed: 5000, closes: [6200] }))
+      assert.deepStrictEqual(time, Option.some({ _tag: "Time", streamTime: 5000, observed: 5000, closes: [6200], storeTime: -1, expiries: [] }))
       // Closed windows are deleted (retention: size + grace); b's and c's keys have no open window left.
       assert.deepStrictEqual(yield* driver.state("kb"), Option.none())
       assert.deepStrictEqual(yield* driver.state("kc"), Option.none())

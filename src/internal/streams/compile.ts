@@ -16,11 +16,13 @@
 import { Effect, Either, Option, Schema } from "effect"
 import { defaultStateKey } from "../StateKeyCheck.ts"
 import { ConfigurationError, InvalidTimestamp } from "../../SkeinError.ts"
+import * as SlidingWindows from "../../SlidingWindows.ts"
 import * as TimeWindows from "../../TimeWindows.ts"
 import * as Topic from "../../Topic.ts"
 import * as Transformer from "../../Transformer.ts"
 import * as Graph from "./graph.ts"
 import type { KeyText } from "./keyText.ts"
+import * as SlidingAggregate from "./slidingAggregate.ts"
 import * as WindowAggregate from "./windowAggregate.ts"
 
 /** A repartition topic the topology needs, and how many partitions it gets. */
@@ -132,7 +134,10 @@ export const compile = (
 
   for (const node of nodes) {
     if (node._tag === "Aggregate" && node.windowing !== undefined) {
-      const valid = TimeWindows.validate(node.windowing.windows, `"${names.get(node)}"`)
+      const windows = node.windowing.windows
+      const valid = SlidingWindows.isSlidingWindows(windows)
+        ? Either.map(SlidingWindows.validate(windows, `"${names.get(node)}"`), () => undefined)
+        : Either.map(TimeWindows.validate(windows, `"${names.get(node)}"`), () => undefined)
       if (Either.isLeft(valid)) return Either.left(valid.left)
     }
   }
@@ -257,7 +262,8 @@ export const compile = (
       keyTexts,
       extractors,
       rules,
-      droppedNullKeys: { count: 0 }
+      droppedNullKeys: { count: 0 },
+      droppedNullValues: { count: 0 }
     })
     subTopologies.push({ index: subTopologies.length, name, inputs: inputs.map((t) => t.name), transformer })
     members.push(groupNodes)
@@ -287,6 +293,8 @@ interface TransformerParts {
   readonly rules: ReadonlyArray<Transformer.Rule<unknown>>
   /** Records an aggregation dropped for having no key, since the start. */
   readonly droppedNullKeys: { count: number }
+  /** Records a sliding-window aggregation dropped for having no value, since the start. */
+  readonly droppedNullValues: { count: number }
 }
 
 /**
@@ -372,7 +380,21 @@ const windowedTransformer = <A, I>(
     transform: (record, state, task) => {
       if (task === undefined) return Effect.dieMessage("Skein invariant broken: a windowed aggregation ran without its task's state")
       const context = new WindowAggregate.RecordContext(WindowAggregate.windowsKey(defaultStateKey(record)), state, task)
-      const aggregator: Aggregator = (keyed, forward) => WindowAggregate.process(operator, context, keyed, record.topic, forward)
+      const windows = windowing.windows
+      const aggregator: Aggregator = SlidingWindows.isSlidingWindows(windows)
+        ? (keyed, forward) => {
+          if (keyed.value !== null) return SlidingAggregate.process(operator, windows, context, keyed, record.topic, forward)
+          // Kafka Streams' sliding windows drop records without a value (its dropped-records metric): logged, counted in the log.
+          parts.droppedNullValues.count++
+          const dropped = parts.droppedNullValues.count
+          return dropped === 1 || dropped % 1_000 === 0
+            ? Effect.logWarning(
+              `${parts.name}: records without a value are dropped by a sliding-window aggregation, as Kafka Streams drops them ` +
+                `(${dropped} so far)`
+            )
+            : Effect.void
+        }
+        : (keyed, forward) => WindowAggregate.process(operator, windows, context, keyed, record.topic, forward)
       return Effect.map(
         runRecord(parts, record, aggregator, (timestamp) => WindowAggregate.observeStreamTime(context, timestamp)),
         (emit) => ({ emit, ...context.result() })

@@ -16,6 +16,7 @@
  * @internal
  */
 import type { Effect, Option, Schema } from "effect"
+import type { SlidingWindows } from "../../SlidingWindows.ts"
 import type { TimeWindows } from "../../TimeWindows.ts"
 import * as Topic from "../../Topic.ts"
 import type { InputRecord } from "../../Transformer.ts"
@@ -51,7 +52,7 @@ export type TimestampExtractor = (record: InputRecord<unknown, unknown>) => numb
 
 /** How an aggregation is windowed (`KGroupedStream.windowedBy`). */
 export interface Windowing {
-  readonly windows: TimeWindows
+  readonly windows: TimeWindows | SlidingWindows
   /** Every update of a window, or its final result once it closes. */
   readonly emit: "onWindowUpdate" | "onWindowClose"
   /** A record no window accepts: dropped (logged and counted), or a `LateRecord` error for the rules. */

@@ -5,6 +5,7 @@
  * @internal
  */
 import * as Pipeable from "effect/Pipeable"
+import type { SlidingWindows } from "../../SlidingWindows.ts"
 import type { TimeWindows } from "../../TimeWindows.ts"
 import type * as Graph from "./graph.ts"
 
@@ -39,7 +40,7 @@ export interface TimeWindowedKStream<out K, out V, out E = never, out R = never>
   }
   /** @internal */
   readonly node: Graph.Node
-  readonly windows: TimeWindows
+  readonly windows: TimeWindows | SlidingWindows
 }
 
 /** The latest value per key, as an aggregation keeps it; its updates are a stream (`toStream`). */
@@ -70,7 +71,7 @@ class GroupedValue<K, V, E, R> extends NodeValue implements KGroupedStream<K, V,
 
 class WindowedValue<K, V, E, R> extends NodeValue implements TimeWindowedKStream<K, V, E, R> {
   readonly [WindowedTypeId] = variance
-  constructor(node: Graph.Node, readonly windows: TimeWindows) {
+  constructor(node: Graph.Node, readonly windows: TimeWindows | SlidingWindows) {
     super(node)
   }
 }
@@ -83,5 +84,5 @@ export const make = <K, V, E, R>(node: Graph.Node): KGroupedStream<K, V, E, R> =
 
 export const table = <K, V, E, R>(node: Graph.Node): KTable<K, V, E, R> => new TableValue<K, V, E, R>(node)
 
-export const windowed = <K, V, E, R>(node: Graph.Node, windows: TimeWindows): TimeWindowedKStream<K, V, E, R> =>
+export const windowed = <K, V, E, R>(node: Graph.Node, windows: TimeWindows | SlidingWindows): TimeWindowedKStream<K, V, E, R> =>
   new WindowedValue<K, V, E, R>(node, windows)

@@ -37,14 +37,21 @@ import type { KeyText } from "./keyText.ts"
 export const timeKey = "t"
 /** The state key of a record key's windows. */
 export const windowsKey = (stateKey: string): string => `k${stateKey}`
-const closingKey = (closeTime: number): string => `c${closeTime}`
+/** The state key of the windows closing at `closeTime` (observed time). */
+export const closingKey = (closeTime: number): string => `c${closeTime}`
+/** The state key of the windows expiring at `expiry` (store time: sliding windows). */
+export const expiringKey = (expiry: number): string => `x${expiry}`
 
 const Time = Schema.TaggedStruct("Time", {
   streamTime: Schema.Number,
   observed: Schema.Number,
-  closes: Schema.Array(Schema.Number)
+  closes: Schema.Array(Schema.Number),
+  /** Sliding windows: the largest window start written (Kafka Streams' window store's time), -1 before any. */
+  storeTime: Schema.Number,
+  /** Sliding windows: the store times at which closed windows expire, ascending. */
+  expiries: Schema.Array(Schema.Number)
 })
-type Time = typeof Time.Type
+export type Time = typeof Time.Type
 
 const Closing = Schema.TaggedStruct("Closing", { keys: Schema.Array(Schema.String) })
 
@@ -61,7 +68,7 @@ export const stateSchema = <A, I>(value: Schema.Schema<A, I>) =>
   )
 
 export type WindowState<A> = Schema.Schema.Type<ReturnType<typeof stateSchema<A, unknown>>>
-type Windows<A> = Extract<WindowState<A>, { readonly _tag: "Windows" }>
+export type Windows<A> = Extract<WindowState<A>, { readonly _tag: "Windows" }>
 
 /** Late records (past grace for a window they belong to), per windowed aggregation. */
 export const lateRecords = Metric.counter("skein_streams_late_records_total", {
@@ -121,7 +128,7 @@ export class RecordContext<A> {
       }
       const time: Time = Option.isSome(stored) && stored.value._tag === "Time"
         ? stored.value
-        : { _tag: "Time", streamTime: -1, observed: -1, closes: [] }
+        : { _tag: "Time", streamTime: -1, observed: -1, closes: [], storeTime: -1, expiries: [] }
       this.time = time
       return Effect.succeed(time)
     })
@@ -151,10 +158,40 @@ export const observeStreamTime = <A>(context: RecordContext<A>, timestamp: numbe
     return Effect.void
   })
 
-const windowsOf = <A>(state: Option.Option<WindowState<A>>, key: string): Either.Either<Windows<A> | undefined, string> => {
+export const windowsOf = <A>(state: Option.Option<WindowState<A>>, key: string): Either.Either<Windows<A> | undefined, string> => {
   if (Option.isNone(state)) return Either.right(undefined)
   return state.value._tag === "Windows" ? Either.right(state.value) : Either.left(`the state key ${key} holds ${state.value._tag}`)
 }
+
+/**
+ * Counts and logs `late` windows `record` missed; with `late: "error"` and
+ * no window accepting it (`whole`), fails with `LateRecord` for the rules.
+ */
+export const lateRecord = <A>(
+  operator: Operator<A>,
+  record: Graph.StreamRecord,
+  observed: number,
+  graceMs: number,
+  late: number,
+  whole: boolean
+): Effect.Effect<void, LateRecord> =>
+  Effect.gen(function*() {
+    if (whole && operator.windowing.late === "error") {
+      return yield* Effect.fail(
+        new LateRecord({ operator: operator.name, timestamp: record.timestamp, streamTime: observed, graceMs })
+      )
+    }
+    operator.late.count += late
+    yield* Metric.incrementBy(Metric.tagged(lateRecords, "operator", operator.name), late)
+    const total = operator.late.count
+    if (total === late || Math.floor(total / 1_000) > Math.floor((total - late) / 1_000)) {
+      yield* Effect.logWarning(
+        `${operator.subTopology}: ${operator.name} dropped a record with event time ${record.timestamp} from ${late} closed ` +
+          `window(s) (stream time ${observed}, grace ${graceMs} ms): ${total} late so far ` +
+          `(skein_streams_late_records_total; late: "error" sends them to the rules)`
+      )
+    }
+  })
 
 /**
  * Aggregates `record` (keyed, with its event time) into its open windows,
@@ -163,6 +200,7 @@ const windowsOf = <A>(state: Option.Option<WindowState<A>>, key: string): Either
  */
 export const process = <A>(
   operator: Operator<A>,
+  windows: TimeWindows.TimeWindows,
   context: RecordContext<A>,
   record: Graph.StreamRecord,
   inputTopic: string,
@@ -170,7 +208,7 @@ export const process = <A>(
 ): Effect.Effect<void, unknown, unknown> =>
   Effect.gen(function*() {
     const { windowing } = operator
-    const { windows, emit } = windowing
+    const { emit } = windowing
     const time = yield* context.loadTime()
     const observed = Math.max(time.observed, record.timestamp)
     const closeBefore = observed - windows.graceMs
@@ -219,23 +257,7 @@ export const process = <A>(
       }
     }
     if (accepted > 0) context.put(context.ownKey, Option.some({ ...entry, windows: entryWindows }))
-    if (late > 0) {
-      if (accepted === 0 && windowing.late === "error") {
-        return yield* Effect.fail(
-          new LateRecord({ operator: operator.name, timestamp: record.timestamp, streamTime: observed, graceMs: windows.graceMs })
-        )
-      }
-      operator.late.count += late
-      yield* Metric.incrementBy(Metric.tagged(lateRecords, "operator", operator.name), late)
-      const total = operator.late.count
-      if (total === late || Math.floor(total / 1_000) > Math.floor((total - late) / 1_000)) {
-        yield* Effect.logWarning(
-          `${operator.subTopology}: ${operator.name} dropped a record with event time ${record.timestamp} from ${late} closed ` +
-            `window(s) (stream time ${observed}, grace ${windows.graceMs} ms): ${total} late so far ` +
-            `(skein_streams_late_records_total; late: "error" sends them to the rules)`
-        )
-      }
-    }
+    if (late > 0) yield* lateRecord(operator, record, observed, windows.graceMs, late, accepted === 0)
     // Close every window whose close time the observed time has reached, in close-time order.
     let due = 0
     while (due < closes.length && closes[due]! <= observed) {

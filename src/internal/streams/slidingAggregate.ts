@@ -1,0 +1,248 @@
+/**
+ * A sliding-window aggregation (Kafka Streams' `KStreamSlidingWindowAggregate`,
+ * its reverse-iterator path, and its path for records earlier than the time
+ * difference), on the task state `windowAggregate.ts` describes.
+ *
+ * Windows are `[start, start + d]`, inclusive at both ends. Each key's
+ * windows are kept as Kafka Streams' in-memory window store keeps them: a
+ * window is visible while its start is above the store's time (the largest
+ * start written in the task) minus the retention (`2d + grace`), and a write
+ * to a window past it is skipped. A window accepts updates while its end is
+ * at or above `observed - grace` (its end is inclusive), so it closes, and
+ * its final result is emitted, once the observed time passes `end + grace`;
+ * it is deleted when it expires.
+ *
+ * @internal
+ */
+import { Effect, Either, Option } from "effect"
+import type { SlidingWindows } from "../../SlidingWindows.ts"
+import * as Windowed from "../../Windowed.ts"
+import type * as Graph from "./graph.ts"
+import type { Operator, RecordContext, Windows } from "./windowAggregate.ts"
+import { closingKey, expiringKey, lateRecord, windowsOf } from "./windowAggregate.ts"
+
+interface Stored<A> {
+  readonly start: number
+  readonly value: A
+  readonly timestamp: number
+}
+
+/** Adds `stateKey` to the bucket under `bucketKey`, and `at` to `times` (ascending, distinct). */
+const index = <A>(
+  context: RecordContext<A>,
+  bucketKey: string,
+  stateKey: string,
+  times: Array<number>,
+  at: number
+): Effect.Effect<void, unknown> =>
+  Effect.flatMap(context.get(bucketKey), (bucket) => {
+    const keys = Option.isSome(bucket) && bucket.value._tag === "Closing" ? bucket.value.keys : []
+    context.put(bucketKey, Option.some({ _tag: "Closing", keys: [...keys, stateKey] }))
+    if (!times.includes(at)) {
+      times.push(at)
+      times.sort((a, b) => a - b)
+    }
+    return Effect.void
+  })
+
+export const process = <A>(
+  operator: Operator<A>,
+  windows: SlidingWindows,
+  context: RecordContext<A>,
+  record: Graph.StreamRecord,
+  inputTopic: string,
+  forward: (record: Graph.StreamRecord) => Effect.Effect<void, unknown, unknown>
+): Effect.Effect<void, unknown, unknown> =>
+  Effect.gen(function*() {
+    const d = windows.timeDifferenceMs
+    const grace = windows.graceMs
+    const retention = 2 * d + grace
+    const emitUpdates = operator.windowing.emit === "onWindowUpdate"
+    const ts = record.timestamp
+    const time = yield* context.loadTime()
+    const observed = Math.max(time.observed, ts)
+    const closeTime = observed - grace
+    if (ts + d < closeTime) {
+      // Every window of the record has closed (Kafka Streams' check, before any window is read).
+      return yield* lateRecord(operator, record, observed, grace, 1, true)
+    }
+    const own = windowsOf(yield* context.get(context.ownKey), context.ownKey)
+    if (Either.isLeft(own)) return yield* Effect.dieMessage(`Skein invariant broken: ${own.left}`)
+    let entry: Windows<A>
+    if (own.right === undefined) {
+      const keyText = operator.keyText(inputTopic).encode(record.key)
+      if (Either.isLeft(keyText)) return yield* Effect.fail(keyText.left)
+      entry = { _tag: "Windows", key: keyText.right, topic: inputTopic, windows: [] }
+    } else {
+      entry = own.right
+    }
+    let storeTime = time.storeTime
+    const byStart = new Map<number, Stored<A>>(entry.windows.map((w) => [w.start, w]))
+    const closes = [...time.closes]
+    let late = 0
+    let changed = false
+
+    const visible = (start: number) => start >= storeTime - retention + 1
+    /** The key's visible windows with a start in `[from, to]`, ascending (the store's fetch). */
+    const fetch = (from: number, to: number): Array<Stored<A>> =>
+      [...byStart.values()].filter((w) => w.start >= from && w.start <= to && visible(w.start)).sort((a, b) => a.start - b.start)
+
+    /** The store's put: skipped for a start already expired; a new window is indexed by its close time. */
+    const put = (start: number, value: A, timestamp: number): Effect.Effect<void, unknown> => {
+      storeTime = Math.max(storeTime, start)
+      if (start <= storeTime - retention) return Effect.void
+      const existed = byStart.has(start) && visible(start)
+      byStart.set(start, { start, value, timestamp })
+      changed = true
+      if (existed) return Effect.void
+      const close = start + d + grace + 1
+      return index(context, closingKey(close), context.ownKey, closes, close)
+    }
+
+    const emitUpdate = (start: number, value: A, timestamp: number) =>
+      emitUpdates
+        ? forward({ key: Windowed.make(record.key, start, start + d), value, timestamp, headers: record.headers })
+        : Effect.void
+
+    /** Kafka Streams' updateWindowAndForward: `previous` is the window's aggregate before the record (`None`: empty). */
+    const update = (start: number, previous: Option.Option<A>, previousTimestamp: number): Effect.Effect<void, unknown, unknown> => {
+      if (start + d < closeTime) {
+        late++
+        return Effect.void
+      }
+      const value = operator.add(previous, record)
+      const timestamp = Option.isNone(previous) ? ts : Math.max(ts, previousTimestamp)
+      return Effect.zipRight(put(start, value, timestamp), emitUpdate(start, value, timestamp))
+    }
+
+    /** The record's right window, a copy of the aggregate of the records after it (no close check, as in Kafka Streams). */
+    const createRightWindow = (aggregate: Stored<A>) =>
+      Effect.zipRight(put(ts + 1, aggregate.value, aggregate.timestamp), emitUpdate(ts + 1, aggregate.value, aggregate.timestamp))
+
+    if (ts < d) {
+      // processEarly: records before `d` share the window [0, d].
+      let combined: Stored<A> | undefined
+      let right: Stored<A> | undefined
+      let rightCreated = false
+      let previous: number | undefined
+      const starts = new Set<number>()
+      for (const w of fetch(0, ts + 1)) {
+        starts.add(w.start)
+        if (w.start === 0) {
+          combined = w
+          if (w.timestamp < ts) previous = w.timestamp
+        } else if (w.start <= ts) {
+          right = w
+          yield* update(w.start, Option.some(w.value), w.timestamp)
+        } else if (w.start === ts + 1) {
+          rightCreated = true
+        }
+      }
+      if (right === undefined && combined !== undefined && combined.timestamp > ts) right = combined
+      if (!rightCreated && right !== undefined && right.timestamp > ts) yield* createRightWindow(right)
+      if (previous !== undefined && !starts.has(previous + 1)) yield* update(previous + 1, Option.none(), ts)
+      yield* combined === undefined ? update(0, Option.none(), ts) : update(0, Option.some(combined.value), combined.timestamp)
+    } else {
+      // processReverse: the key's windows from the latest start down.
+      const starts = new Set<number>()
+      let left: Stored<A> | undefined
+      let right: Stored<A> | undefined
+      let leftCreated = false
+      let rightCreated = false
+      let previous: number | undefined
+      let done = false
+      const candidates = fetch(Math.max(0, ts - 2 * d), ts + 1).reverse()
+      for (const w of candidates) {
+        starts.add(w.start)
+        const end = w.start + d
+        if (w.start === ts + 1) {
+          rightCreated = true
+        } else if (end > ts) {
+          if (right === undefined) right = w
+          yield* update(w.start, Option.some(w.value), w.timestamp)
+        } else if (end === ts) {
+          leftCreated = true
+          yield* update(w.start, Option.some(w.value), w.timestamp)
+          if (w.timestamp < ts) {
+            previous = w.timestamp
+          } else {
+            done = true
+            break
+          }
+        } else {
+          left = w
+          previous = w.timestamp
+          break
+        }
+      }
+      if (!done) {
+        // createWindows
+        if (previous !== undefined) {
+          const previousRightStart = previous + 1
+          if (!starts.has(previousRightStart) && previousRightStart + d >= ts) yield* update(previousRightStart, Option.none(), ts)
+        }
+        if (!leftCreated) {
+          const notEmpty = previous !== undefined && ts - d <= previous && left !== undefined
+          yield* update(ts - d, notEmpty && left !== undefined ? Option.some(left.value) : Option.none(), ts)
+        }
+        if (!rightCreated && right !== undefined && right.timestamp > ts) yield* createRightWindow(right)
+      }
+    }
+
+    if (changed) {
+      // Expired windows stay until their expiry bucket's turn: one that has not closed yet still emits its final result.
+      const kept = [...byStart.values()].sort((a, b) => a.start - b.start)
+      context.put(context.ownKey, kept.length === 0 ? Option.none() : Option.some({ ...entry, windows: kept }))
+    }
+    if (late > 0) yield* lateRecord(operator, record, observed, grace, late, false)
+
+    // Close the windows whose end + grace the observed time has passed: final results, then expiry once past retention.
+    const expiries = [...time.expiries]
+    let due = 0
+    while (due < closes.length && closes[due]! <= observed) {
+      const close = closes[due]!
+      const start = close - 1 - grace - d
+      const bucketKey = closingKey(close)
+      const bucket = yield* context.get(bucketKey)
+      const keys = Option.isSome(bucket) && bucket.value._tag === "Closing" ? bucket.value.keys : []
+      for (const key of keys) {
+        const state = windowsOf(yield* context.get(key), key)
+        if (Either.isLeft(state)) return yield* Effect.dieMessage(`Skein invariant broken: ${state.left}`)
+        const window = state.right?.windows.find((w) => w.start === start)
+        if (state.right === undefined || window === undefined) continue
+        if (!emitUpdates) {
+          const decoded = operator.keyText(state.right.topic).decode(state.right.key)
+          if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
+          yield* forward({ key: Windowed.make(decoded.right, start, start + d), value: window.value, timestamp: window.timestamp, headers: [] })
+        }
+        yield* index(context, expiringKey(start + retention), key, expiries, start + retention)
+      }
+      context.put(bucketKey, Option.none())
+      due++
+    }
+    let expired = 0
+    while (expired < expiries.length && expiries[expired]! <= storeTime) {
+      const bucketKey = expiringKey(expiries[expired]!)
+      const bucket = yield* context.get(bucketKey)
+      const keys = Option.isSome(bucket) && bucket.value._tag === "Closing" ? bucket.value.keys : []
+      for (const key of new Set(keys)) {
+        const state = windowsOf(yield* context.get(key), key)
+        if (Either.isLeft(state)) return yield* Effect.dieMessage(`Skein invariant broken: ${state.left}`)
+        if (state.right === undefined) continue
+        const kept = state.right.windows.filter((w) => visible(w.start))
+        if (kept.length !== state.right.windows.length) {
+          context.put(key, kept.length === 0 ? Option.none() : Option.some({ ...state.right, windows: kept }))
+        }
+      }
+      context.put(bucketKey, Option.none())
+      expired++
+    }
+    const latest = yield* context.loadTime()
+    context.setTime({
+      ...latest,
+      observed,
+      closes: closes.slice(due),
+      storeTime,
+      expiries: expiries.slice(expired)
+    })
+  })
