@@ -35,6 +35,8 @@ export interface WindowCase {
   /** Fixed-size windows: the oracle's key is `key@start`; unset (sliding): `key@start/end`. */
   readonly sizeMs: number | undefined
   readonly values: "string" | "number"
+  /** The first event time of the input (default 1,000,000; 0 exercises sliding windows' records before the time difference). */
+  readonly startMs?: number
   /**
    * A deliberate deviation from Kafka Streams, applied to its output before the comparison
    * (docs/streams.md lists each): given its results per key and the inputs, what Skein emits.
@@ -54,7 +56,7 @@ export const topologyOf = (c: WindowCase, input: Topic.Topic<string, string> | T
  * on close times (`end + grace == stream time`), where an off-by-one shows.
  */
 export const inputsOf = (c: WindowCase, seed: number): ReadonlyArray<InputRecord> =>
-  generateInputs({ seed, count, startMs: 1_000_000, values: c.values, valueCardinality: 100 }).map((r) => ({
+  generateInputs({ seed, count, startMs: c.startMs ?? 1_000_000, values: c.values, valueCardinality: 100 }).map((r) => ({
     ...r,
     key: r.key === null ? null : `s${seed}-${r.key}`,
     timestamp: Math.floor(r.timestamp / 50) * 50
@@ -122,17 +124,18 @@ export const slidingFinalResults = (perKey: Map<string, Array<Line>>, inputs: Re
   return result
 }
 
-const slidingCase = (emit: "onWindowUpdate" | "onWindowClose"): WindowCase => ({
+const slidingCase = (emit: "onWindowUpdate" | "onWindowClose", startMs?: number): WindowCase => ({
   topology: emit === "onWindowClose" ? "sliding-count-suppressed" : "sliding-count",
   params: sliding,
   sizeMs: undefined,
   values: "string",
+  ...(startMs === undefined ? {} : { startMs }),
   ...(emit === "onWindowClose" ? { deviation: slidingFinalResults } : {}),
   stream: (input, output) =>
     KStream.from(input as Topic.Topic<string, string>).pipe(
       KStream.groupByKey(),
       KGroupedStream.windowedBy(SlidingWindows.ofTimeDifferenceAndGrace(sliding.timeDifferenceMs, sliding.graceMs)),
-      TimeWindowedKStream.count({ name: `sliding-counts-${emit}`, emit }),
+      TimeWindowedKStream.count({ name: `sliding-counts-${emit}${startMs === undefined ? "" : `-${startMs}`}`, emit }),
       KTable.toStream,
       KStream.to(outputTopic(output))
     )
@@ -144,7 +147,9 @@ export const cases: ReadonlyArray<WindowCase> = [
   sumCase("onWindowUpdate"),
   sumCase("onWindowClose"),
   slidingCase("onWindowUpdate"),
-  slidingCase("onWindowClose")
+  slidingCase("onWindowClose"),
+  // From the epoch: records before the time difference share the window [0, d] (Kafka Streams' processEarly).
+  slidingCase("onWindowUpdate", 0)
 ]
 
 /** The input topic of a case: string or long values, as the oracle reads them. */
