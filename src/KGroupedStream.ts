@@ -12,6 +12,7 @@ import { dual } from "effect/Function"
 import * as Graph from "./internal/streams/graph.ts"
 import * as grouped from "./internal/streams/grouped.ts"
 import type { Record } from "./KStream.ts"
+import * as SessionWindows from "./SessionWindows.ts"
 import type { SlidingWindows } from "./SlidingWindows.ts"
 import type { TimeWindows } from "./TimeWindows.ts"
 
@@ -161,7 +162,8 @@ export const aggregate: {
 
 /**
  * Groups each key's records further by window of event time
- * (`TimeWindows`: tumbling or hopping; `SlidingWindows`), for a windowed aggregation
+ * (`TimeWindows`: tumbling or hopping; `SlidingWindows`; `SessionWindows`, for a
+ * `SessionWindowedKStream`), for a windowed aggregation
  * (`TimeWindowedKStream.count`, `reduce`, `aggregate`).
  *
  * @example
@@ -179,10 +181,15 @@ export const aggregate: {
  * @category windowing
  */
 export const windowedBy: {
+  (windows: SessionWindows.SessionWindows): <K, V, E, R>(self: KGroupedStream<K, V, E, R>) => grouped.SessionWindowedKStream<K, V, E, R>
   (windows: TimeWindows | SlidingWindows): <K, V, E, R>(self: KGroupedStream<K, V, E, R>) => grouped.TimeWindowedKStream<K, V, E, R>
+  <K, V, E, R>(self: KGroupedStream<K, V, E, R>, windows: SessionWindows.SessionWindows): grouped.SessionWindowedKStream<K, V, E, R>
   <K, V, E, R>(self: KGroupedStream<K, V, E, R>, windows: TimeWindows | SlidingWindows): grouped.TimeWindowedKStream<K, V, E, R>
 } = dual(
   2,
-  <K, V, E, R>(self: KGroupedStream<K, V, E, R>, windows: TimeWindows | SlidingWindows): grouped.TimeWindowedKStream<K, V, E, R> =>
-    grouped.windowed(self.node, windows)
+  <K, V, E, R>(
+    self: KGroupedStream<K, V, E, R>,
+    windows: TimeWindows | SlidingWindows | SessionWindows.SessionWindows
+  ): grouped.TimeWindowedKStream<K, V, E, R> | grouped.SessionWindowedKStream<K, V, E, R> =>
+    SessionWindows.isSessionWindows(windows) ? grouped.sessions(self.node, windows) : grouped.windowed(self.node, windows)
 )

@@ -34,6 +34,7 @@ import { makeKafka } from "./internal/kafka/client.ts"
 import type { Sink } from "./KStream.ts"
 import * as Runner from "./Runner.ts"
 import { SkeinConfig } from "./SkeinConfig.ts"
+import * as SessionWindows from "./SessionWindows.ts"
 import * as SlidingWindows from "./SlidingWindows.ts"
 import type { InvalidTimestamp, LateRecord, RunnerError } from "./SkeinError.ts"
 import { ConfigurationError } from "./SkeinError.ts"
@@ -177,6 +178,8 @@ const describeCompiled = (name: string, compiled: Compile.Compiled, applicationI
           const w = node.windowing
           const windows = w === undefined
             ? ""
+            : SessionWindows.isSessionWindows(w.windows)
+            ? `; session windows: inactivity gap ${w.windows.inactivityGapMs} ms, grace ${w.windows.graceMs} ms, emit ${w.emit}`
             : SlidingWindows.isSlidingWindows(w.windows)
             ? `; sliding windows: time difference ${w.windows.timeDifferenceMs} ms, grace ${w.windows.graceMs} ms, emit ${w.emit}`
             : `; windows: size ${w.windows.sizeMs} ms, advance ${w.windows.advanceMs} ms, grace ${w.windows.graceMs} ms, emit ${w.emit}`

@@ -15,6 +15,8 @@ import {
   KGroupedStream,
   KStream,
   KTable,
+  SessionWindowedKStream,
+  SessionWindows,
   SlidingWindows,
   TimeWindowedKStream,
   TimeWindows,
@@ -28,6 +30,11 @@ import type { InputRecord, OutputRecord } from "../oracle/kafkaStreams.ts"
 export const seeds: ReadonlyArray<number> = [11, 29]
 export const count = 1_000
 
+export interface DeviationContext {
+  readonly inputs: ReadonlyArray<InputRecord>
+  readonly updates: ReadonlyArray<OutputRecord> | undefined
+}
+
 export interface WindowCase {
   /** The oracle's topology (`-suppressed`: final results). */
   readonly topology: string
@@ -39,9 +46,12 @@ export interface WindowCase {
   readonly startMs?: number
   /**
    * A deliberate deviation from Kafka Streams, applied to its output before the comparison
-   * (docs/streams.md lists each): given its results per key and the inputs, what Skein emits.
+   * (docs/streams.md lists each): given its results in order, the inputs and (for final results)
+   * its results emitting updates on the same input, what Skein emits.
    */
-  readonly deviation?: (perKey: Map<string, Array<Line>>, inputs: ReadonlyArray<InputRecord>) => Map<string, Array<Line>>
+  readonly deviation?: (records: ReadonlyArray<OutputRecord>, context: DeviationContext) => ReadonlyArray<OutputRecord>
+  /** For final results: the oracle topology emitting updates on the same input (`DeviationContext.updates`). */
+  readonly updatesTopology?: string
   /** The same stream in Skein, reading `input` and writing `output` (keyed by `Windowed.json(Schema.String)`). */
   readonly stream: (input: Topic.Topic<string, string> | Topic.Topic<string, number>, output: string) => KStream.Sink
 }
@@ -64,6 +74,10 @@ export const inputsOf = (c: WindowCase, seed: number): ReadonlyArray<InputRecord
 
 export const outputTopic = (name: string) =>
   Topic.make({ name, key: Windowed.json(Schema.String), value: Topic.json(Schema.Number) })
+
+/** Session results: `null` (a tombstone) for a session merged into another. */
+export const nullableOutputTopic = (name: string) =>
+  Topic.make({ name, key: Windowed.json(Schema.String), value: Topic.json(Schema.NullOr(Schema.Number)) })
 
 const tumbling = { sizeMs: 1_000, graceMs: 500 }
 const hopping = { sizeMs: 1_000, advanceMs: 250, graceMs: 300 }
@@ -110,18 +124,12 @@ const sliding = { timeDifferenceMs: 500, graceMs: 200 }
  * final value: Kafka Streams' last emission of the window. A window whose `end + grace` is the
  * last stream time of the input has not closed in Skein.
  */
-export const slidingFinalResults = (perKey: Map<string, Array<Line>>, inputs: ReadonlyArray<InputRecord>): Map<string, Array<Line>> => {
-  const streamTime = Math.max(...inputs.filter((r) => r.key !== null && r.value !== null).map((r) => r.timestamp))
-  const result = new Map<string, Array<Line>>()
-  for (const [key, lines] of perKey) {
-    const window = (line: Line) => line.slice(0, line.indexOf("="))
-    const end = (line: Line) => Number(window(line).split("/")[1])
-    const kept = lines.filter((line, i) =>
-      !lines.slice(i + 1).some((later) => window(later) === window(line)) && end(line) + sliding.graceMs < streamTime
-    )
-    result.set(key, kept)
-  }
-  return result
+export const slidingFinalResults = (records: ReadonlyArray<OutputRecord>, context: DeviationContext): ReadonlyArray<OutputRecord> => {
+  const streamTime = Math.max(...context.inputs.filter((r) => r.key !== null && r.value !== null).map((r) => r.timestamp))
+  const end = (r: OutputRecord) => Number(String(r.key).split("/")[1])
+  return records.filter((r, i) =>
+    !records.slice(i + 1).some((later) => later.key === r.key) && end(r) + sliding.graceMs < streamTime
+  )
 }
 
 const slidingCase = (emit: "onWindowUpdate" | "onWindowClose", startMs?: number): WindowCase => ({
@@ -141,6 +149,61 @@ const slidingCase = (emit: "onWindowUpdate" | "onWindowClose", startMs?: number)
     )
 })
 
+const session = { gapMs: 300, graceMs: 200 }
+
+/**
+ * Kafka Streams accepts a record whose session (merged with nothing) ends exactly at
+ * `stream time - gap - grace`, but its session store (retention gap + grace, off by one) does not
+ * keep that session: it emits an update for a session it forgets at once and, suppressed, a final
+ * result for it (twice when that window had one already). Skein counts the record as late. Such an
+ * update is a one-record session whose end plus gap plus grace is at most the stream time (the
+ * largest timestamp Kafka Streams emitted before it).
+ */
+export const sessionPhantoms = (records: ReadonlyArray<OutputRecord>): Set<number> => {
+  const phantoms = new Set<number>()
+  let streamTime = -1
+  records.forEach((r, i) => {
+    const [start, end] = String(r.key).split("@")[1]!.split("/").map(Number) as [number, number]
+    if (r.value !== null && start === end && end + session.gapMs + session.graceMs <= streamTime) phantoms.add(i)
+    streamTime = Math.max(streamTime, r.timestamp)
+  })
+  return phantoms
+}
+
+const sessionUpdates = (records: ReadonlyArray<OutputRecord>): ReadonlyArray<OutputRecord> => {
+  const phantoms = sessionPhantoms(records)
+  return records.filter((_, i) => !phantoms.has(i))
+}
+
+/** Final results: for each phantom session of the updates run, its (last) final result is dropped. */
+const sessionFinalResults = (records: ReadonlyArray<OutputRecord>, context: DeviationContext): ReadonlyArray<OutputRecord> => {
+  const updates = context.updates ?? []
+  const drop = [...sessionPhantoms(updates)].map((i) => String(updates[i]!.key))
+  const kept = [...records]
+  for (const window of drop) {
+    let last = kept.length - 1
+    while (last >= 0 && String(kept[last]!.key) !== window) last--
+    if (last !== -1) kept.splice(last, 1)
+  }
+  return kept
+}
+
+const sessionCase = (emit: "onWindowUpdate" | "onWindowClose"): WindowCase => ({
+  topology: emit === "onWindowClose" ? "session-count-suppressed" : "session-count",
+  params: session,
+  sizeMs: undefined,
+  values: "string",
+  ...(emit === "onWindowClose" ? { deviation: sessionFinalResults, updatesTopology: "session-count" } : { deviation: sessionUpdates }),
+  stream: (input, output) =>
+    KStream.from(input as Topic.Topic<string, string>).pipe(
+      KStream.groupByKey(),
+      KGroupedStream.windowedBy(SessionWindows.ofInactivityGapAndGrace(session.gapMs, session.graceMs)),
+      SessionWindowedKStream.count({ name: `session-counts-${emit}`, emit }),
+      KTable.toStream,
+      KStream.to(nullableOutputTopic(output))
+    )
+})
+
 export const cases: ReadonlyArray<WindowCase> = [
   countCase("onWindowUpdate"),
   countCase("onWindowClose"),
@@ -149,7 +212,9 @@ export const cases: ReadonlyArray<WindowCase> = [
   slidingCase("onWindowUpdate"),
   slidingCase("onWindowClose"),
   // From the epoch: records before the time difference share the window [0, d] (Kafka Streams' processEarly).
-  slidingCase("onWindowUpdate", 0)
+  slidingCase("onWindowUpdate", 0),
+  sessionCase("onWindowUpdate"),
+  sessionCase("onWindowClose")
 ]
 
 /** The input topic of a case: string or long values, as the oracle reads them. */
@@ -167,9 +232,10 @@ export type Line = string
  */
 export const expectedPerKey = (
   c: WindowCase,
-  records: ReadonlyArray<OutputRecord>,
-  inputs: ReadonlyArray<InputRecord>
+  oracle: ReadonlyArray<OutputRecord>,
+  context: DeviationContext
 ): Map<string, Array<Line>> => {
+  const records = c.deviation === undefined ? oracle : c.deviation(oracle, context)
   const perKey = new Map<string, Array<Line>>()
   for (const r of records) {
     const [key, window] = String(r.key).split("@") as [string, string]
@@ -177,18 +243,22 @@ export const expectedPerKey = (
     const line = `${key}@${bounds}=${r.value}@${r.timestamp}`
     perKey.set(key, [...(perKey.get(key) ?? []), line])
   }
-  return c.deviation === undefined ? perKey : c.deviation(perKey, inputs)
+  return perKey
 }
 
-/** Skein's results per record key. */
+const WindowedKey = Schema.parseJson(Windowed.schema(Schema.String))
+const decodeKey = Schema.decodeUnknownSync(WindowedKey)
+
+/** Skein's results per record key, from the records as written (key JSON, value JSON or a tombstone). */
 export const actualPerKey = (
-  records: ReadonlyArray<{ readonly key: Windowed.Windowed<string> | null; readonly value: number | null; readonly timestamp: number | undefined }>
+  records: ReadonlyArray<{ readonly key: string | null; readonly value: string | null; readonly timestamp: number | undefined }>
 ): Map<string, Array<Line>> => {
   const perKey = new Map<string, Array<Line>>()
   for (const r of records) {
-    const key = r.key?.key ?? "null"
-    const line = `${key}@${r.key?.window.start}/${r.key?.window.end}=${r.value}@${r.timestamp}`
-    perKey.set(key, [...(perKey.get(key) ?? []), line])
+    const key = decodeKey(r.key)
+    const value = r.value === null ? null : Number(r.value)
+    const line = `${key.key}@${key.window.start}/${key.window.end}=${value}@${r.timestamp}`
+    perKey.set(key.key, [...(perKey.get(key.key) ?? []), line])
   }
   return perKey
 }

@@ -1,9 +1,9 @@
 /**
  * Windowed aggregations on a real broker against Kafka Streams'
- * TopologyTestDriver (test/oracle): tumbling count, hopping sum and sliding count, each
+ * TopologyTestDriver (test/oracle): tumbling count, hopping sum, sliding count and session count (merges), each
  * emitting updates and final results, on 1,000 seeded records per seed
  * (out of order, late past grace, gaps), two seeds. One topology run holds
- * the six cases (six sub-topologies, one input topic each); each seed has a
+ * the nine cases (nine sub-topologies, one input topic each); each seed has a
  * partition of its own (its own task, so its own stream time), keys prefixed
  * by the seed.
  *
@@ -17,20 +17,17 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Option, Schema } from "effect"
+import { Effect, Fiber, Option } from "effect"
 import { SkeinConfig, Topology } from "../../src/index.ts"
 import { brokers, caughtUp, createTopics, produceRaw, readCommitted, unique } from "../helpers/kafka.ts"
 import type { InputRecord } from "../oracle/kafkaStreams.ts"
 import { runKafkaStreamsBatch } from "../oracle/kafkaStreams.ts"
-import { type Line, cases, expectedPerKey, inputsOf, inputTopic, seeds, sortedEntries } from "./windowCases.ts"
-
-const WindowedKey = Schema.parseJson(Schema.Struct({ key: Schema.String, window: Schema.Struct({ start: Schema.Number, end: Schema.Number }) }))
-const decodeKey = Schema.decodeUnknownSync(WindowedKey)
+import { actualPerKey, cases, expectedPerKey, inputsOf, inputTopic, type Line, seeds, sortedEntries } from "./windowCases.ts"
 
 const text = (value: string | number | null): string | null => value === null ? null : String(value)
 
 describe("streams: windowed aggregations on a broker against Kafka Streams, across a restart", () => {
-  it.scopedLive("tumbling count, hopping sum and sliding count, updates and final results, equal Kafka Streams' per key", () =>
+  it.scopedLive("tumbling count, hopping sum, sliding count and session count, updates and final results, equal Kafka Streams' per key", () =>
     Effect.gen(function*() {
       const scenarios = cases.flatMap((c) => seeds.map((seed) => ({ case: c, seed, inputs: inputsOf(c, seed) })))
       const oracle = yield* runKafkaStreamsBatch(scenarios.map((s) => ({ topology: s.case.topology, params: s.case.params, inputs: s.inputs })))
@@ -56,7 +53,7 @@ describe("streams: windowed aggregations on a broker against Kafka Streams, acro
         Effect.scoped(Effect.gen(function*() {
           const stateDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-windows-"))
           const started = Date.now()
-          // One topology: six sub-topologies (one per case), each its own transformer and consumer group.
+          // One topology: nine sub-topologies (one per case), each its own transformer and consumer group.
           const topology = Topology.make("windows", topics.map((t) => t.case.stream(inputTopic(t.case, t.input), t.output)))
           const fiber = yield* Effect.forkScoped(
             Topology.run(topology).pipe(Effect.provide(SkeinConfig.layer({ applicationId, brokers: brokers(), stateDir })))
@@ -80,16 +77,14 @@ describe("streams: windowed aggregations on a broker against Kafka Streams, acro
       let compared = 0
       for (const [i, t] of topics.entries()) {
         const records = yield* readCommitted(t.output)
-        const actual = new Map<string, Array<Line>>()
-        for (const r of records) {
-          const key = decodeKey(r.key)
-          const line = `${key.key}@${key.window.start}/${key.window.end}=${Number(r.value)}@${r.timestamp}`
-          actual.set(key.key, [...(actual.get(key.key) ?? []), line])
-        }
+        const actual = actualPerKey(records)
         const expected = new Map<string, Array<Line>>()
         for (const [s, scenario] of scenarios.entries()) {
           if (scenario.case !== t.case) continue
-          for (const [key, lines] of expectedPerKey(t.case, oracle[s]!, scenario.inputs)) expected.set(key, lines)
+          const updates = scenarios.findIndex((u) => u.case.topology === t.case.updatesTopology && u.seed === scenario.seed)
+          for (const [key, lines] of expectedPerKey(t.case, oracle[s]!, { inputs: scenario.inputs, updates: oracle[updates] })) {
+            expected.set(key, lines)
+          }
         }
         const want = [...expected.values()].reduce((n, lines) => n + lines.length, 0)
         const raw = scenarios.reduce((n, scenario, s) => scenario.case === t.case ? n + oracle[s]!.length : n, 0)

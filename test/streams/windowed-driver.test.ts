@@ -1,10 +1,10 @@
 /**
  * Windowed aggregations in process (TestDriver, no broker) against Kafka
- * Streams' TopologyTestDriver: tumbling count, hopping sum and sliding count, emitting
+ * Streams' TopologyTestDriver: tumbling count, hopping sum, sliding count and session count (merges), emitting
  * updates and final results, 1,000 seeded records per seed (out of order,
  * late past grace, gaps), two seeds; each key's results equal Kafka
- * Streams', in order (with the documented deviation applied to its sliding
- * final results: `windowCases.ts`). The records are piped in batches of 100 (the state
+ * Streams', in order (with the documented deviations applied to its output:
+ * `windowCases.ts`). The records are piped in batches of 100 (the state
  * crosses batches as it crosses transactions).
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -13,10 +13,10 @@ import { Topology, Transformer } from "../../src/index.ts"
 import type * as Topic from "../../src/Topic.ts"
 import { TestDriver } from "../../src/testing/index.ts"
 import { runKafkaStreamsBatch } from "../oracle/kafkaStreams.ts"
-import { actualPerKey, cases, count, expectedPerKey, inputsOf, inputTopic, outputTopic, seeds, sortedEntries, topologyOf } from "./windowCases.ts"
+import { actualPerKey, cases, count, expectedPerKey, inputsOf, inputTopic, seeds, sortedEntries, topologyOf } from "./windowCases.ts"
 
 describe("streams: windowed aggregations in process, against Kafka Streams", () => {
-  it.scopedLive("tumbling count, hopping sum and sliding count, updates and final results, equal Kafka Streams' per key", () =>
+  it.scopedLive("tumbling count, hopping sum, sliding count and session count, updates and final results, equal Kafka Streams' per key", () =>
     Effect.gen(function*() {
       const scenarios = cases.flatMap((c) => seeds.map((seed) => ({ case: c, seed, inputs: inputsOf(c, seed) })))
       const started = Date.now()
@@ -38,17 +38,24 @@ describe("streams: windowed aggregations in process, against Kafka Streams", () 
             scenario.inputs.slice(from, from + 100).map((r) => ({ key: r.key === null ? null : String(r.key), value: r.value as string | number, timestamp: r.timestamp }))
           )
         }
-        const outputs = yield* driver.outputs(outputTopic("output"))
+        const outputs = (yield* driver.records("output")).map((r) => ({
+          key: r.key === null ? null : r.key.toString("utf8"),
+          value: r.value === null ? null : r.value.toString("utf8"),
+          timestamp: r.timestamp
+        }))
         const expected = oracle[i]!
+        const updates = scenarios.findIndex((s) => s.case.topology === scenario.case.updatesTopology && s.seed === scenario.seed)
         const name = `${scenario.case.topology} seed ${scenario.seed}`
         assert.isAbove(expected.length, 100, `${name}: Kafka Streams emitted results`)
-        const want = expectedPerKey(scenario.case, expected, scenario.inputs)
+        const want = expectedPerKey(scenario.case, expected, { inputs: scenario.inputs, updates: oracle[updates] })
         const wanted = [...want.values()].reduce((n, lines) => n + lines.length, 0)
         assert.deepStrictEqual(sortedEntries(actualPerKey(outputs)), sortedEntries(want), name)
         compared += wanted
         const deviation = expected.length - wanted
+        const tombstones = outputs.filter((r) => r.value === null).length
         console.log(
           `${name}: ${outputs.length} results equal (${count} inputs) in ${Date.now() - began} ms` +
+            (tombstones === 0 ? "" : ` (${tombstones} tombstones of merged sessions)`) +
             (deviation === 0 ? "" : `; the deviation removed ${deviation} of Kafka Streams' ${expected.length}`)
         )
       }

@@ -13,6 +13,8 @@ import {
   KGroupedStream,
   KStream,
   KTable,
+  SessionWindowedKStream,
+  SessionWindows,
   SlidingWindows,
   TimeWindowedKStream,
   TimeWindows,
@@ -78,6 +80,22 @@ describe("windowed aggregations", () => {
     })
     assert.match(sliding[0]!, /^The sliding windows of "counts" have a time difference of 0 ms\. Give SlidingWindows.ofTimeDifferenceAndGrace a time difference of at least 1 ms/)
     assert.match(sliding[1]!, /^The sliding windows of "counts" have a grace period of -5 ms\. Give SlidingWindows.ofTimeDifferenceAndGrace a grace of 0 or more/)
+    const session = Topology.compile(
+      Topology.make("visits", [
+        KStream.from(Events).pipe(
+          KStream.groupByKey(),
+          KGroupedStream.windowedBy(SessionWindows.ofInactivityGapAndGrace(0, 0)),
+          SessionWindowedKStream.count({ name: "visits" }),
+          KTable.toStream,
+          KStream.to(Topic.make({ name: "visits", key: Windowed.json(Schema.String), value: Topic.json(Schema.NullOr(Schema.Number)) }))
+        )
+      ]),
+      "app"
+    )
+    assert.match(
+      Either.isLeft(session) ? session.left.message : "compiled",
+      /^The session windows of "visits" have an inactivity gap of 0 ms\. Give SessionWindows.ofInactivityGapAndGrace a gap of at least 1 ms/
+    )
     // Topology.describe says so too, instead of throwing.
     assert.match(Topology.describe(counting(TimeWindows.ofSizeAndGrace(0, 0))), /cannot run: The windows of "counts" have a size of 0 ms/)
   })

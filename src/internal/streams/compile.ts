@@ -16,12 +16,14 @@
 import { Effect, Either, Option, Schema } from "effect"
 import { defaultStateKey } from "../StateKeyCheck.ts"
 import { ConfigurationError, InvalidTimestamp } from "../../SkeinError.ts"
+import * as SessionWindows from "../../SessionWindows.ts"
 import * as SlidingWindows from "../../SlidingWindows.ts"
 import * as TimeWindows from "../../TimeWindows.ts"
 import * as Topic from "../../Topic.ts"
 import * as Transformer from "../../Transformer.ts"
 import * as Graph from "./graph.ts"
 import type { KeyText } from "./keyText.ts"
+import * as SessionAggregate from "./sessionAggregate.ts"
 import * as SlidingAggregate from "./slidingAggregate.ts"
 import * as WindowAggregate from "./windowAggregate.ts"
 
@@ -137,6 +139,8 @@ export const compile = (
       const windows = node.windowing.windows
       const valid = SlidingWindows.isSlidingWindows(windows)
         ? Either.map(SlidingWindows.validate(windows, `"${names.get(node)}"`), () => undefined)
+        : SessionWindows.isSessionWindows(windows)
+        ? Either.map(SessionWindows.validate(windows, `"${names.get(node)}"`), () => undefined)
         : Either.map(TimeWindows.validate(windows, `"${names.get(node)}"`), () => undefined)
       if (Either.isLeft(valid)) return Either.left(valid.left)
     }
@@ -367,6 +371,7 @@ const windowedTransformer = <A, I>(
     subTopology: parts.name,
     windowing,
     add: spec.add,
+    ...(spec.session === undefined ? {} : { session: spec.session }),
     keyText: (topic) => parts.keyTexts.get(topic)!,
     late: { count: 0 }
   }
@@ -394,6 +399,8 @@ const windowedTransformer = <A, I>(
             )
             : Effect.void
         }
+        : SessionWindows.isSessionWindows(windows)
+        ? (keyed, forward) => SessionAggregate.process(operator, windows, context, keyed, record.topic, forward)
         : (keyed, forward) => WindowAggregate.process(operator, windows, context, keyed, record.topic, forward)
       return Effect.map(
         runRecord(parts, record, aggregator, (timestamp) => WindowAggregate.observeStreamTime(context, timestamp)),

@@ -16,6 +16,7 @@
  * @internal
  */
 import type { Effect, Option, Schema } from "effect"
+import type { SessionWindows } from "../../SessionWindows.ts"
 import type { SlidingWindows } from "../../SlidingWindows.ts"
 import type { TimeWindows } from "../../TimeWindows.ts"
 import * as Topic from "../../Topic.ts"
@@ -52,7 +53,7 @@ export type TimestampExtractor = (record: InputRecord<unknown, unknown>) => numb
 
 /** How an aggregation is windowed (`KGroupedStream.windowedBy`). */
 export interface Windowing {
-  readonly windows: TimeWindows | SlidingWindows
+  readonly windows: TimeWindows | SlidingWindows | SessionWindows
   /** Every update of a window, or its final result once it closes. */
   readonly emit: "onWindowUpdate" | "onWindowClose"
   /** A record no window accepts: dropped (logged and counted), or a `LateRecord` error for the rules. */
@@ -70,6 +71,14 @@ export interface AggregateSpec<A, I> {
   readonly state: Schema.Schema<A, I>
   /** The key's aggregate after `record` (`None`: the key's first record). */
   readonly add: (aggregate: Option.Option<A>, record: StreamRecord) => A
+  /**
+   * Session windows: the aggregate a record starts from (Kafka Streams' initializer: `None` for a
+   * reduce) and how the aggregates of the sessions it merges are folded into it.
+   */
+  readonly session?: {
+    readonly initial: () => Option.Option<A>
+    readonly merge: (aggregate: Option.Option<A>, session: A) => Option.Option<A>
+  }
 }
 
 export type Node = Source | StepNode | Merge | Repartition | Grouping | Aggregate | Sink

@@ -5,6 +5,7 @@
  * @internal
  */
 import * as Pipeable from "effect/Pipeable"
+import type { SessionWindows } from "../../SessionWindows.ts"
 import type { SlidingWindows } from "../../SlidingWindows.ts"
 import type { TimeWindows } from "../../TimeWindows.ts"
 import type * as Graph from "./graph.ts"
@@ -14,6 +15,9 @@ export type GroupedTypeId = typeof GroupedTypeId
 
 export const WindowedTypeId: unique symbol = Symbol.for("skein/TimeWindowedKStream")
 export type WindowedTypeId = typeof WindowedTypeId
+
+export const SessionTypeId: unique symbol = Symbol.for("skein/SessionWindowedKStream")
+export type SessionTypeId = typeof SessionTypeId
 
 export const TableTypeId: unique symbol = Symbol.for("skein/KTable")
 export type TableTypeId = typeof TableTypeId
@@ -41,6 +45,19 @@ export interface TimeWindowedKStream<out K, out V, out E = never, out R = never>
   /** @internal */
   readonly node: Graph.Node
   readonly windows: TimeWindows | SlidingWindows
+}
+
+/** Records grouped by key and by session of event time, ready for a session aggregation. */
+export interface SessionWindowedKStream<out K, out V, out E = never, out R = never> extends Pipeable.Pipeable {
+  readonly [SessionTypeId]: {
+    readonly _K: (_: never) => K
+    readonly _V: (_: never) => V
+    readonly _E: (_: never) => E
+    readonly _R: (_: never) => R
+  }
+  /** @internal */
+  readonly node: Graph.Node
+  readonly windows: SessionWindows
 }
 
 /** The latest value per key, as an aggregation keeps it; its updates are a stream (`toStream`). */
@@ -76,6 +93,13 @@ class WindowedValue<K, V, E, R> extends NodeValue implements TimeWindowedKStream
   }
 }
 
+class SessionValue<K, V, E, R> extends NodeValue implements SessionWindowedKStream<K, V, E, R> {
+  readonly [SessionTypeId] = variance
+  constructor(node: Graph.Node, readonly windows: SessionWindows) {
+    super(node)
+  }
+}
+
 class TableValue<K, V, E, R> extends NodeValue implements KTable<K, V, E, R> {
   readonly [TableTypeId] = variance
 }
@@ -86,3 +110,6 @@ export const table = <K, V, E, R>(node: Graph.Node): KTable<K, V, E, R> => new T
 
 export const windowed = <K, V, E, R>(node: Graph.Node, windows: TimeWindows | SlidingWindows): TimeWindowedKStream<K, V, E, R> =>
   new WindowedValue<K, V, E, R>(node, windows)
+
+export const sessions = <K, V, E, R>(node: Graph.Node, windows: SessionWindows): SessionWindowedKStream<K, V, E, R> =>
+  new SessionValue<K, V, E, R>(node, windows)

@@ -82,6 +82,8 @@ export interface Operator<A> {
   readonly subTopology: string
   readonly windowing: Graph.Windowing
   readonly add: Graph.AggregateSpec<A, unknown>["add"]
+  /** Session windows: how merged sessions' aggregates combine. */
+  readonly session?: Graph.AggregateSpec<A, unknown>["session"]
   readonly keyText: (topic: string) => KeyText
   /** Late records seen since the start, for the log. */
   readonly late: { count: number }
