@@ -171,4 +171,41 @@ describe("windowed aggregations", () => {
       assert.deepStrictEqual(yield* driver.state("kc"), Option.none())
       assert.deepStrictEqual(yield* driver.state("c2200"), Option.none())
     }))
+
+  it.scoped("after a groupBy, the windows' keys come from the repartition topic's codec: a final result closed by another key", () =>
+    Effect.gen(function*() {
+      const Visits = Topic.make({ name: "visits", key: Schema.String, value: Topic.json(Schema.Struct({ user: Schema.Number, at: Schema.Number })) })
+      const PerUser = Topic.make({ name: "per-user", key: Windowed.json(Schema.Number), value: Topic.json(Schema.Number) })
+      const topology = Topology.make("per-user", [
+        KStream.fromTopics([Visits], { timestamp: (record) => record.value.at }).pipe(
+          KStream.groupBy((record) => record.value.user, {
+            key: Topic.json(Schema.Number),
+            value: Topic.json(Schema.Struct({ user: Schema.Number, at: Schema.Number })),
+            name: "by-user"
+          }),
+          KGroupedStream.windowedBy(TimeWindows.ofSizeAndGrace(1000, 0)),
+          TimeWindowedKStream.count({ name: "per-user", emit: "onWindowClose" }),
+          KTable.toStream,
+          KStream.to(PerUser)
+        )
+      ])
+      const compiled = Topology.compile(topology, "app")
+      if (Either.isLeft(compiled)) return yield* Effect.dieMessage(compiled.left.message)
+      const [, windowed] = compiled.right.subTopologies
+      assert.deepStrictEqual(windowed!.inputs, ["app-by-user-repartition"])
+      // The repartition topic as the windowed sub-topology reads it (compile erased its types).
+      const Repartition = windowed!.transformer.inputs[0] as Topic.Topic<number, { user: number; at: number }>
+      const driver = yield* TestDriver.make(
+        windowed!.transformer as Transformer.Transformer<readonly [typeof Repartition], unknown, unknown, never>
+      )
+      yield* driver.pipeAll(Repartition, [
+        { key: 7, value: { user: 7, at: 100 }, timestamp: 100 },
+        { key: 7, value: { user: 7, at: 900 }, timestamp: 900 },
+        { key: 8, value: { user: 8, at: 2500 }, timestamp: 2500 }
+      ])
+      assert.deepStrictEqual(results2(yield* driver.outputs(PerUser)), ["7@0/1000=2@900"])
+    }))
 })
+
+const results2 = (records: ReadonlyArray<TestDriver.OutputRecord<Windowed.Windowed<number>, number>>) =>
+  records.map((r) => `${r.key?.key}@${r.key?.window.start}/${r.key?.window.end}=${r.value}@${r.timestamp}`)
