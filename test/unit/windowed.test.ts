@@ -172,6 +172,25 @@ describe("windowed aggregations", () => {
       assert.deepStrictEqual(yield* driver.state("c2200"), Option.none())
     }))
 
+  it.scoped("a window end shared by 300 keys (index chunks of 128): every key's final result once, in the order the windows opened", () =>
+    Effect.gen(function*() {
+      const driver = yield* driverOf(counting(TimeWindows.ofSizeAndGrace(1000, 0), { emit: "onWindowClose" }))
+      const keys = Array.from({ length: 300 }, (_, i) => `k${i}`)
+      yield* driver.pipeAll(Events, keys.map((key, i) => at(key, i)))
+      yield* driver.pipeAll(Events, keys.slice(0, 50).map((key) => at(key, 999)))
+      // The index bucket of close time 1000: two full chunks and a head of 44 keys.
+      const head = yield* driver.state("c1000")
+      assert.deepStrictEqual(head, Option.some({ _tag: "Closing", keys: keys.slice(256).map((key) => `k${key}`), chunks: 2 }))
+      yield* driver.pipe(Events, "late-comer", { at: 1000 })
+      const finals = results(yield* driver.outputs(Counts))
+      assert.deepStrictEqual(finals, keys.map((key, i) => `${key}@0/1000=${i < 50 ? 2 : 1}@${i < 50 ? 999 : i}`))
+      assert.deepStrictEqual([yield* driver.state("c1000"), yield* driver.state("c1000.0"), yield* driver.state("c1000.1")], [
+        Option.none(),
+        Option.none(),
+        Option.none()
+      ])
+    }))
+
   it.scoped("after a groupBy, the windows' keys come from the repartition topic's codec: a final result closed by another key", () =>
     Effect.gen(function*() {
       const Visits = Topic.make({ name: "visits", key: Schema.String, value: Topic.json(Schema.Struct({ user: Schema.Number, at: Schema.Number })) })

@@ -22,7 +22,7 @@ import type { SessionWindows } from "../../SessionWindows.ts"
 import * as Windowed from "../../Windowed.ts"
 import type * as Graph from "./graph.ts"
 import type { Operator, RecordContext, Windows } from "./windowAggregate.ts"
-import { closingKey, lateRecord, windowsOf } from "./windowAggregate.ts"
+import { appendToBucket, closingKey, lateRecord, takeBucket, windowsOf } from "./windowAggregate.ts"
 
 /** A session as kept: its start, aggregate and end (the `timestamp` of a window entry). */
 interface Session<A> {
@@ -98,10 +98,7 @@ export const process = <A>(
     const closes = [...time.closes]
     if (!existed) {
       const close = end + gap + grace
-      const bucketKey = closingKey(close)
-      const bucket = yield* context.get(bucketKey)
-      const keys = Option.isSome(bucket) && bucket.value._tag === "Closing" ? bucket.value.keys : []
-      if (!keys.includes(context.ownKey)) context.put(bucketKey, Option.some({ _tag: "Closing", keys: [...keys, context.ownKey] }))
+      yield* appendToBucket(context, closingKey(close), context.ownKey)
       if (!closes.includes(close)) {
         closes.push(close)
         closes.sort((a, b) => a - b)
@@ -113,10 +110,7 @@ export const process = <A>(
     while (due < closes.length && closes[due]! <= observed) {
       const close = closes[due]!
       const sessionEnd = close - gap - grace
-      const bucketKey = closingKey(close)
-      const bucket = yield* context.get(bucketKey)
-      const keys = Option.isSome(bucket) && bucket.value._tag === "Closing" ? bucket.value.keys : []
-      for (const key of keys) {
+      for (const key of yield* takeBucket(context, closingKey(close))) {
         const state = windowsOf(yield* context.get(key), key)
         if (Either.isLeft(state)) return yield* Effect.dieMessage(`Skein invariant broken: ${state.left}`)
         const keySessions = state.right
@@ -133,7 +127,6 @@ export const process = <A>(
         const rest = keySessions.windows.filter((s) => s.timestamp !== sessionEnd)
         context.put(key, rest.length === 0 ? Option.none() : Option.some({ ...keySessions, windows: rest }))
       }
-      context.put(bucketKey, Option.none())
       due++
     }
     const latest = yield* context.loadTime()

@@ -19,7 +19,7 @@ import type { SlidingWindows } from "../../SlidingWindows.ts"
 import * as Windowed from "../../Windowed.ts"
 import type * as Graph from "./graph.ts"
 import type { Operator, RecordContext, Windows } from "./windowAggregate.ts"
-import { closingKey, expiringKey, lateRecord, windowsOf } from "./windowAggregate.ts"
+import { appendToBucket, closingKey, expiringKey, lateRecord, takeBucket, windowsOf } from "./windowAggregate.ts"
 
 interface Stored<A> {
   readonly start: number
@@ -35,14 +35,11 @@ const index = <A>(
   times: Array<number>,
   at: number
 ): Effect.Effect<void, unknown> =>
-  Effect.flatMap(context.get(bucketKey), (bucket) => {
-    const keys = Option.isSome(bucket) && bucket.value._tag === "Closing" ? bucket.value.keys : []
-    context.put(bucketKey, Option.some({ _tag: "Closing", keys: [...keys, stateKey] }))
+  Effect.map(appendToBucket(context, bucketKey, stateKey), () => {
     if (!times.includes(at)) {
       times.push(at)
       times.sort((a, b) => a - b)
     }
-    return Effect.void
   })
 
 export const process = <A>(
@@ -202,10 +199,7 @@ export const process = <A>(
     while (due < closes.length && closes[due]! <= observed) {
       const close = closes[due]!
       const start = close - 1 - grace - d
-      const bucketKey = closingKey(close)
-      const bucket = yield* context.get(bucketKey)
-      const keys = Option.isSome(bucket) && bucket.value._tag === "Closing" ? bucket.value.keys : []
-      for (const key of keys) {
+      for (const key of yield* takeBucket(context, closingKey(close))) {
         const state = windowsOf(yield* context.get(key), key)
         if (Either.isLeft(state)) return yield* Effect.dieMessage(`Skein invariant broken: ${state.left}`)
         const window = state.right?.windows.find((w) => w.start === start)
@@ -217,15 +211,11 @@ export const process = <A>(
         }
         yield* index(context, expiringKey(start + retention), key, expiries, start + retention)
       }
-      context.put(bucketKey, Option.none())
       due++
     }
     let expired = 0
     while (expired < expiries.length && expiries[expired]! <= storeTime) {
-      const bucketKey = expiringKey(expiries[expired]!)
-      const bucket = yield* context.get(bucketKey)
-      const keys = Option.isSome(bucket) && bucket.value._tag === "Closing" ? bucket.value.keys : []
-      for (const key of new Set(keys)) {
+      for (const key of yield* takeBucket(context, expiringKey(expiries[expired]!))) {
         const state = windowsOf(yield* context.get(key), key)
         if (Either.isLeft(state)) return yield* Effect.dieMessage(`Skein invariant broken: ${state.left}`)
         if (state.right === undefined) continue
@@ -234,7 +224,6 @@ export const process = <A>(
           context.put(key, kept.length === 0 ? Option.none() : Option.some({ ...state.right, windows: kept }))
         }
       }
-      context.put(bucketKey, Option.none())
       expired++
     }
     const latest = yield* context.loadTime()

@@ -53,7 +53,16 @@ const Time = Schema.TaggedStruct("Time", {
 })
 export type Time = typeof Time.Type
 
-const Closing = Schema.TaggedStruct("Closing", { keys: Schema.Array(Schema.String) })
+/**
+ * A bucket of the index (`c{close time}`, `x{expiry}`): the state keys with a window due then.
+ * Its head holds at most `chunkSize` keys; a full head moves to a chunk of its own
+ * (`{bucket}.{n}`), so adding a key rewrites at most `chunkSize` of them however many keys
+ * share the bucket.
+ */
+const Closing = Schema.TaggedStruct("Closing", { keys: Schema.Array(Schema.String), chunks: Schema.Number })
+
+const chunkSize = 128
+const chunkKey = (bucketKey: string, n: number): string => `${bucketKey}.${n}`
 
 /** The state of a windowed sub-topology's task: what each kind of state key holds. */
 export const stateSchema = <A, I>(value: Schema.Schema<A, I>) =>
@@ -153,6 +162,34 @@ export class RecordContext<A> {
   }
 }
 
+/** Adds `stateKey` to the index bucket `bucketKey`. */
+export const appendToBucket = <A>(context: RecordContext<A>, bucketKey: string, stateKey: string): Effect.Effect<void, unknown> =>
+  Effect.map(context.get(bucketKey), (bucket) => {
+    const head = Option.isSome(bucket) && bucket.value._tag === "Closing" ? bucket.value : { _tag: "Closing" as const, keys: [], chunks: 0 }
+    if (head.keys.length < chunkSize) {
+      context.put(bucketKey, Option.some({ ...head, keys: [...head.keys, stateKey] }))
+      return
+    }
+    context.put(chunkKey(bucketKey, head.chunks), Option.some({ _tag: "Closing", keys: head.keys, chunks: 0 }))
+    context.put(bucketKey, Option.some({ _tag: "Closing", keys: [stateKey], chunks: head.chunks + 1 }))
+  })
+
+/** The state keys of the index bucket `bucketKey`, each once, in the order they were added; the bucket is deleted. */
+export const takeBucket = <A>(context: RecordContext<A>, bucketKey: string): Effect.Effect<ReadonlyArray<string>, unknown> =>
+  Effect.gen(function*() {
+    const bucket = yield* context.get(bucketKey)
+    if (Option.isNone(bucket) || bucket.value._tag !== "Closing") return []
+    const keys = new Set<string>()
+    for (let n = 0; n < bucket.value.chunks; n++) {
+      const chunk = yield* context.get(chunkKey(bucketKey, n))
+      if (Option.isSome(chunk) && chunk.value._tag === "Closing") for (const key of chunk.value.keys) keys.add(key)
+      context.put(chunkKey(bucketKey, n), Option.none())
+    }
+    for (const key of bucket.value.keys) keys.add(key)
+    context.put(bucketKey, Option.none())
+    return [...keys]
+  })
+
 /** Moves the task's stream time to `timestamp` if it is larger (every record of the sub-topology). */
 export const observeStreamTime = <A>(context: RecordContext<A>, timestamp: number): Effect.Effect<void, unknown> =>
   Effect.flatMap(context.loadTime(), (time) => {
@@ -243,10 +280,7 @@ export const process = <A>(
       if (previous === undefined) {
         entryWindows.push(updated)
         const close = end + windows.graceMs
-        const bucketKey = closingKey(close)
-        const bucket = yield* context.get(bucketKey)
-        const keys = Option.isSome(bucket) && bucket.value._tag === "Closing" ? bucket.value.keys : []
-        context.put(bucketKey, Option.some({ _tag: "Closing", keys: [...keys, context.ownKey] }))
+        yield* appendToBucket(context, closingKey(close), context.ownKey)
         if (!closes.includes(close)) {
           closes.push(close)
           closes.sort((a, b) => a - b)
@@ -265,10 +299,7 @@ export const process = <A>(
     while (due < closes.length && closes[due]! <= observed) {
       const close = closes[due]!
       const start = close - windows.graceMs - windows.sizeMs
-      const bucketKey = closingKey(close)
-      const bucket = yield* context.get(bucketKey)
-      const keys = Option.isSome(bucket) && bucket.value._tag === "Closing" ? bucket.value.keys : []
-      for (const key of keys) {
+      for (const key of yield* takeBucket(context, closingKey(close))) {
         const state = windowsOf(yield* context.get(key), key)
         if (Either.isLeft(state)) return yield* Effect.dieMessage(`Skein invariant broken: ${state.left}`)
         const keyWindows = state.right
@@ -288,7 +319,6 @@ export const process = <A>(
         const rest = keyWindows.windows.filter((w) => w !== window)
         context.put(key, rest.length === 0 ? Option.none() : Option.some({ ...keyWindows, windows: rest }))
       }
-      context.put(bucketKey, Option.none())
       due++
     }
     const latest = yield* context.loadTime()
