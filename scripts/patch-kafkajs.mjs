@@ -33,6 +33,10 @@
 //   bytes (~2 us per keyed record), and the partition metadata filtered only for records with
 //   neither partition nor key, not for every record. The same partitions; see
 //   test/unit/murmur2.test.ts;
+// - kafkajs/src/consumer/runner.js: a rejoin after a rebalance (or an unknown member) first awaits
+//   the eachBatch handler's `beforeRejoin` hook, kafkajs's missing onPartitionsRevoked: Skein's
+//   tasks process beside the fetch loop, so their transactions commit (within revocationGrace)
+//   before the partitions are given up. See test/handlers/grace.test.ts;
 // - kafkajs/src/producer/eosManager/index.js: the transaction and group coordinators are kept
 //   between requests (kafkajs sent FindCoordinator before every AddPartitionsToTxn,
 //   AddOffsetsToTxn, TxnOffsetCommit and EndTxn: 4 extra round trips per transaction), forgotten

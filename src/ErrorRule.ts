@@ -2,9 +2,9 @@
  * Error rules: what happens when a transform fails with one of its typed
  * errors. A rule may retry the transform on a `Schedule` (each attempt sees
  * the state as it was before the failed attempt), for at most its
- * `maxRetryDuration` (default `defaultMaxRetryDuration`: a poll waits for
- * every task, so a record retrying holds back every partition of the
- * instance), then applies a disposition:
+ * `maxRetryDuration` (default `defaultMaxRetryDuration`: a record retrying
+ * holds back the later records of its partition, never another partition's),
+ * then applies a disposition:
  *
  * - `"dlq"`: the record and its error go to the dead letter topic, inside the
  *   batch's transaction; the batch proceeds.

@@ -173,6 +173,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       sessionTimeout: config.sessionTimeout,
       rebalanceTimeout: config.rebalanceTimeout,
       heartbeatInterval: config.heartbeatInterval,
+      awaitRevocation: true,
       owner: transformer.name,
       stores: localStores.announced,
       standbyReplicas

@@ -13,10 +13,12 @@
  *   doubling, capped), up to `maxDeliveryFailures` in a row.
  * - Failures: a failed record stops its partition or ends the run
  *   (`failureIsolation`); a migrated task tears every task down (rejoin).
- * - Teardown happens only under the batch lock, which only the manager
- *   holds: processing a poll (`runPoll`) and tearing down exclude each other.
- *   Task scopes are not children of the manager's scope: closing it closes
- *   them only through that teardown, never around a poll in flight.
+ * - Teardown happens only under the batch locks, which only the manager
+ *   holds: one per task, so tasks process their batches side by side
+ *   (`processTask` holds its task's), and a task's teardown waits for its
+ *   batch in flight; tearing every task down takes them all. Task scopes
+ *   are not children of the manager's scope: closing it closes them only
+ *   through that teardown, never around a batch in flight.
  * - Standbys never take the lock: an assignment updates them after its
  *   teardown, and a task waits (in its own start) for a standby of its
  *   partition to close the store.
@@ -57,6 +59,8 @@ export interface TaskManager {
   readonly wakeups: Queue.Dequeue<Wakeup>
   /** The running task of `partition`, if any. */
   readonly task: (partition: number) => Option.Option<Task.Task>
+  /** How many tasks are running. */
+  readonly runningCount: () => number
   /** The group generation of the current assignment. */
   readonly generation: () => number
   /** True when a partition's task is due to start, or a start failed for the run. */
@@ -81,12 +85,12 @@ export interface TaskManager {
    */
   readonly startDue: Effect.Effect<void, RunnerError>
   /**
-   * Processes a poll under the batch lock: `work` runs for each running task
-   * with records in the poll, concurrently; then the outcomes are applied
-   * (rewinds, stopped partitions, migration), none dropped.
+   * Processes a batch of `task` under its batch lock (other tasks process
+   * theirs meanwhile); then its outcome is applied (a rewind, a stopped
+   * partition, a rejoin), none dropped, unless the task was torn down meanwhile.
    */
-  readonly runPoll: <E, R>(
-    partitions: ReadonlyArray<number>,
+  readonly processTask: <E, R>(
+    task: Task.Task,
     work: (task: Task.Task) => Effect.Effect<Task.Outcome<E>, never, R>
   ) => Effect.Effect<void, RunnerError | E, R>
   /** At-least-once: remembers offsets of acknowledged work, committed at the next `commitDue`. */
@@ -125,7 +129,7 @@ export const make = (options: {
   Effect.gen(function*() {
     const { buffer, config, context, standbys, stats } = options
     const exactlyOnce = config.processingGuarantee === "exactly-once"
-    const lock = yield* BatchLock.make<TasksLock>("tasks")
+    const lock = yield* BatchLock.makeKeyed<TasksLock>("tasks")
     const wakeups = yield* Queue.unbounded<Wakeup>()
     /**
      * Scopes of the tasks starting or running; closing one tears its task
@@ -182,7 +186,7 @@ export const make = (options: {
     /** Tears one task down; its buffered batches complete with `outcome` ("Kept": left to the caller). */
     const stopTask = (partition: number, held: BatchLockHeld<TasksLock>, outcome: BatchOutcome | "Kept" = "Dropped") =>
       Effect.gen(function*() {
-        yield* lock.verify(held)
+        yield* lock.verify(held, partition)
         // A start in progress is interrupted first (its restore stops); its scope is closed below.
         yield* FiberMap.remove(starts, partition)
         const scope = scopes.get(partition)
@@ -215,7 +219,7 @@ export const make = (options: {
         stats.clearPending()
         buffer.dropAll(outcome)
       })
-    yield* Effect.addFinalizer(() => lock.withLock((held) => teardownAll(held)))
+    yield* Effect.addFinalizer(() => lock.withAll((held) => teardownAll(held)))
 
     /** Schedules `partition`'s start after the backoff of one more failure in a row; `Some` once they are exhausted. */
     const retryLater = (partition: number, what: string, { error }: Recoverable) =>
@@ -361,39 +365,44 @@ export const make = (options: {
         )
       )
 
-    const applyOutcomes = <E>(outcomes: ReadonlyArray<Task.Outcome<E>>, held: BatchLockHeld<TasksLock>) =>
-      Effect.gen(function*() {
-        const migrated = outcomes.filter((o) => o._tag === "Migrated")
-        const fatal: Array<Cause.Cause<RunnerError | E>> = []
-        for (const outcome of outcomes) {
-          if (outcome._tag === "Committed") failures.delete(outcome.partition)
-        }
-        for (const outcome of outcomes) {
-          if (outcome._tag === "Failed") {
-            const failed = yield* Effect.exit(failPartition(outcome.partition, outcome.cause, held))
-            if (Exit.isFailure(failed)) fatal.push(failed.cause)
-          } else if (outcome._tag === "DeliveryFailed") {
-            const rewound = yield* Effect.exit(rewind(outcome.partition, outcome.error, held))
-            if (Exit.isFailure(rewound)) fatal.push(rewound.cause)
-          }
-        }
-        if (migrated.length > 0) {
-          // A task migrated: no task survives; rejoin to learn the current assignment.
-          for (const outcome of migrated) yield* Effect.logWarning(outcome.error.message)
-          stats.recordMigration()
-          yield* teardownAll(held, "Rejoin")
-        }
-        if (fatal.length > 0) return yield* Effect.failCause(fatal.reduce(Cause.parallel))
-      })
+    /** A task's outcome, unless the task was torn down meanwhile: its rewind, its stop, or a rejoin. */
+    const applyOutcome = <E>(task: Task.Task, outcome: Task.Outcome<E>): Effect.Effect<void, RunnerError | E> => {
+      const current = () => running.get(task.partition) === task
+      switch (outcome._tag) {
+        case "Committed":
+          return Effect.sync(() => {
+            if (current()) failures.delete(outcome.partition)
+          })
+        case "Failed":
+          return lock.withKey(outcome.partition, (held) => current() ? failPartition(outcome.partition, outcome.cause, held) : Effect.void)
+        case "DeliveryFailed":
+          return lock.withKey(outcome.partition, (held) => current() ? rewind(outcome.partition, outcome.error, held) : Effect.void)
+        case "Migrated":
+          // A task migrated: no task survives; rejoin to learn the current assignment. Said and
+          // counted even when a revocation tore the tasks down meanwhile.
+          return Effect.zipRight(
+            Effect.zipRight(Effect.logWarning(outcome.error.message), Effect.sync(() => stats.recordMigration())),
+            lock.withAll((held) =>
+              Effect.gen(function*() {
+                if (!current()) return
+                yield* teardownAll(held, "Rejoin")
+                // Its batches were buffered (kafkajs holds none of them): ask for the rejoin.
+                yield* context.consumer.requestRejoin
+              })
+            )
+          )
+      }
+    }
 
     const manager: TaskManager = {
       wakeups,
       task: (partition) => Option.fromNullable(running.get(partition)),
+      runningCount: () => running.size,
       generation: () => generation,
       hasDueStart: () => due.length > 0 || startFailures.length > 0,
       assign: (next, partitions, standbyPartitions = []) =>
         Effect.zipRight(
-          lock.withLock((held) =>
+          lock.withAll((held) =>
             Effect.gen(function*() {
               yield* teardownAll(held)
               // Every assignment after the first is a rebalance, an eviction's rejoin included.
@@ -418,25 +427,28 @@ export const make = (options: {
               return standbys.update(standbyPartitions.filter((p) => !active.has(p)))
             })
         ),
-      revokeAll: lock.withLock((held) => teardownAll(held)),
+      revokeAll: lock.withAll((held) => teardownAll(held)),
       startDue: Effect.suspend(() => {
         if (startFailures.length > 0) {
           return Effect.failCause(startFailures.splice(0).reduce(Cause.parallel))
         }
         return Effect.forEach(due.splice(0), launch, { discard: true })
       }),
-      runPoll: (partitions, work) =>
-        lock.withLock((held) =>
-          Effect.gen(function*() {
-            const tasks = partitions.flatMap((p) => Option.toArray(Option.fromNullable(running.get(p))))
-            const outcomes = yield* Effect.forEach(tasks, work, { concurrency: "unbounded" })
-            yield* applyOutcomes(outcomes, held)
-          })
-        ),
+      processTask: (task, work) =>
+        Effect.gen(function*() {
+          const partition = task.partition
+          // A task torn down between the batch's start and its lock processes nothing.
+          const outcome = yield* lock.withKey(
+            partition,
+            () => running.get(partition) === task ? work(task) : Effect.succeed({ _tag: "Committed" as const, partition })
+          )
+          // The task's lock is free again: its outcome takes the locks it needs (a migration: all).
+          yield* applyOutcome(task, outcome)
+        }),
       acknowledged: (offsets) => {
         for (const o of offsets) uncommitted.set(`${o.topic}\u0000${o.partition}`, o)
       },
-      commitDue: lock.withLock((held) =>
+      commitDue: lock.withAll((held) =>
         Effect.gen(function*() {
           if (uncommitted.size === 0) return
           const committed = yield* Effect.either(commitAcknowledged)
@@ -447,7 +459,7 @@ export const make = (options: {
           }
         })
       ),
-      cleanStores: lock.withLock(() =>
+      cleanStores: lock.withAll(() =>
         StoreCleanup.whileRunning(
           context.storeDir,
           config.stateCleanupDelay,
@@ -461,7 +473,7 @@ export const make = (options: {
       gap: ({ expected, partition, topic }) =>
         Effect.gen(function*() {
           const range = yield* context.admin.offsetRange(topic, partition)
-          yield* lock.withLock((held) =>
+          yield* lock.withKey(partition, (held) =>
             Effect.gen(function*() {
               if (!running.has(partition)) return
               if (expected < range.low) {

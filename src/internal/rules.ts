@@ -84,7 +84,7 @@ export const recover = <A, E, R>(
     let outcome: Either.Either<A, unknown> = Either.left(failed)
     if (rule.retry !== undefined) {
       const driver = yield* Schedule.driver(rule.retry as Schedule.Schedule<unknown, unknown>)
-      // The retries end at the rule's deadline, whatever its schedule: a poll waits for every task.
+      // The retries end at the rule's deadline, whatever its schedule: the partition's later records wait.
       const budget = Duration.decode(rule.maxRetryDuration ?? defaultMaxRetryDuration)
       const deadline = (yield* Clock.currentTimeMillis) + Duration.toMillis(budget)
       while (Either.isLeft(outcome) && matches(rule, outcome.left)) {

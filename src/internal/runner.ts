@@ -1,9 +1,12 @@
 /**
  * The runner's poll loop: take the consumer's events (and the task manager's
- * wakeups), fork the due task starts, process a poll of the running tasks'
- * records. Tasks start beside the loop (a restore holds up only its own
- * partition, which is fetched once its task runs). What a run needs is
- * acquired by `RunnerSetup`.
+ * wakeups, and the tasks' ended batches), fork the due task starts, and start
+ * a batch for each running task with records and none in flight. Tasks start
+ * beside the loop (a restore holds up only its own partition, which is
+ * fetched once its task runs), and process beside it and each other: a slow
+ * or retrying record holds up only its own partition. Fetched records wait
+ * in the buffer; a partition pauses while its buffer holds a task's share of
+ * `maxPollRecords`. What a run needs is acquired by `RunnerSetup`.
  *
  * The data path reads one way: runner (this poll loop) -> task manager
  * (tasks, starts, rewinds, teardown under the batch lock) -> task (its
@@ -16,7 +19,7 @@
  *
  * @internal
  */
-import { Cause, Chunk, Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Queue } from "effect"
+import { Cause, Chunk, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberSet, Option, Queue } from "effect"
 import type { Scope } from "effect"
 import type { SkeinConfig } from "../SkeinConfig.ts"
 import type { RunnerError } from "../SkeinError.ts"
@@ -34,8 +37,17 @@ import type * as TaskManager from "./TaskManager.ts"
 export { batchLatencyBounds, makeStats } from "./RunnerStats.ts"
 export type { RunnerPhase, RunnerStats } from "./RunnerStats.ts"
 
-/** What the loop waits for: consumer events, or a wakeup of the task manager. */
-type LoopEvent = Consumer.ConsumerEvent | { readonly _tag: "Wakeup"; readonly wakeup: TaskManager.Wakeup }
+/** What the loop waits for: consumer events, a wakeup of the task manager, or a task's batch that ended. */
+type LoopEvent =
+  | Consumer.ConsumerEvent
+  | { readonly _tag: "Wakeup"; readonly wakeup: TaskManager.Wakeup }
+
+/** A task's batch ended (its outcome applied): its exit is the run's failure when it failed. */
+interface Processed<E> {
+  readonly _tag: "Processed"
+  readonly partition: number
+  readonly exit: Exit.Exit<void, RunnerError | E>
+}
 
 export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
@@ -53,12 +65,13 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       stats.setLag(topic, partition, Math.max(0, highWatermark - position))
     }
 
-    const handle = (event: LoopEvent): Effect.Effect<void, RunnerError> => {
+    const handle = (event: LoopEvent | Processed<E>): Effect.Effect<void, RunnerError | E> => {
       switch (event._tag) {
         case "Crashed":
           return Effect.fail(event.error)
         case "Rebalancing":
-          return manager.revokeAll
+          // The tasks commit what finished (within revocationGrace), then kafkajs rejoins.
+          return Effect.zipRight(manager.revokeAll, consumer.revoked)
         case "Assigned":
           return manager.assign(
             event.generation,
@@ -67,6 +80,14 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           )
         case "Filtered":
           return Effect.sync(() => buffer.filtered(event.topic, event.partition, event.nextOffset))
+        case "Processed":
+          return Effect.suspend(() => {
+            inFlight.delete(event.partition)
+            buffer.completeProcessed()
+            // A failure its task could not take (failure isolation "run", a fatal error) ends the run.
+            if (Exit.isFailure(event.exit) && !Cause.isInterruptedOnly(event.exit.cause)) return Effect.failCause(event.exit.cause)
+            return unthrottle(event.partition)
+          })
         case "Wakeup":
           switch (event.wakeup) {
             case "CommitDue":
@@ -84,10 +105,13 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           }
           const arrival = buffer.offer(batch)
           switch (arrival._tag) {
-            case "Accepted":
-              return Effect.sync(() =>
-                updateLag(batch.topic, batch.partition, batch.highWatermark, batch.records[0]?.offset ?? batch.nextOffset)
-              )
+            case "Accepted": {
+              // The records are buffered: kafkajs fetches on (its fetcher waits for every batch of a
+              // fetch), and this partition pauses once its buffer holds a task's share of a poll.
+              batch.complete("Buffered")
+              updateLag(batch.topic, batch.partition, batch.highWatermark, batch.records[0]?.offset ?? batch.nextOffset)
+              return throttle(batch.topic, batch.partition)
+            }
             case "Stale":
               return Effect.sync(() => batch.complete("Dropped"))
             case "Gap":
@@ -99,81 +123,137 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     }
 
     /** The events ready now, or (with nothing to do) the next one: an event, a wakeup or the shutdown. */
-    const nextEvents: Effect.Effect<ReadonlyArray<LoopEvent>> = Effect.gen(function*() {
-      const ready = (): Effect.Effect<ReadonlyArray<LoopEvent>> =>
-        Effect.zipWith(
-          Queue.takeAll(consumer.events),
-          Queue.takeAll(manager.wakeups),
-          (events, wakeups): ReadonlyArray<LoopEvent> => [
+    const nextEvents: Effect.Effect<ReadonlyArray<LoopEvent | Processed<E>>> = Effect.gen(function*() {
+      const ready = (): Effect.Effect<ReadonlyArray<LoopEvent | Processed<E>>> =>
+        Effect.map(
+          Effect.all([Queue.takeAll(consumer.events), Queue.takeAll(manager.wakeups), Queue.takeAll(processed)]),
+          ([events, wakeups, ended]): ReadonlyArray<LoopEvent | Processed<E>> => [
+            ...Chunk.toReadonlyArray(ended),
             ...Chunk.toReadonlyArray(events),
             ...Chunk.toReadonlyArray(wakeups).map((wakeup) => ({ _tag: "Wakeup" as const, wakeup }))
           ]
         )
-      if (!buffer.isEmpty() || manager.hasDueStart()) return yield* ready()
-      const first = yield* Effect.raceAll<Effect.Effect<Option.Option<LoopEvent>>>([
+      if (dispatchable().length > 0 || manager.hasDueStart()) return yield* ready()
+      const first = yield* Effect.raceAll<Effect.Effect<Option.Option<LoopEvent | Processed<E>>>>([
         Effect.map(Queue.take(consumer.events), Option.some),
         Effect.map(Queue.take(manager.wakeups), (wakeup) => Option.some({ _tag: "Wakeup" as const, wakeup })),
+        Effect.map(Queue.take(processed), Option.some),
         Effect.as(Deferred.await(shutdown), Option.none())
       ])
       return [...Option.toArray(first), ...(yield* ready())]
     })
 
+    /** The tasks processing a batch, by partition: a task runs one batch at a time. */
+    const inFlight = new Set<number>()
+    /** Batches that ended, for the loop. */
+    const processed = yield* Queue.unbounded<Processed<E>>()
+    /** Where the tasks' batches run: beside the loop, which waits for them before it ends. */
+    const batches = yield* FiberSet.make<void>()
+    /** Input partitions paused because their buffer is full. */
+    const throttled = new Set<string>()
+    const tpKey = (topic: string, partition: number) => `${topic}\u0000${partition}`
+
+    /** A task's share of `maxPollRecords`: the most records one batch takes, and a partition's buffer before it pauses. */
+    const share = () => Math.max(1, Math.floor(config.maxPollRecords / Math.max(1, manager.runningCount())))
+
+    /** Pauses `topic`/`partition` while its buffer holds a batch's worth. */
+    const throttle = (topic: string, partition: number): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (buffer.buffered(topic, partition) < share()) return Effect.void
+        throttled.add(tpKey(topic, partition))
+        return consumer.pause([{ topic, partition }])
+      })
+
+    /** Resumes the paused inputs of task `partition` whose buffers have room again (its task still running). */
+    const unthrottle = (partition: number): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const running = Option.isSome(manager.task(partition))
+        const resumed: Array<{ topic: string; partition: number }> = []
+        for (const topic of transformer.inputs.map((t) => t.name)) {
+          const key = tpKey(topic, partition)
+          if (!throttled.has(key)) continue
+          // A task that stopped paused its inputs; its next start resumes them.
+          if (!running) throttled.delete(key)
+          else if (buffer.buffered(topic, partition) < share()) {
+            throttled.delete(key)
+            resumed.push({ topic, partition })
+          }
+        }
+        return consumer.resume(resumed)
+      })
+
+    /** Running tasks with records waiting and no batch in flight. */
+    const dispatchable = (): ReadonlyArray<number> =>
+      [...buffer.waiting()].filter((partition) => !inFlight.has(partition) && Option.isSome(manager.task(partition)))
+
     const pollAttributes = { "skein.application_id": config.applicationId, "skein.transformer": transformer.name }
-    /** One poll: its records, by task, processed and committed in a `skein.poll` span (each task's a `skein.batch`). */
-    const processPoll = Effect.gen(function*() {
-      const started = yield* Clock.currentTimeMillis
-      const slices = buffer.take(config.maxPollRecords)
-      const total = slices.reduce((n, s) => n + s.end - s.cursor.index, 0)
-      stats.recordBatch(total)
-      yield* Effect.annotateCurrentSpan("messaging.batch.message_count", total)
-      const byTask = new Map<number, Array<PollBuffer.PollSlice>>()
-      for (const slice of slices) {
-        const list = byTask.get(slice.cursor.batch.partition) ?? []
-        list.push(slice)
-        byTask.set(slice.cursor.batch.partition, list)
-      }
-      yield* Effect.annotateCurrentSpan("skein.partitions", byTask.size)
+    /**
+     * Starts a batch for each task with records waiting and none in flight, in a
+     * `skein.poll` span (each task's a `skein.batch`): a task's batch commits on
+     * its own, and a task still busy (a slow record, a retry) holds up no other.
+     */
+    const dispatch = Effect.gen(function*() {
+      const ready = dispatchable()
+      if (ready.length === 0) return
       // Running handlers get a grace period once a revocation or a shutdown begins.
       const rebalance = yield* consumer.nextRebalance
       const stop = Effect.raceFirst(
         Effect.zipRight(Deferred.await(rebalance), Effect.sleep(config.revocationGrace)),
         Effect.zipRight(Deferred.await(shutdown), Effect.sleep(config.shutdownGrace))
       )
-      yield* manager.runPoll([...byTask.keys()], (task) => {
-        const taskSlices = byTask.get(task.partition) ?? []
-        return Task.processSlices(
-          task,
-          transformer,
-          taskSlices.map(PollBuffer.records),
-          {
-            deadLetterTopic,
-            stop,
-            maxDuration: config.maxBatchDuration,
-            permits,
-            messageLimits,
-            partitionCounts,
-            cache: task.cache,
-            stateKeys,
-            groupId: config.applicationId,
-            changelog,
-            onRetries: (retries) => {
-              stats.recordRetries(retries)
-            },
-            inTransaction: (commit) => stats.inTransaction(commit),
-            onCommitted: ({ offsets, result }) =>
-              Effect.map(Clock.currentTimeMillis, (now) => {
-                stats.recordCommit(result, now, task.partition)
-                if (!exactlyOnce) manager.acknowledged(offsets)
-                taskSlices.forEach(({ cursor }, i) => {
-                  cursor.index += result.cuts[i]!.kept
-                  updateLag(cursor.batch.topic, cursor.batch.partition, cursor.batch.highWatermark, result.cuts[i]!.offset)
+      const max = share()
+      let total = 0
+      for (const partition of ready) {
+        const task = Option.getOrThrow(manager.task(partition))
+        const taskSlices = buffer.takeFor(partition, max)
+        const count = taskSlices.reduce((n, s) => n + PollBuffer.size(s), 0)
+        total += count
+        stats.recordBatch(count)
+        const started = yield* Clock.currentTimeMillis
+        const work = manager.processTask(task, (task) =>
+          Task.processSlices(
+            task,
+            transformer,
+            taskSlices.map(PollBuffer.records),
+            {
+              deadLetterTopic,
+              stop,
+              maxDuration: config.maxBatchDuration,
+              permits,
+              messageLimits,
+              partitionCounts,
+              cache: task.cache,
+              stateKeys,
+              groupId: config.applicationId,
+              changelog,
+              onRetries: (retries) => {
+                stats.recordRetries(retries)
+              },
+              inTransaction: (commit) => stats.inTransaction(commit),
+              onCommitted: ({ offsets, result }) =>
+                Effect.map(Clock.currentTimeMillis, (now) => {
+                  stats.recordCommit(result, now, task.partition)
+                  if (!exactlyOnce) manager.acknowledged(offsets)
+                  taskSlices.forEach((slice, i) => {
+                    PollBuffer.advance(slice, result.cuts[i]!.kept)
+                    const batch = slice.parts[slice.parts.length - 1]!.cursor.batch
+                    updateLag(batch.topic, batch.partition, batch.highWatermark, result.cuts[i]!.offset)
+                  })
                 })
-              })
-          }
+            }
+          ))
+        inFlight.add(partition)
+        yield* FiberSet.run(
+          batches,
+          work.pipe(
+            Effect.exit,
+            Effect.tap(() => Effect.map(Clock.currentTimeMillis, (now) => stats.observeBatchLatency(now - started))),
+            Effect.flatMap((exit) => Queue.offer(processed, { _tag: "Processed", partition, exit })),
+            Effect.asVoid
+          )
         )
-      })
-      buffer.completeProcessed()
-      stats.observeBatchLatency((yield* Clock.currentTimeMillis) - started)
+      }
+      yield* Effect.annotateCurrentSpan({ "messaging.batch.message_count": total, "skein.partitions": ready.length })
     }).pipe(Effect.withSpan("skein.poll", { captureStackTrace: false, attributes: pollAttributes }))
 
     const loop = Effect.gen(function*() {
@@ -183,8 +263,12 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         if (yield* Deferred.isDone(shutdown)) break
         // Forks the due starts (fence, restore) beside this loop: a restore holds up only its own partition.
         yield* manager.startDue
-        if (!buffer.isEmpty() && !(yield* Deferred.isDone(shutdown))) yield* processPoll
+        if (!(yield* Deferred.isDone(shutdown))) yield* dispatch
       }
+      // Stopping: the batches in flight get shutdownGrace, commit what finished, and end; then
+      // kafkajs need not wait for a revocation before it rejoins (it is about to leave).
+      while (inFlight.size > 0) yield* handle(yield* Queue.take(processed))
+      yield* consumer.stopped
     })
 
     // On interruption (SIGTERM, SIGINT): fetching stops, handlers get shutdownGrace, finished

@@ -43,7 +43,8 @@ describe("offset gap while running", () => {
             })
         })
         yield* produce(input, Array.from({ length: 10 }, (_, i) => ({ key: `k${i}`, value: `v${i}`, partition: 0 })))
-        const instance = yield* startInstance(copy, { applicationId, failureIsolation: isolation })
+        // A buffer of one batch: the partition pauses at 10 records, so 10..999 are fetched only after the deletion.
+        const instance = yield* startInstance(copy, { applicationId, failureIsolation: isolation, maxPollRecords: 10 })
         // The task holds the fetched batch 0..9 while retention deletes 10..499.
         yield* Deferred.await(entered)
         yield* produce(input, Array.from({ length: 990 }, (_, i) => ({ key: `k${i + 10}`, value: `v${i + 10}`, partition: 0 })))

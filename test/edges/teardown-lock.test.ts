@@ -79,7 +79,7 @@ describe("teardown under the batch lock", () => {
       // A poll of task 0 holds the lock: its work (a transaction in flight) waits for `release`.
       const inPoll = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
-      const poll = yield* Effect.fork(manager.runPoll([0], (task) =>
+      const poll = yield* Effect.fork(manager.processTask(Option.getOrThrow(manager.task(0)), (task) =>
         Effect.uninterruptible(Effect.gen(function*() {
           yield* Deferred.succeed(inPoll, undefined)
           yield* Deferred.await(release)

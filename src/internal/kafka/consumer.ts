@@ -3,10 +3,13 @@
  * events the runner's main loop pulls from.
  *
  * Every partition batch kafkajs hands over is offered to the queue and its
- * `eachBatch` call waits until the main loop completes it (committed, dropped
- * or "rejoin"), heartbeating meanwhile. kafkajs rejoins a group only after its
- * in-flight `eachBatch` calls return, so a rebalance waits for the batch being
- * processed to commit, as a revoke callback under the batch lock would.
+ * `eachBatch` call waits until the main loop completes it, heartbeating
+ * meanwhile: at once once its records are buffered (kafkajs's fetcher waits
+ * for every batch of a fetch, so a batch held while it is processed would
+ * hold every partition of the broker), or dropped, or "rejoin". The runner
+ * pauses a partition whose buffer is full, and a rebalance waits for the
+ * tasks' transactions in the runner (the batch lock), not here: correctness
+ * rests on fencing.
  *
  * @internal
  */
@@ -53,8 +56,14 @@ const headerBytes = (value: Buffer | string | null): Buffer | null =>
 const headerText = (value: Buffer | string | null | undefined): string =>
   value === null || value === undefined ? "" : typeof value === "string" ? value : value.toString("utf8")
 
-/** How the main loop finished with a partition batch. */
-export type BatchOutcome = "Committed" | "Dropped" | "Rejoin"
+/**
+ * How the main loop finished with a partition batch: `"Buffered"` (its
+ * records are in the runner's buffer: kafkajs moves past them and fetches
+ * on, the runner pauses a partition whose buffer is full), `"Committed"`,
+ * `"Dropped"` (fetched again from kafkajs's position, or after a seek) or
+ * `"Rejoin"` (kafkajs rejoins the group).
+ */
+export type BatchOutcome = "Buffered" | "Committed" | "Dropped" | "Rejoin"
 
 /** The records kafkajs fetched for one partition. */
 export interface PartitionBatch {
@@ -103,6 +112,18 @@ export interface GroupConsumer {
    * rebalancing (a revocation is coming). A new signal follows each assignment.
    */
   readonly nextRebalance: Effect.Effect<Deferred.Deferred<void>>
+  /**
+   * The runner tore its tasks down after a `Rebalancing` event: kafkajs, which
+   * waits for this before it rejoins (its `beforeRejoin` hook), goes on.
+   */
+  readonly revoked: Effect.Effect<void>
+  /**
+   * kafkajs rejoins the group at its next fetch (a task migrated: this
+   * member's assignment is stale), whether or not a batch is in flight.
+   */
+  readonly requestRejoin: Effect.Effect<void>
+  /** The runner has stopped processing: kafkajs no longer waits for a revocation to rejoin. */
+  readonly stopped: Effect.Effect<void>
   /** Commits offsets for the group (at-least-once mode; exactly-once commits them in transactions). */
   readonly commitOffsets: (
     offsets: ReadonlyArray<{ readonly topic: string; readonly partition: number; readonly offset: number }>
@@ -111,6 +132,11 @@ export interface GroupConsumer {
 
 export interface Options {
   readonly groupId: string
+  /**
+   * kafkajs rejoins only once the runner says its tasks were revoked
+   * (`revoked`), at most `rebalanceTimeout` later. Unset: it rejoins at once.
+   */
+  readonly awaitRevocation?: boolean | undefined
   readonly topics: ReadonlyArray<string>
   readonly sessionTimeout: Duration.Duration
   readonly rebalanceTimeout: Duration.Duration
@@ -221,8 +247,46 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
     let generation = 0
     const heartbeatMs = Duration.toMillis(options.heartbeatInterval)
     let rebalance = Deferred.unsafeMake<void>(FiberId.none)
+    /** True once this generation's rebalance was signalled (the deferred, the `Rebalancing` event). */
+    let rebalanceSignalled = false
     const rebalancing = () => {
+      rebalanceSignalled = true
       Deferred.unsafeDone(rebalance, Effect.void)
+    }
+    /**
+     * Before kafkajs rejoins, the runner's tasks commit what finished (within
+     * `revocationGrace`) and are torn down: kafkajs's `beforeRejoin` hook
+     * (Skein's patch of its runner) waits for `revoked`, at most
+     * `rebalanceTimeout` (past it the group has moved on without this member).
+     */
+    let revokedSinceJoin = false
+    /** Set by `requestRejoin`: kafkajs's next fetch throws a rebalance (Skein's patch of its runner). */
+    let rejoinPending = false
+    const rejoinRequested = (): unknown => {
+      if (!rejoinPending) return undefined
+      rejoinPending = false
+      return rejoinError(kafkajs)
+    }
+    let revokeWaiters: Array<() => void> = []
+    /** Set once the runner stopped processing: no batch is in flight, so nothing to wait for. */
+    let processingStopped = false
+    const releaseWaiters = () => {
+      for (const resolve of revokeWaiters) resolve()
+      revokeWaiters = []
+    }
+    const beforeRejoin = async (): Promise<void> => {
+      if (revokedSinceJoin || processingStopped) return
+      // A rejoin kafkajs starts without a REBALANCING event (an unknown member) still revokes.
+      if (!rebalanceSignalled) {
+        rebalancing()
+        Queue.unsafeOffer(events, { _tag: "Rebalancing" })
+      }
+      await Promise.race([
+        new Promise<void>((resolve) => {
+          revokeWaiters.push(resolve)
+        }),
+        sleep(Duration.toMillis(options.rebalanceTimeout))
+      ])
     }
 
     /**
@@ -257,6 +321,8 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       generation++
       rebalancing()
       rebalance = Deferred.unsafeMake<void>(FiberId.none)
+      rebalanceSignalled = false
+      revokedSinceJoin = false
       const partitions: Array<TopicPartition> = []
       for (const [topic, list] of Object.entries(event.payload.memberAssignment)) {
         for (const partition of list) partitions.push({ topic, partition })
@@ -331,7 +397,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       for (;;) {
         const outcome = await Promise.race([done, sleep(heartbeatMs)])
         if (outcome !== undefined) {
-          if (outcome === "Committed") resolveOffset(batch.lastOffset())
+          if (outcome === "Committed" || outcome === "Buffered") resolveOffset(batch.lastOffset())
           if (pendingError !== undefined) throw pendingError
           if (outcome === "Rejoin") throw rejoinError(kafkajs)
           return
@@ -360,7 +426,9 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
               autoCommit: false,
               eachBatchAutoResolve: false,
               partitionsConsumedConcurrently: 256,
-              eachBatch
+              eachBatch: options.awaitRevocation === true
+                ? Object.assign(eachBatch, { beforeRejoin, rejoinRequested })
+                : Object.assign(eachBatch, { rejoinRequested })
             })
           })
         },
@@ -369,6 +437,9 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       () =>
         Effect.promise(async () => {
           for (const finish of [...inFlight]) finish("Dropped")
+          // Leaving: a rejoin in progress waits for no revocation.
+          processingStopped = true
+          releaseWaiters()
           await consumer.disconnect().catch(() => undefined)
         })
     )
@@ -386,6 +457,17 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
         for (const finish of [...inFlight]) finish("Dropped")
       }),
       nextRebalance: Effect.sync(() => rebalance),
+      requestRejoin: Effect.sync(() => {
+        rejoinPending = true
+      }),
+      revoked: Effect.sync(() => {
+        revokedSinceJoin = true
+        releaseWaiters()
+      }),
+      stopped: Effect.sync(() => {
+        processingStopped = true
+        releaseWaiters()
+      }),
       commitOffsets: (offsets) =>
         offsets.length === 0 ? Effect.void : Effect.tryPromise({
           try: () =>
