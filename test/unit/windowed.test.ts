@@ -163,9 +163,12 @@ describe("windowed aggregations", () => {
         "b@1000/2000=1@1200",
         "c@1000/2000=1@1300"
       ])
-      // The task's time: stream time, the aggregation's observed time, the close times still waiting (a's [5000, 6000)).
+      // The task's time: stream time, the aggregation's observed time, the slots (1,000 ms: the advance) of the close
+      // times still waiting (a's [5000, 6000) closes at 6200), each slot's close times under s{slot}.
       const time = yield* driver.state("t")
-      assert.deepStrictEqual(time, Option.some({ _tag: "Time", streamTime: 5000, observed: 5000, closes: [6200], storeTime: -1, expiries: [] }))
+      assert.deepStrictEqual(time, Option.some({ _tag: "Time", streamTime: 5000, observed: 5000, closes: [6], storeTime: -1, expiries: [] }))
+      assert.deepStrictEqual(yield* driver.state("s6"), Option.some({ _tag: "Times", times: [6200] }))
+      assert.deepStrictEqual(yield* driver.state("s2"), Option.none())
       // Closed windows are deleted (retention: size + grace); b's and c's keys have no open window left.
       assert.deepStrictEqual(yield* driver.state("kb"), Option.none())
       assert.deepStrictEqual(yield* driver.state("kc"), Option.none())

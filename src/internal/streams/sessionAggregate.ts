@@ -22,7 +22,8 @@ import type { SessionWindows } from "../../SessionWindows.ts"
 import * as Windowed from "../../Windowed.ts"
 import type * as Graph from "./graph.ts"
 import type { Operator, RecordContext, Windows } from "./windowAggregate.ts"
-import { appendToBucket, closingKey, lateRecord, takeBucket, windowsOf } from "./windowAggregate.ts"
+import type { TimeIndex } from "./windowAggregate.ts"
+import { addTime, appendToBucket, closingKey, lateRecord, slotFor, takeBucket, takeDue, windowsOf } from "./windowAggregate.ts"
 
 /** A session as kept: its start, aggregate and end (the `timestamp` of a window entry). */
 interface Session<A> {
@@ -96,19 +97,15 @@ export const process = <A>(
       yield* forward({ key: Windowed.make(record.key, start, end), value, timestamp: end, headers: record.headers })
     }
     const closes = [...time.closes]
+    const closeIndex: TimeIndex = { prefix: "s", slotMs: slotFor(retention) }
     if (!existed) {
       const close = end + gap + grace
       yield* appendToBucket(context, closingKey(close), context.ownKey)
-      if (!closes.includes(close)) {
-        closes.push(close)
-        closes.sort((a, b) => a - b)
-      }
+      yield* addTime(context, closeIndex, closes, close)
     }
     // Close the sessions whose end + gap + grace the observed time has reached: final results, and deletion
     // (the store's retention ends there too).
-    let due = 0
-    while (due < closes.length && closes[due]! <= observed) {
-      const close = closes[due]!
+    for (const close of yield* takeDue(context, closeIndex, closes, observed)) {
       const sessionEnd = close - gap - grace
       for (const key of yield* takeBucket(context, closingKey(close))) {
         const state = windowsOf(yield* context.get(key), key)
@@ -127,8 +124,7 @@ export const process = <A>(
         const rest = keySessions.windows.filter((s) => s.timestamp !== sessionEnd)
         context.put(key, rest.length === 0 ? Option.none() : Option.some({ ...keySessions, windows: rest }))
       }
-      due++
     }
     const latest = yield* context.loadTime()
-    context.setTime({ ...latest, observed, closes: closes.slice(due), storeTime: Math.max(latest.storeTime, end) })
+    context.setTime({ ...latest, observed, closes, storeTime: Math.max(latest.storeTime, end) })
   })

@@ -19,28 +19,14 @@ import type { SlidingWindows } from "../../SlidingWindows.ts"
 import * as Windowed from "../../Windowed.ts"
 import type * as Graph from "./graph.ts"
 import type { Operator, RecordContext, Windows } from "./windowAggregate.ts"
-import { appendToBucket, closingKey, expiringKey, lateRecord, takeBucket, windowsOf } from "./windowAggregate.ts"
+import type { TimeIndex } from "./windowAggregate.ts"
+import { addTime, appendToBucket, closingKey, expiringKey, lateRecord, slotFor, takeBucket, takeDue, windowsOf } from "./windowAggregate.ts"
 
 interface Stored<A> {
   readonly start: number
   readonly value: A
   readonly timestamp: number
 }
-
-/** Adds `stateKey` to the bucket under `bucketKey`, and `at` to `times` (ascending, distinct). */
-const index = <A>(
-  context: RecordContext<A>,
-  bucketKey: string,
-  stateKey: string,
-  times: Array<number>,
-  at: number
-): Effect.Effect<void, unknown> =>
-  Effect.map(appendToBucket(context, bucketKey, stateKey), () => {
-    if (!times.includes(at)) {
-      times.push(at)
-      times.sort((a, b) => a - b)
-    }
-  })
 
 export const process = <A>(
   operator: Operator<A>,
@@ -76,6 +62,9 @@ export const process = <A>(
     let storeTime = time.storeTime
     const byStart = new Map<number, Stored<A>>(entry.windows.map((w) => [w.start, w]))
     const closes = [...time.closes]
+    const expiries = [...time.expiries]
+    const closeIndex: TimeIndex = { prefix: "s", slotMs: slotFor(retention) }
+    const expiryIndex: TimeIndex = { prefix: "y", slotMs: slotFor(retention) }
     let late = 0
     let changed = false
 
@@ -93,7 +82,7 @@ export const process = <A>(
       changed = true
       if (existed) return Effect.void
       const close = start + d + grace + 1
-      return index(context, closingKey(close), context.ownKey, closes, close)
+      return Effect.zipRight(appendToBucket(context, closingKey(close), context.ownKey), addTime(context, closeIndex, closes, close))
     }
 
     const emitUpdate = (start: number, value: A, timestamp: number) =>
@@ -194,10 +183,7 @@ export const process = <A>(
     if (late > 0) yield* lateRecord(operator, record, observed, grace, late, false)
 
     // Close the windows whose end + grace the observed time has passed: final results, then expiry once past retention.
-    const expiries = [...time.expiries]
-    let due = 0
-    while (due < closes.length && closes[due]! <= observed) {
-      const close = closes[due]!
+    for (const close of yield* takeDue(context, closeIndex, closes, observed)) {
       const start = close - 1 - grace - d
       for (const key of yield* takeBucket(context, closingKey(close))) {
         const state = windowsOf(yield* context.get(key), key)
@@ -209,13 +195,12 @@ export const process = <A>(
           if (Either.isLeft(decoded)) return yield* Effect.fail(decoded.left)
           yield* forward({ key: Windowed.make(decoded.right, start, start + d), value: window.value, timestamp: window.timestamp, headers: [] })
         }
-        yield* index(context, expiringKey(start + retention), key, expiries, start + retention)
+        yield* appendToBucket(context, expiringKey(start + retention), key)
+        yield* addTime(context, expiryIndex, expiries, start + retention)
       }
-      due++
     }
-    let expired = 0
-    while (expired < expiries.length && expiries[expired]! <= storeTime) {
-      for (const key of yield* takeBucket(context, expiringKey(expiries[expired]!))) {
+    for (const expiry of yield* takeDue(context, expiryIndex, expiries, storeTime)) {
+      for (const key of yield* takeBucket(context, expiringKey(expiry))) {
         const state = windowsOf(yield* context.get(key), key)
         if (Either.isLeft(state)) return yield* Effect.dieMessage(`Skein invariant broken: ${state.left}`)
         if (state.right === undefined) continue
@@ -224,14 +209,7 @@ export const process = <A>(
           context.put(key, kept.length === 0 ? Option.none() : Option.some({ ...state.right, windows: kept }))
         }
       }
-      expired++
     }
     const latest = yield* context.loadTime()
-    context.setTime({
-      ...latest,
-      observed,
-      closes: closes.slice(due),
-      storeTime,
-      expiries: expiries.slice(expired)
-    })
+    context.setTime({ ...latest, observed, closes, storeTime, expiries })
   })

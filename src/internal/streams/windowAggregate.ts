@@ -45,12 +45,16 @@ export const expiringKey = (expiry: number): string => `x${expiry}`
 const Time = Schema.TaggedStruct("Time", {
   streamTime: Schema.Number,
   observed: Schema.Number,
+  /** The slots (`TimeIndex`) of the close times with windows waiting, ascending. */
   closes: Schema.Array(Schema.Number),
-  /** Sliding windows: the largest window start written (Kafka Streams' window store's time), -1 before any. */
+  /** Sliding and session windows: the largest window start (end) written (Kafka Streams' store's time), -1 before any. */
   storeTime: Schema.Number,
-  /** Sliding windows: the store times at which closed windows expire, ascending. */
+  /** Sliding windows: the slots of the store times at which closed windows expire, ascending. */
   expiries: Schema.Array(Schema.Number)
 })
+
+/** The distinct times of one slot of a `TimeIndex`, ascending. */
+const Times = Schema.TaggedStruct("Times", { times: Schema.Array(Schema.Number) })
 export type Time = typeof Time.Type
 
 /**
@@ -73,7 +77,8 @@ export const stateSchema = <A, I>(value: Schema.Schema<A, I>) =>
       topic: Schema.String,
       windows: Schema.Array(Schema.Struct({ start: Schema.Number, value, timestamp: Schema.Number }))
     }),
-    Closing
+    Closing,
+    Times
   )
 
 export type WindowState<A> = Schema.Schema.Type<ReturnType<typeof stateSchema<A, unknown>>>
@@ -161,6 +166,66 @@ export class RecordContext<A> {
     return { state: Option.isSome(this.own) ? Transformer.set(this.own.value) : Transformer.remove, others }
   }
 }
+
+/**
+ * The times (close times, expiries) at which windows are due, ascending: the task's time keeps
+ * the slots (`slotMs` wide) that hold some, and each slot's state key (`{prefix}{slot}`) its
+ * times. Adding a time rewrites one slot's list, and the task's time only for a new slot: the
+ * lists stay short however many windows are open, where one list of every time would be
+ * rewritten by every record.
+ */
+export interface TimeIndex {
+  readonly prefix: string
+  readonly slotMs: number
+}
+
+/** Adds `time` to `index`; `slots` (the task's time's list, a copy) gains its slot. */
+export const addTime = <A>(
+  context: RecordContext<A>,
+  index: TimeIndex,
+  slots: Array<number>,
+  time: number
+): Effect.Effect<void, unknown> => {
+  const slot = Math.floor(time / index.slotMs)
+  const key = `${index.prefix}${slot}`
+  return Effect.map(context.get(key), (stored) => {
+    const times = Option.isSome(stored) && stored.value._tag === "Times" ? stored.value.times : []
+    if (!times.includes(time)) context.put(key, Option.some({ _tag: "Times", times: [...times, time].sort((a, b) => a - b) }))
+    if (!slots.includes(slot)) {
+      slots.push(slot)
+      slots.sort((a, b) => a - b)
+    }
+  })
+}
+
+/** The times of `index` at or before `upTo`, ascending, taken out of it (and their slots out of `slots`). */
+export const takeDue = <A>(
+  context: RecordContext<A>,
+  index: TimeIndex,
+  slots: Array<number>,
+  upTo: number
+): Effect.Effect<ReadonlyArray<number>, unknown> =>
+  Effect.gen(function*() {
+    const due: Array<number> = []
+    while (slots.length > 0 && slots[0]! * index.slotMs <= upTo) {
+      const key = `${index.prefix}${slots[0]!}`
+      const stored = yield* context.get(key)
+      const times = Option.isSome(stored) && stored.value._tag === "Times" ? stored.value.times : []
+      const rest = times.filter((t) => t > upTo)
+      for (const t of times) if (t <= upTo) due.push(t)
+      if (rest.length > 0) {
+        // The slot holds later times: every later slot starts after `upTo` too.
+        if (rest.length !== times.length) context.put(key, Option.some({ _tag: "Times", times: rest }))
+        break
+      }
+      context.put(key, Option.none())
+      slots.shift()
+    }
+    return due
+  })
+
+/** A slot width for times spread over `span` ms: about as many slots as times per slot. */
+export const slotFor = (span: number): number => Math.max(1, Math.ceil(Math.sqrt(Math.max(1, span))))
 
 /** Adds `stateKey` to the index bucket `bucketKey`. */
 export const appendToBucket = <A>(context: RecordContext<A>, bucketKey: string, stateKey: string): Effect.Effect<void, unknown> =>
@@ -263,6 +328,8 @@ export const process = <A>(
     }
     const entryWindows = [...entry.windows]
     const closes = [...time.closes]
+    // Close times are `k * advance + size + grace`: one per slot of `advance`.
+    const closeIndex: TimeIndex = { prefix: "s", slotMs: windows.advanceMs }
     let accepted = 0
     let late = 0
     for (const start of TimeWindows.startsFor(windows, record.timestamp)) {
@@ -281,10 +348,7 @@ export const process = <A>(
         entryWindows.push(updated)
         const close = end + windows.graceMs
         yield* appendToBucket(context, closingKey(close), context.ownKey)
-        if (!closes.includes(close)) {
-          closes.push(close)
-          closes.sort((a, b) => a - b)
-        }
+        yield* addTime(context, closeIndex, closes, close)
       } else {
         entryWindows[at] = updated
       }
@@ -295,9 +359,8 @@ export const process = <A>(
     if (accepted > 0) context.put(context.ownKey, Option.some({ ...entry, windows: entryWindows }))
     if (late > 0) yield* lateRecord(operator, record, observed, windows.graceMs, late, accepted === 0)
     // Close every window whose close time the observed time has reached, in close-time order.
-    let due = 0
-    while (due < closes.length && closes[due]! <= observed) {
-      const close = closes[due]!
+    const due = yield* takeDue(context, closeIndex, closes, observed)
+    for (const close of due) {
       const start = close - windows.graceMs - windows.sizeMs
       for (const key of yield* takeBucket(context, closingKey(close))) {
         const state = windowsOf(yield* context.get(key), key)
@@ -319,10 +382,8 @@ export const process = <A>(
         const rest = keyWindows.windows.filter((w) => w !== window)
         context.put(key, rest.length === 0 ? Option.none() : Option.some({ ...keyWindows, windows: rest }))
       }
-      due++
     }
     const latest = yield* context.loadTime()
-    if (observed !== latest.observed || due > 0 || closes.length !== latest.closes.length) {
-      context.setTime({ ...latest, observed, closes: closes.slice(due) })
-    }
+    const slotsChanged = closes.length !== latest.closes.length || closes.some((slot, i) => slot !== latest.closes[i])
+    if (observed !== latest.observed || slotsChanged) context.setTime({ ...latest, observed, closes })
   })
