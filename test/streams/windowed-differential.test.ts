@@ -12,17 +12,32 @@
  * restored from the changelogs (stream time, open windows, the index of
  * windows by close time). Each key's results, read committed, equal Kafka
  * Streams' in order: nothing lost or repeated across the restart.
+ *
+ * The same run has a tenth sub-topology whose source takes event time from
+ * the value (a timestamp extractor): its record with a negative event time
+ * goes to the dead letter topic under the topology's rule, in its
+ * transaction, and the others are counted.
  */
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Option } from "effect"
-import { SkeinConfig, Topology } from "../../src/index.ts"
+import { Effect, Fiber, Option, Schema } from "effect"
+import {
+  ErrorRule,
+  KGroupedStream,
+  KStream,
+  KTable,
+  SkeinConfig,
+  TimeWindowedKStream,
+  TimeWindows,
+  Topic,
+  Topology
+} from "../../src/index.ts"
 import { brokers, caughtUp, createTopics, produceRaw, readCommitted, unique } from "../helpers/kafka.ts"
 import type { InputRecord } from "../oracle/kafkaStreams.ts"
 import { runKafkaStreamsBatch } from "../oracle/kafkaStreams.ts"
-import { actualPerKey, cases, expectedPerKey, inputsOf, inputTopic, type Line, seeds, sortedEntries } from "./windowCases.ts"
+import { actualPerKey, cases, outputTopic, expectedPerKey, inputsOf, inputTopic, type Line, seeds, sortedEntries } from "./windowCases.ts"
 
 const text = (value: string | number | null): string | null => value === null ? null : String(value)
 
@@ -33,7 +48,15 @@ describe("streams: windowed aggregations on a broker against Kafka Streams, acro
       const oracle = yield* runKafkaStreamsBatch(scenarios.map((s) => ({ topology: s.case.topology, params: s.case.params, inputs: s.inputs })))
       const applicationId = unique("windows")
       const topics = cases.map((c, i) => ({ case: c, input: unique(`win-in-${i}`), output: unique(`win-out-${i}`) }))
-      yield* createTopics(topics.flatMap((t) => [{ name: t.input, partitions: seeds.length }, { name: t.output, partitions: 1 }]))
+      const stamped = { input: unique("win-stamped-in"), output: unique("win-stamped-out"), deadLetters: unique("win-dlq") }
+      yield* createTopics([
+        ...topics.flatMap((t) => [{ name: t.input, partitions: seeds.length }, { name: t.output, partitions: 1 }]),
+        { name: stamped.input, partitions: 1 },
+        { name: stamped.output, partitions: 1 },
+        { name: stamped.deadLetters, partitions: 1 }
+      ])
+      const Stamped = Topic.make({ name: stamped.input, key: Schema.String, value: Topic.json(Schema.Struct({ at: Schema.Number })) })
+      yield* produceRaw(stamped.input, [100, -5, 200].map((at) => ({ key: "a", value: JSON.stringify({ at }) })))
 
       const produceHalf = (half: 0 | 1) =>
         Effect.forEach(topics, (t) =>
@@ -54,13 +77,26 @@ describe("streams: windowed aggregations on a broker against Kafka Streams, acro
           const stateDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-windows-"))
           const started = Date.now()
           // One topology: nine sub-topologies (one per case), each its own transformer and consumer group.
-          const topology = Topology.make("windows", topics.map((t) => t.case.stream(inputTopic(t.case, t.input), t.output)))
+          const topology = Topology.make("windows", [
+            ...topics.map((t) => t.case.stream(inputTopic(t.case, t.input), t.output)),
+            KStream.fromTopics([Stamped], { timestamp: (record) => record.value.at }).pipe(
+              KStream.groupByKey(),
+              KGroupedStream.windowedBy(TimeWindows.ofSizeAndGrace(1000, 0)),
+              TimeWindowedKStream.count({ name: "stamped-counts" }),
+              KTable.toStream,
+              KStream.to(outputTopic(stamped.output))
+            )
+          ])
           const fiber = yield* Effect.forkScoped(
-            Topology.run(topology).pipe(Effect.provide(SkeinConfig.layer({ applicationId, brokers: brokers(), stateDir })))
+            Topology.run(topology, { rules: [ErrorRule.tagged("InvalidTimestamp", { then: "dlq" })] }).pipe(
+              Effect.provide(SkeinConfig.layer({ applicationId, brokers: brokers(), stateDir, deadLetterTopic: stamped.deadLetters }))
+            )
           )
           const failed = Effect.flatMap(Fiber.await(fiber), (exit) => Effect.dieMessage(`the topology ended: ${String(exit)}`))
           yield* Effect.raceFirst(
-            Effect.forEach(topics, (t) => caughtUp(`${applicationId}-${t.input}`, t.input, 90_000), { discard: true }),
+            Effect.forEach([...topics.map((t) => t.input), stamped.input], (input) => caughtUp(`${applicationId}-${input}`, input, 90_000), {
+              discard: true
+            }),
             failed
           )
           assert.ok(Option.isNone(yield* Fiber.poll(fiber)), "the topology is still running")
@@ -97,5 +133,12 @@ describe("streams: windowed aggregations on a broker against Kafka Streams, acro
         )
       }
       console.log(`compared ${compared} results; produce, two runs and reads in ${Date.now() - began} ms`)
+
+      // The extractor's event times: 100 and 200 counted in [0, 1000), -5 dead-lettered with the reason.
+      const counted = actualPerKey(yield* readCommitted(stamped.output))
+      assert.deepStrictEqual([...counted], [["a", ["a@0/1000=1@100", "a@0/1000=2@200"]]])
+      const letters = yield* readCommitted(stamped.deadLetters)
+      assert.deepStrictEqual(letters.map((l) => l.value), [JSON.stringify({ at: -5 })])
+      assert.match(letters[0]!.headers["skein.error"] ?? "", /has the event time -5, which is negative/)
     }), 600_000)
 })
