@@ -395,7 +395,16 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       })
       let pendingError: unknown = undefined
       for (;;) {
-        const outcome = await Promise.race([done, sleep(heartbeatMs)])
+        // The heartbeat's timer is cleared once the batch is done: most batches are done within
+        // milliseconds (buffered), and a timer left for each would pile up by the thousand.
+        let timer: ReturnType<typeof setTimeout> | undefined
+        const outcome = await Promise.race([
+          done,
+          new Promise<undefined>((resolve) => {
+            timer = setTimeout(() => resolve(undefined), heartbeatMs)
+          })
+        ])
+        clearTimeout(timer)
         if (outcome !== undefined) {
           if (outcome === "Committed" || outcome === "Buffered") resolveOffset(batch.lastOffset())
           if (pendingError !== undefined) throw pendingError
