@@ -18,9 +18,9 @@ import { Effect, Either, Option } from "effect"
 import type { SlidingWindows } from "../../SlidingWindows.ts"
 import * as Windowed from "../../Windowed.ts"
 import type * as Graph from "./graph.ts"
-import type { Operator, RecordContext, Windows } from "./windowAggregate.ts"
+import type { Operator, RecordContext } from "./windowAggregate.ts"
 import type { TimeIndex } from "./windowAggregate.ts"
-import { addTime, appendToBucket, closingKey, expiringKey, lateRecord, slotFor, takeBucket, takeDue, windowsOf } from "./windowAggregate.ts"
+import { addTime, appendToBucket, closingKey, expiringKey, lateRecord, ownWindows, slotFor, takeBucket, takeDue, windowsOf } from "./windowAggregate.ts"
 
 interface Stored<A> {
   readonly start: number
@@ -49,16 +49,7 @@ export const process = <A>(
       // Every window of the record has closed (Kafka Streams' check, before any window is read).
       return yield* lateRecord(operator, record, observed, grace, 1, true)
     }
-    const own = windowsOf(yield* context.get(context.ownKey), context.ownKey)
-    if (Either.isLeft(own)) return yield* Effect.dieMessage(`Skein invariant broken: ${own.left}`)
-    let entry: Windows<A>
-    if (own.right === undefined) {
-      const keyText = operator.keyText(inputTopic).encode(record.key)
-      if (Either.isLeft(keyText)) return yield* Effect.fail(keyText.left)
-      entry = { _tag: "Windows", key: keyText.right, topic: inputTopic, windows: [] }
-    } else {
-      entry = own.right
-    }
+    const entry = yield* ownWindows(operator, context, record, inputTopic)
     let storeTime = time.storeTime
     const byStart = new Map<number, Stored<A>>(entry.windows.map((w) => [w.start, w]))
     const closes = [...time.closes]

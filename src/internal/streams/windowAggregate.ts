@@ -271,6 +271,22 @@ export const windowsOf = <A>(state: Option.Option<WindowState<A>>, key: string):
  * Counts and logs `late` windows `record` missed; with `late: "error"` and
  * no window accepting it (`whole`), fails with `LateRecord` for the rules.
  */
+/** The record's key's windows, or a new entry of none (its key's text encoded for the index). */
+export const ownWindows = <A>(
+  operator: Operator<A>,
+  context: RecordContext<A>,
+  record: Graph.StreamRecord,
+  inputTopic: string
+): Effect.Effect<Windows<A>, unknown> =>
+  Effect.gen(function*() {
+    const own = windowsOf(yield* context.get(context.ownKey), context.ownKey)
+    if (Either.isLeft(own)) return yield* Effect.dieMessage(`Skein invariant broken: ${own.left}`)
+    if (own.right !== undefined) return own.right
+    const keyText = operator.keyText(inputTopic).encode(record.key)
+    if (Either.isLeft(keyText)) return yield* Effect.fail(keyText.left)
+    return { _tag: "Windows", key: keyText.right, topic: inputTopic, windows: [] }
+  })
+
 export const lateRecord = <A>(
   operator: Operator<A>,
   record: Graph.StreamRecord,
@@ -316,16 +332,7 @@ export const process = <A>(
     const time = yield* context.loadTime()
     const observed = Math.max(time.observed, record.timestamp)
     const closeBefore = observed - windows.graceMs
-    const own = windowsOf(yield* context.get(context.ownKey), context.ownKey)
-    if (Either.isLeft(own)) return yield* Effect.dieMessage(`Skein invariant broken: ${own.left}`)
-    let entry: Windows<A>
-    if (own.right === undefined) {
-      const keyText = operator.keyText(inputTopic).encode(record.key)
-      if (Either.isLeft(keyText)) return yield* Effect.fail(keyText.left)
-      entry = { _tag: "Windows", key: keyText.right, topic: inputTopic, windows: [] }
-    } else {
-      entry = own.right
-    }
+    const entry = yield* ownWindows(operator, context, record, inputTopic)
     const entryWindows = [...entry.windows]
     const closes = [...time.closes]
     // Close times are `k * advance + size + grace`: one per slot of `advance`.
