@@ -10,7 +10,7 @@
  *
  * @internal
  */
-import { Cause, Duration, Effect, Either, Exit, Fiber, identity, Option, Schema } from "effect"
+import { Cause, Duration, Effect, Either, Exit, identity, Option, Schema } from "effect"
 import type { ParseResult } from "effect"
 import type { Semaphore } from "effect/Effect"
 import type { KafkaError } from "../SkeinError.ts"
@@ -223,6 +223,13 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     let retries = 0
     /** Set once `maxDuration` has passed: lanes start no further record. */
     let timedOut = false
+    /** When `maxDuration` has passed (set as the records begin); the clock is read between records, no timer fiber. */
+    let deadline = Number.POSITIVE_INFINITY
+    const clock = yield* Effect.clock
+    const pastDeadline = (): boolean => {
+      if (!timedOut && clock.unsafeCurrentTimeMillis() >= deadline) timedOut = true
+      return timedOut
+    }
     // Outputs carry trace context only under a tracer the program installed; the batch span
     // is the parent of each record's transform span, or its link when the record has a remote parent.
     const propagate = Tracing.propagates(yield* Effect.tracer)
@@ -495,7 +502,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const next = (done: Cut.Done<S>): Effect.Effect<void, unknown, R> => {
         lane.done.push(done)
         index++
-        return index < entries.length && !timedOut ? Effect.flatMap(processAt(entries[index]!), next) : Effect.void
+        return index < entries.length && !pastDeadline() ? Effect.flatMap(processAt(entries[index]!), next) : Effect.void
       }
       return Effect.flatMap(Effect.suspend(() => processAt(entries[0]!)), next)
     }
@@ -529,15 +536,10 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         { discard: true }
       )
     )
-    // Past maxDuration no record starts (a flag each lane reads between records): the batch ends
+    // Past maxDuration no record starts (each lane reads the clock between records): the batch ends
     // with the records that finished, and the rest of its records continue in the next one.
-    const timer = options.maxDuration === undefined ? undefined : yield* Effect.fork(
-      Effect.andThen(Effect.sleep(options.maxDuration), () => {
-        timedOut = true
-      })
-    )
+    if (options.maxDuration !== undefined) deadline = clock.unsafeCurrentTimeMillis() + Duration.toMillis(options.maxDuration)
     const finished = yield* Effect.race(Effect.exit(work), Effect.as(options.stop, undefined))
-    if (timer !== undefined) yield* Fiber.interrupt(timer)
     const interrupted = finished === undefined
     const failure = finished !== undefined && Exit.isFailure(finished)
       ? Option.some(finished.cause as Cause.Cause<RecordError<E>>)

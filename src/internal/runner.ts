@@ -19,7 +19,7 @@
  *
  * @internal
  */
-import { Cause, Chunk, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberSet, Option, Queue } from "effect"
+import { Cause, Chunk, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberMap, FiberSet, Option, Queue } from "effect"
 import type { Scope } from "effect"
 import type { SkeinConfig } from "../SkeinConfig.ts"
 import type { RunnerError } from "../SkeinError.ts"
@@ -37,10 +37,12 @@ import type * as TaskManager from "./TaskManager.ts"
 export { batchLatencyBounds, makeStats } from "./RunnerStats.ts"
 export type { RunnerPhase, RunnerStats } from "./RunnerStats.ts"
 
-/** What the loop waits for: consumer events, a wakeup of the task manager, or a task's batch that ended. */
+/** What the loop waits for: consumer events, a wakeup of the task manager, or the shutdown. */
 type LoopEvent =
   | Consumer.ConsumerEvent
   | { readonly _tag: "Wakeup"; readonly wakeup: TaskManager.Wakeup }
+  | { readonly _tag: "Shutdown" }
+  | { readonly _tag: "HoldExpired"; readonly partition: number }
 
 /** A task's batch ended (its outcome applied): its exit is the run's failure when it failed. */
 interface Processed<E> {
@@ -48,6 +50,9 @@ interface Processed<E> {
   readonly partition: number
   readonly exit: Exit.Exit<void, RunnerError | E>
 }
+
+/** The longest a fetched batch of a busy task holds kafkajs's next fetch (see `held` in `run`). */
+const fetchHold = Duration.millis(50)
 
 export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
@@ -67,11 +72,15 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 
     const handle = (event: LoopEvent | Processed<E>): Effect.Effect<void, RunnerError | E> => {
       switch (event._tag) {
+        case "Shutdown":
+          return Effect.void
+        case "HoldExpired":
+          return release(event.partition)
         case "Crashed":
           return Effect.fail(event.error)
         case "Rebalancing":
           // The tasks commit what finished (within revocationGrace), then kafkajs rejoins.
-          return Effect.zipRight(manager.revokeAll, consumer.revoked)
+          return Effect.zipRight(Effect.zipRight(releaseAll, manager.revokeAll), consumer.revoked)
         case "Assigned":
           return manager.assign(
             event.generation,
@@ -86,7 +95,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             buffer.completeProcessed()
             // A failure its task could not take (failure isolation "run", a fatal error) ends the run.
             if (Exit.isFailure(event.exit) && !Cause.isInterruptedOnly(event.exit.cause)) return Effect.failCause(event.exit.cause)
-            return unthrottle(event.partition)
+            return Effect.zipRight(release(event.partition), unthrottle(event.partition))
           })
         case "Wakeup":
           switch (event.wakeup) {
@@ -108,9 +117,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             case "Accepted": {
               // The records are buffered: kafkajs fetches on (its fetcher waits for every batch of a
               // fetch), and this partition pauses once its buffer holds a task's share of a poll.
-              batch.complete("Buffered")
               updateLag(batch.topic, batch.partition, batch.highWatermark, batch.records[0]?.offset ?? batch.nextOffset)
-              return throttle(batch.topic, batch.partition)
+              return Effect.zipRight(hold(batch), throttle(batch.topic, batch.partition))
             }
             case "Stale":
               return Effect.sync(() => batch.complete("Dropped"))
@@ -122,31 +130,31 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       }
     }
 
-    /** The events ready now, or (with nothing to do) the next one: an event, a wakeup or the shutdown. */
+    /**
+     * Everything the loop reacts to, in one queue: the consumer's events and the
+     * task manager's wakeups (forwarded as they come), the tasks' ended batches and
+     * the shutdown. One queue, so waiting for the next event forks no fiber.
+     */
+    const inbox = yield* Queue.unbounded<LoopEvent | Processed<E>>()
+    yield* Effect.forkScoped(Effect.forever(
+      Effect.flatMap(Queue.takeBetween(consumer.events, 1, Number.MAX_SAFE_INTEGER), (events) => Queue.offerAll(inbox, events))
+    ))
+    yield* Effect.forkScoped(Effect.forever(
+      Effect.flatMap(
+        Queue.takeBetween(manager.wakeups, 1, Number.MAX_SAFE_INTEGER),
+        (wakeups) => Queue.offerAll(inbox, Chunk.map(wakeups, (wakeup) => ({ _tag: "Wakeup" as const, wakeup })))
+      )
+    ))
+
+    /** The events ready now, or (with nothing to do) the next one and any that came with it. */
     const nextEvents: Effect.Effect<ReadonlyArray<LoopEvent | Processed<E>>> = Effect.gen(function*() {
-      const ready = (): Effect.Effect<ReadonlyArray<LoopEvent | Processed<E>>> =>
-        Effect.map(
-          Effect.all([Queue.takeAll(consumer.events), Queue.takeAll(manager.wakeups), Queue.takeAll(processed)]),
-          ([events, wakeups, ended]): ReadonlyArray<LoopEvent | Processed<E>> => [
-            ...Chunk.toReadonlyArray(ended),
-            ...Chunk.toReadonlyArray(events),
-            ...Chunk.toReadonlyArray(wakeups).map((wakeup) => ({ _tag: "Wakeup" as const, wakeup }))
-          ]
-        )
-      if (dispatchable().length > 0 || manager.hasDueStart()) return yield* ready()
-      const first = yield* Effect.raceAll<Effect.Effect<Option.Option<LoopEvent | Processed<E>>>>([
-        Effect.map(Queue.take(consumer.events), Option.some),
-        Effect.map(Queue.take(manager.wakeups), (wakeup) => Option.some({ _tag: "Wakeup" as const, wakeup })),
-        Effect.map(Queue.take(processed), Option.some),
-        Effect.as(Deferred.await(shutdown), Option.none())
-      ])
-      return [...Option.toArray(first), ...(yield* ready())]
+      if (dispatchable().length > 0 || manager.hasDueStart()) return Chunk.toReadonlyArray(yield* Queue.takeAll(inbox))
+      const first = yield* Queue.take(inbox)
+      return [first, ...Chunk.toReadonlyArray(yield* Queue.takeAll(inbox))]
     })
 
     /** The tasks processing a batch, by partition: a task runs one batch at a time. */
     const inFlight = new Set<number>()
-    /** Batches that ended, for the loop. */
-    const processed = yield* Queue.unbounded<Processed<E>>()
     /** Where the tasks' batches run: beside the loop, which waits for them before it ends. */
     const batches = yield* FiberSet.make<void>()
     /** Input partitions paused because their buffer is full. */
@@ -182,9 +190,70 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         return consumer.resume(resumed)
       })
 
+    /**
+     * Fetched batches of tasks with a batch in flight, held from kafkajs until that
+     * batch ends or `fetchHold` passes: kafkajs's next fetch waits for every batch of
+     * a fetch, so at low rates a busy task's records come in one fetch per
+     * transaction, as from a poll loop, not one or two records a fetch (each fetch
+     * costs this process and the broker). A task that is slow or retrying delays
+     * the other partitions' fetches by at most `fetchHold`; an idle task's batch is
+     * released at once.
+     */
+    const held = new Map<number, Array<Consumer.PartitionBatch>>()
+    const holdTimers = yield* FiberMap.make<number>()
+    const hold = (batch: Consumer.PartitionBatch): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (!inFlight.has(batch.partition)) return Effect.sync(() => batch.complete("Buffered"))
+        const batches = held.get(batch.partition)
+        if (batches !== undefined) return Effect.sync(() => batches.push(batch))
+        held.set(batch.partition, [batch])
+        return FiberMap.run(
+          holdTimers,
+          batch.partition,
+          Effect.zipRight(Effect.sleep(fetchHold), Queue.offer(inbox, { _tag: "HoldExpired", partition: batch.partition }))
+        ).pipe(Effect.asVoid)
+      })
+    /** Lets kafkajs go on past the held batches of task `partition`. */
+    const release = (partition: number): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const batches = held.get(partition)
+        if (batches === undefined) return Effect.void
+        held.delete(partition)
+        for (const batch of batches) batch.complete("Buffered")
+        return FiberMap.remove(holdTimers, partition)
+      })
+    const releaseAll: Effect.Effect<void> = Effect.suspend(() => Effect.forEach([...held.keys()], release, { discard: true }))
+
     /** Running tasks with records waiting and no batch in flight. */
     const dispatchable = (): ReadonlyArray<number> =>
       [...buffer.waiting()].filter((partition) => !inFlight.has(partition) && Option.isSome(manager.task(partition)))
+
+    /** The runner's scope: where the rebalance watchers run. */
+    const runScope = yield* Effect.scope
+    /** The next rebalance, and the grace period its batches get once it (or the shutdown) begins. */
+    let watched: {
+      readonly rebalance: Deferred.Deferred<void>
+      readonly grace: Deferred.Deferred<Duration.Duration>
+      readonly stop: Effect.Effect<void>
+    } | undefined
+    /**
+     * Completes when running handlers must be interrupted: they get a grace period
+     * once a revocation (`revocationGrace`) or the shutdown (`shutdownGrace`)
+     * begins, whichever comes first. One watcher fiber per rebalance, ended by it;
+     * the batches share its `Deferred` rather than race the two of their own.
+     */
+    const stopSignal: Effect.Effect<Effect.Effect<void>> = Effect.gen(function*() {
+      const rebalance = yield* consumer.nextRebalance
+      if (watched?.rebalance === rebalance) return watched.stop
+      const grace = yield* Deferred.make<Duration.Duration>()
+      if (yield* Deferred.isDone(shutdown)) yield* Deferred.succeed(grace, config.shutdownGrace)
+      yield* Deferred.await(rebalance).pipe(
+        Effect.zipRight(Deferred.succeed(grace, config.revocationGrace)),
+        Effect.forkIn(runScope)
+      )
+      watched = { rebalance, grace, stop: Effect.flatMap(Deferred.await(grace), Effect.sleep) }
+      return watched.stop
+    })
 
     const pollAttributes = { "skein.application_id": config.applicationId, "skein.transformer": transformer.name }
     /**
@@ -195,12 +264,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const dispatch = Effect.gen(function*() {
       const ready = dispatchable()
       if (ready.length === 0) return
-      // Running handlers get a grace period once a revocation or a shutdown begins.
-      const rebalance = yield* consumer.nextRebalance
-      const stop = Effect.raceFirst(
-        Effect.zipRight(Deferred.await(rebalance), Effect.sleep(config.revocationGrace)),
-        Effect.zipRight(Deferred.await(shutdown), Effect.sleep(config.shutdownGrace))
-      )
+      const stop = yield* stopSignal
       const max = share()
       let total = 0
       for (const partition of ready) {
@@ -248,7 +312,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           work.pipe(
             Effect.exit,
             Effect.tap(() => Effect.map(Clock.currentTimeMillis, (now) => stats.observeBatchLatency(now - started))),
-            Effect.flatMap((exit) => Queue.offer(processed, { _tag: "Processed", partition, exit })),
+            Effect.flatMap((exit) => Queue.offer(inbox, { _tag: "Processed", partition, exit })),
             Effect.asVoid
           )
         )
@@ -267,7 +331,11 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       }
       // Stopping: the batches in flight get shutdownGrace, commit what finished, and end; then
       // kafkajs need not wait for a revocation before it rejoins (it is about to leave).
-      while (inFlight.size > 0) yield* handle(yield* Queue.take(processed))
+      while (inFlight.size > 0) {
+        const event = yield* Queue.take(inbox)
+        if (event._tag === "Processed") yield* handle(event)
+      }
+      yield* releaseAll
       yield* consumer.stopped
     })
 
@@ -280,6 +348,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         Effect.gen(function*() {
           yield* stats.setPhase("stopping")
           yield* Deferred.succeed(shutdown, undefined)
+          if (watched !== undefined) yield* Deferred.succeed(watched.grace, config.shutdownGrace)
+          yield* Queue.offer(inbox, { _tag: "Shutdown" })
           const stopped = yield* Fiber.await(fiber).pipe(
             Effect.timeout(Duration.sum(config.shutdownGrace, Duration.seconds(60))),
             Effect.option
