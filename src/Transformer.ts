@@ -18,6 +18,7 @@ import type {
   StoredStateInvalid,
   TaskMigrated
 } from "./SkeinError.ts"
+import type * as Timer from "./Timer.ts"
 import * as Topic from "./Topic.ts"
 
 /**
@@ -182,6 +183,14 @@ export interface Result<S> {
    * @since 0.4.0
    */
   readonly others?: ReadonlyArray<KeyChange<S>>
+  /**
+   * Schedules or cancels timers of the record's state key (of the timer's,
+   * from `onTimer`), committed in the same transaction: only for a
+   * transformer with `onTimer` (see `Timer`).
+   *
+   * @since 0.4.0
+   */
+  readonly timers?: ReadonlyArray<Timer.Change>
 }
 
 /**
@@ -248,6 +257,23 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
    * @since 0.4.0
    */
   readonly sharedState?: boolean
+  /**
+   * Runs when a timer of a state key is due (see `Timer`): receives the timer
+   * and the key's state, and returns outputs, a state change and timer
+   * changes for that key, committed in the task's transaction. Its errors go
+   * through `rules` as a record's do (a dead-lettered timer's copy has the
+   * state key as key, the timer as JSON value and `skein.error.part: timer`).
+   * A transformer with timers runs its records one after the other per
+   * partition.
+   *
+   * @since 0.4.0
+   */
+  readonly onTimer?: (
+    timer: Timer.Fired,
+    state: Option.Option<S>,
+    /** Always given by the runtime; read it only when `sharedState` is set. */
+    task?: TaskState<S>
+  ) => Effect.Effect<Result<S>, E | RuntimeError, R>
   /** What happens when the transform fails with one of its errors; unmatched errors are fatal. */
   readonly rules: ReadonlyArray<Rule<E>>
   /**
@@ -354,6 +380,13 @@ export const make = <const Inputs extends ReadonlyArray<Topic.Any>, S, SI, E = n
    */
   readonly stateKey?: (record: RecordOf<Inputs>) => string
   readonly transform: (record: RecordOf<Inputs>, state: Option.Option<S>) => Effect.Effect<Result<S>, E, R>
+  /**
+   * Runs when a timer the transform (or `onTimer`) scheduled is due, with
+   * the state of the timer's key (see `Timer`).
+   *
+   * @since 0.4.0
+   */
+  readonly onTimer?: ((timer: Timer.Fired, state: Option.Option<S>) => Effect.Effect<Result<S>, E, R>) | undefined
   readonly rules?: ReadonlyArray<Rule<NoInfer<E>>>
 }): Transformer<Inputs, S, E, R> => ({
   name: options.name,
@@ -361,6 +394,7 @@ export const make = <const Inputs extends ReadonlyArray<Topic.Any>, S, SI, E = n
   state: Option.some(Topic.json(options.state)),
   stateKey: options.stateKey ?? defaultStateKey,
   transform: options.transform,
+  ...(options.onTimer === undefined ? {} : { onTimer: options.onTimer }),
   rules: options.rules ?? []
 })
 

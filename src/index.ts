@@ -58,3 +58,5 @@ export * as SlidingWindows from "./SlidingWindows.ts"
 export * as TimeWindowedKStream from "./TimeWindowedKStream.ts"
 /** @since 0.4.0 */
 export * as Windowed from "./Windowed.ts"
+/** @since 0.4.0 */
+export * as Timer from "./Timer.ts"

@@ -42,6 +42,7 @@ import type { LocalStores } from "./LocalStores.ts"
 import { makeStateCache } from "./StateCache.ts"
 import type { StateCache } from "./StateCache.ts"
 import * as StateStore from "./StateStore.ts"
+import * as Timers from "./timers.ts"
 import * as RunStore from "./workflow/RunStore.ts"
 
 /** Decoded states a task keeps in memory, on top of its store. */
@@ -60,6 +61,8 @@ export interface Task<P extends number = number> {
   readonly store: Option.Option<StateStore.StateStore<P>>
   /** The store's committed states, decoded. */
   readonly cache: StateCache
+  /** The task's committed timers and stream time (a transformer with `onTimer`), read at its first batch. */
+  readonly timers: Timers.TimerTable
   /** How the store was restored (`None`: a stateless transformer). */
   readonly restore: Option.Option<Restore>
   /** The task's run store (a durable workflow), restored before its first record. */
@@ -345,6 +348,7 @@ export const make = <P extends number>(context: TaskContext, partition: P): Effe
       delivery,
       store,
       cache: makeStateCache(stateCacheCapacity),
+      timers: Timers.makeTable(),
       restore: Option.map(stateful, ({ restore }) => restore),
       runs,
       stored: (position, checkpointLag) => {
@@ -439,7 +443,12 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
 ): Effect.Effect<Outcome<E>, never, R> => {
   const processed: Effect.Effect<Outcome<E>, never, R> = Effect.gen(function*() {
     const partition = task.partition
-    const result = yield* Batch.run(transformer, task.store, slices, { ...options, cache: task.cache }).pipe(
+    const result = yield* Batch.run(transformer, task.store, slices, {
+      ...options,
+      cache: task.cache,
+      partition,
+      timers: task.timers
+    }).pipe(
       Effect.locally(RunStore.current, task.runs)
     )
     yield* Effect.annotateCurrentSpan({
@@ -449,7 +458,8 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
       "skein.retries": result.retries
     })
     options.onRetries(result.retries)
-    if (result.processed > 0) {
+    // Records kept, or (a batch of due timers) timers fired or stream time moved: a commit.
+    if (result.processed > 0 || result.taskWrites.length > 0) {
       const changelogRecords = Option.match(options.changelog, {
         onNone: () => [],
         onSome: (topic) => result.writes.map((w) => ({ topic, partition, key: w.key, value: w.value }))
@@ -477,6 +487,7 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
           ),
           Effect.tap(() => {
             for (const [key, state] of result.states) task.cache.set(key, state)
+            Timers.commit(task.timers, result.taskWrites)
           }),
           Effect.tap(() => options.onCommitted({ result, offsets })),
           Effect.withSpan("skein.commit", {

@@ -29,7 +29,7 @@
  *
  * @internal
  */
-import { Cause, Clock, Duration, Effect, Exit, FiberMap, Option, Queue, Schedule, Scope } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, FiberHandle, FiberMap, Option, Queue, Schedule, Scope } from "effect"
 import type { SkeinConfig } from "../SkeinConfig.ts"
 import type { KafkaError, RunnerError } from "../SkeinError.ts"
 import { DeliveryFailed, OffsetOutOfRange } from "../SkeinError.ts"
@@ -45,15 +45,18 @@ import type { Standbys } from "./Standbys.ts"
 import * as StoreCleanup from "./StoreCleanup.ts"
 import { describe } from "./errorText.ts"
 import * as Task from "./Task.ts"
+import * as Timers from "./timers.ts"
 
 /** The task manager's batch lock, by name: its permits are `BatchLockHeld<TasksLock>`. */
 type TasksLock = "tasks"
 
 /**
- * Why the runner's loop should look again: a task start fell due, acknowledged
- * offsets are due a commit, or the kept stores are due a sweep.
+ * Why the runner's loop should look again: a task start fell due, a task
+ * started or its wall-clock timers are due (a transformer with timers: a
+ * task reads them at its first batch, records or not), acknowledged offsets
+ * are due a commit, or the kept stores are due a sweep.
  */
-export type Wakeup = "TaskDue" | "CommitDue" | "CleanupDue"
+export type Wakeup = "TaskDue" | "TaskStarted" | "TimersDue" | "CommitDue" | "CleanupDue"
 
 export interface TaskManager {
   readonly wakeups: Queue.Dequeue<Wakeup>
@@ -61,6 +64,14 @@ export interface TaskManager {
   readonly task: (partition: number) => Option.Option<Task.Task>
   /** How many tasks are running. */
   readonly runningCount: () => number
+  /** The running tasks (for the runner's timers: which task has timers due). */
+  readonly runningTasks: () => Iterable<Task.Task>
+  /**
+   * A transformer with timers: a `TimersDue` wakeup at the earliest time a
+   * running task that is not `busy` needs a batch for its timers
+   * (`Timers.wakeAt`), replacing the one armed before.
+   */
+  readonly armTimers: (busy: (partition: number) => boolean) => Effect.Effect<void>
   /** The group generation of the current assignment. */
   readonly generation: () => number
   /** True when a partition's task is due to start, or a start failed for the run. */
@@ -153,6 +164,9 @@ export const make = (options: {
     /** At-least-once: acknowledged work whose offsets are not committed yet. */
     const uncommitted = new Map<string, PartitionOffset>()
     let generation = -1
+    /** The wakeup for the tasks' timers, and the time it is armed for. */
+    const timerWakeup = yield* FiberHandle.make<void>()
+    let timersArmedAt: number | undefined = undefined
     /** The partitions of the current assignment, stopped ones included. */
     let assignment: ReadonlySet<number> = new Set()
 
@@ -327,7 +341,7 @@ export const make = (options: {
                   }),
                   Scope.close(scope, exit)
                 )
-                : Effect.void
+                : Queue.offer(wakeups, "TaskStarted")
             )
           )
         )
@@ -398,6 +412,25 @@ export const make = (options: {
       wakeups,
       task: (partition) => Option.fromNullable(running.get(partition)),
       runningCount: () => running.size,
+      runningTasks: () => running.values(),
+      armTimers: (busy) =>
+        Effect.gen(function*() {
+          let earliest = Number.POSITIVE_INFINITY
+          for (const task of running.values()) if (!busy(task.partition)) earliest = Math.min(earliest, Timers.wakeAt(task.timers))
+          if (earliest === timersArmedAt) return
+          timersArmedAt = earliest
+          if (earliest === Number.POSITIVE_INFINITY) return yield* FiberHandle.clear(timerWakeup)
+          const delay = Math.max(0, earliest - (yield* Clock.currentTimeMillis))
+          yield* FiberHandle.run(
+            timerWakeup,
+            Effect.sleep(delay).pipe(
+              Effect.zipRight(Effect.sync(() => {
+                timersArmedAt = undefined
+              })),
+              Effect.zipRight(Queue.offer(wakeups, "TimersDue"))
+            )
+          )
+        }),
       generation: () => generation,
       hasDueStart: () => due.length > 0 || startFailures.length > 0,
       assign: (next, partitions, standbyPartitions = []) =>

@@ -10,7 +10,7 @@
  *
  * @internal
  */
-import { Cause, Duration, Effect, Either, Exit, identity, Option, Schema } from "effect"
+import { Cause, Clock, Duration, Effect, Either, Exit, identity, Option, Schema } from "effect"
 import type { ParseResult } from "effect"
 import type { Semaphore } from "effect/Effect"
 import type { KafkaError } from "../SkeinError.ts"
@@ -23,6 +23,7 @@ import {
   StateStoreError,
   StoredStateInvalid
 } from "../SkeinError.ts"
+import type * as Timer from "../Timer.ts"
 import type * as Topic from "../Topic.ts"
 import type { RecordOf, Result, TaskState, Transformer } from "../Transformer.ts"
 import * as Cut from "./cut.ts"
@@ -39,6 +40,7 @@ import type { StateCache } from "./StateCache.ts"
 import * as StateCopy from "./stateCopy.ts"
 import * as StateKeyCheck from "./StateKeyCheck.ts"
 import type { StateStore, StoreWrite } from "./StateStore.ts"
+import * as Timers from "./timers.ts"
 import * as Tracing from "./tracing.ts"
 
 /** The records of one input partition in a poll. */
@@ -82,6 +84,12 @@ export interface Options {
   readonly cache: StateCache
   /** Warns about state keys that span input partitions (`checkStateKeys`); unset: no check. */
   readonly stateKeys?: StateKeyCheck.StateKeyCheck | undefined
+  /** The task's partition (a batch of due timers has no slices to name it). */
+  readonly partition?: number | undefined
+  /** The task's committed timers (a transformer with `onTimer`): loaded, fired and changed by the batch. */
+  readonly timers?: Timers.TimerTable | undefined
+  /** Moves the task's stream time to this time first (`TestDriver.advanceStreamTime`). */
+  readonly advanceStreamTime?: number | undefined
 }
 
 export interface TaskBatchResult<E> {
@@ -98,6 +106,10 @@ export interface TaskBatchResult<E> {
   readonly deadLettered: number
   /** The runs (execution ids) of the kept records a rule skipped or dead-lettered: their steps are deleted after the commit. */
   readonly disposedRuns: ReadonlyArray<string>
+  /** The kept writes to the task's timers and stream time (also in `writes`), for its timer table once committed. */
+  readonly taskWrites: ReadonlyArray<Timers.Write>
+  /** Timers fired by the kept units. */
+  readonly fired: number
   readonly retries: number
   /** True when `maxDuration` passed before every record started: the rest continues in the next batch. */
   readonly timedOut: boolean
@@ -133,6 +145,8 @@ interface Attempt<S> {
   readonly encoded: string | null | undefined
   /** Changes to other state keys of the task (`Result.others`), each checked as `encoded` is. */
   readonly others?: ReadonlyArray<Cut.OtherChange<S>> | undefined
+  /** Changes to the timers of the unit's state key (`Result.timers`), checked. */
+  readonly timers?: ReadonlyArray<Timer.Change> | undefined
 }
 
 /** Decodes a slice's records with their topic's Schemas and computes their state keys. */
@@ -140,7 +154,8 @@ const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
   topic: Topic.Any,
   slice: Slice,
-  stateKeys: StateKeyCheck.StateKeyCheck | undefined
+  stateKeys: StateKeyCheck.StateKeyCheck | undefined,
+  timed: boolean
 ): Array<Entry<Inputs>> => {
   const entries: Array<Entry<Inputs>> = []
   for (const record of slice.records) {
@@ -159,7 +174,7 @@ const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       rawHeaders: headerPairs(record.rawHeaders),
       timestamp: record.timestamp
     } as RecordOf<Inputs>
-    entries.push(readyEntry(transformer, record, value, stateKeys))
+    entries.push(readyEntry(transformer, record, value, stateKeys, timed))
   }
   return entries
 }
@@ -169,12 +184,20 @@ const readyEntry = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
   record: FetchedRecord,
   decoded: RecordOf<Inputs>,
-  stateKeys: StateKeyCheck.StateKeyCheck | undefined
+  stateKeys: StateKeyCheck.StateKeyCheck | undefined,
+  timed: boolean
 ): Entry<Inputs> => {
   let stateKey: string
   try {
     stateKey = transformer.stateKey(decoded)
   } catch (defect) {
+    return { _tag: "KeyDefect", record, defect }
+  }
+  if (timed && Timers.isReserved(stateKey)) {
+    const defect = new Error(
+      `${transformer.name}: the state key of ${record.topic}/${record.partition}@${record.offset} starts with ` +
+        `"\\u0000skein.", which Skein reserves for a task's timers: give stateKey another prefix`
+    )
     return { _tag: "KeyDefect", record, defect }
   }
   StateKeyCheck.observe(stateKeys, stateKey, record.partition)
@@ -235,12 +258,18 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const propagate = Tracing.propagates(yield* Effect.tracer)
     const batchSpan = Option.getOrUndefined(yield* Effect.option(Effect.currentSpan))
     const batchLinks = batchSpan === undefined ? [] : [Tracing.linkTo(batchSpan)]
+    const onTimer = transformer.onTimer
+    const timed = onTimer !== undefined
+    /** The batch's timers once loaded (a transformer with `onTimer`). */
+    let pending: Timers.Pending | undefined = undefined
+    /** Timers fired as the batch began, before its records. */
+    const before: Array<Cut.Done<S>> = []
 
     const lanesPerSlice = slices.map((slice) => {
       const topic = topics.get(slice.topic)
-      // A transformer sharing its task's state across keys runs its records one after the other.
-      const concurrent = topic !== undefined && topic.keyConcurrency && transformer.sharedState !== true
-      return topic === undefined ? [] : lanesOf<Inputs, S>(decodeSlice(transformer, topic, slice, options.stateKeys), concurrent)
+      // A transformer sharing its task's state across keys (or with timers) runs its records one after the other.
+      const concurrent = topic !== undefined && topic.keyConcurrency && transformer.sharedState !== true && !timed
+      return topic === undefined ? [] : lanesOf<Inputs, S>(decodeSlice(transformer, topic, slice, options.stateKeys, timed), concurrent)
     })
     yield* StateKeyCheck.logSplits(options.stateKeys, transformer.name)
 
@@ -281,7 +310,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     }
 
     /** Other state keys of the task, as the batch's finished records left them (a private copy each). */
-    const taskPartition = slices[0]?.partition ?? 0
+    const taskPartition = options.partition ?? slices[0]?.partition ?? 0
     const taskState: TaskState<S> = {
       get: (stateKey) => {
         const known = knownState(stateKey)
@@ -353,19 +382,42 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const call = Effect.suspend(() => {
         const copy = copyState(state)
         if (Either.isLeft(copy)) return Effect.fail(new EncodeError({ topic: stateCodecName, cause: copy.left }))
-        return Effect.flatMap(transformer.transform(decoded, copy.right, taskState), (result): Effect.Effect<A, unknown> => {
-          const change = changeOf(result)
-          const stored = storedForm(change, stateKey, source)
-          if (Either.isLeft(stored)) return Either.left(stored.left)
-          const others = othersOf(result, source)
-          if (Either.isLeft(others)) return Either.left(others.left)
-          const encoded = Outputs.encode(result.emit ?? [], options.messageLimits, options.partitionCounts, source, trace)
-          return Either.isEither(encoded)
-            ? Either.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right, others: others.right }))
-            : Effect.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right, others: others.right }))
-        })
+        return Effect.flatMap(
+          transformer.transform(decoded, copy.right, taskState),
+          (result): Effect.Effect<A, unknown> => settle(result, stateKey, source, trace, then)
+        )
       })
       return Option.isSome(options.permits) ? options.permits.value.withPermits(1)(call) : call
+    }
+
+    /** A transform's (or `onTimer`'s) result, checked and encoded, ending in `then`. */
+    const settle = <A>(
+      result: Result<S>,
+      stateKey: string,
+      source: FetchedRecord,
+      trace: Tracing.TraceHeaders | undefined,
+      then: (attempt: Attempt<S>) => A
+    ): Effect.Effect<A, unknown> => {
+      const change = changeOf(result)
+      const stored = storedForm(change, stateKey, source)
+      if (Either.isLeft(stored)) return Either.left(stored.left)
+      const others = othersOf(result, source)
+      if (Either.isLeft(others)) return Either.left(others.left)
+      const timers = result.timers
+      if (timers !== undefined && timers.length > 0) {
+        if (!timed) {
+          return Effect.dieMessage(
+            `${transformer.name}: a result schedules timers, but the transformer has no onTimer to run them: ` +
+              "give it one (Transformer.make({ ..., onTimer }))"
+          )
+        }
+        const invalid = Timers.invalidChange(timers)
+        if (invalid !== undefined) return Effect.dieMessage(`${transformer.name}: ${invalid}`)
+      }
+      const encoded = Outputs.encode(result.emit ?? [], options.messageLimits, options.partitionCounts, source, trace)
+      return Either.isEither(encoded)
+        ? Either.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right, others: others.right, timers }))
+        : Effect.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right, others: others.right, timers }))
     }
 
     const finish = (
@@ -385,9 +437,16 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         encoded: finished.encoded,
         others: finished.others,
         disposition,
-        run
+        run,
+        taskWrites: timerWrites(stateKey, finished)
       }
     }
+
+    /** The writes of a unit's timer changes (none without timers). */
+    const timerWrites = (stateKey: string, finished: Attempt<S>): Array<Timers.Write> | undefined =>
+      finished.timers === undefined || finished.timers.length === 0 || pending === undefined
+        ? undefined
+        : pending.apply(stateKey, finished.timers)
 
     /** The run of a record a rule disposed of (a durable workflow's), whose steps are deleted once that commits. */
     const runOf = transformer.runStore?.runOf
@@ -494,6 +553,158 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 
     const processAt = (entry: Entry<Inputs>) => propagate ? tracedEntry(entry) : processEntry(entry, undefined)
 
+    /**
+     * A due timer: it is removed, then `onTimer` runs on its key's state under
+     * the transformer's rules, as a record's transform does. Its outputs are
+     * stamped with `time` (the clock's time it fired at).
+     */
+    const fire = (timers: Timers.Pending, entry: Timers.Entry, time: number): Effect.Effect<Cut.Done<S>, unknown, R> =>
+      Effect.suspend(() => {
+        if (onTimer === undefined) return Effect.dieMessage("Skein invariant broken: a timer fired without onTimer")
+        const removal = timers.remove(entry)
+        const fired: Timer.Fired = { key: entry.key, name: entry.name, domain: entry.domain, at: entry.at, time }
+        // The timer as a source record: for its outputs' timestamp, errors naming their source, and a dead letter.
+        const source: FetchedRecord = {
+          topic: `${transformer.name} timer ${entry.name}`,
+          partition: taskPartition,
+          offset: -1,
+          key: Buffer.from(entry.key, "utf8"),
+          value: Buffer.from(JSON.stringify({ name: entry.name, domain: entry.domain, at: entry.at, time }), "utf8"),
+          headers: {},
+          rawHeaders: {},
+          timestamp: time
+        }
+        const call = (state: Option.Option<S>) =>
+          Effect.suspend(() => {
+            const copy = copyState(state)
+            if (Either.isLeft(copy)) return Effect.fail(new EncodeError({ topic: stateCodecName, cause: copy.left }))
+            return Effect.flatMap(onTimer(fired, copy.right, taskState), (result) => settle(result, entry.key, source, undefined, identity))
+          })
+        const attemptTimer = (state: Option.Option<S>) =>
+          Option.isSome(options.permits) ? options.permits.value.withPermits(1)(call(state)) : call(state)
+        const done = (finished: Attempt<S>, disposition: Cut.Done<S>["disposition"]): Cut.Done<S> => {
+          if (finished.change !== undefined) states.set(entry.key, finished.change)
+          if (finished.others !== undefined) for (const other of finished.others) states.set(other.key, other.change)
+          return {
+            offset: -1,
+            stateKey: entry.key,
+            outputs: finished.outputs,
+            change: finished.change,
+            encoded: finished.encoded,
+            others: finished.others,
+            disposition,
+            taskWrites: [removal, ...(timerWrites(entry.key, finished) ?? [])],
+            fired: 1
+          }
+        }
+        const nothing: Attempt<S> = { outputs: [], change: undefined, encoded: undefined }
+        const what = `timer "${entry.name}" of key ${entry.key} (${entry.domain} ${entry.at})`
+        const known = knownState(entry.key)
+        const state = known === undefined ? readState(entry.key, taskPartition) : Effect.succeed(known)
+        return Effect.flatMap(state, (state) => {
+          const attempted = Effect.map(attemptTimer(state), (finished) => done(finished, "processed"))
+          if (transformer.rules.length === 0) return attempted
+          return Effect.catchAll(attempted, (failed) =>
+            Effect.flatMap(
+              Rules.recover(transformer.rules, failed, () => attemptTimer(state), {
+                hasDeadLetterTopic: Option.isSome(options.deadLetterTopic),
+                onRetry: () => {
+                  retries++
+                }
+              }),
+              (ruled): Effect.Effect<Cut.Done<S>, unknown> => {
+                switch (ruled._tag) {
+                  case "Succeeded":
+                    return Effect.succeed(done(ruled.value, "processed"))
+                  case "Skipped":
+                    return Effect.as(Effect.logWarning(`skipped ${what}: ${describe(ruled.error)}`), done(nothing, "skipped"))
+                  case "DeadLettered":
+                    return Option.match(options.deadLetterTopic, {
+                      onNone: () => Effect.fail(ruled.error),
+                      onSome: (dlq) =>
+                        Effect.map(options.messageLimits.lookup(dlq), (limit) => {
+                          const letter = deadLetter(dlq, source, { message: describe(ruled.error), part: "timer" }, limit)
+                          return done({ ...nothing, outputs: [letter] }, "deadLettered")
+                        })
+                    })
+                }
+              }
+            ))
+        })
+      })
+
+    /** Fires the due timers still scheduled as they were, one after the other, each into `into` once finished. */
+    const fireDue = (
+      timers: Timers.Pending,
+      due: ReadonlyArray<Timers.Entry>,
+      time: number,
+      into: Array<Cut.Done<S>>
+    ): Effect.Effect<void, unknown, R> =>
+      Effect.forEach(
+        due,
+        (entry) =>
+          timers.current(entry)
+            ? Effect.map(fire(timers, entry, time), (done) => {
+              into.push(done)
+            })
+            : Effect.void,
+        { discard: true }
+      )
+
+    /**
+     * After a record: its timestamp moves the task's stream time, and the
+     * stream-time timers it makes due fire, in the record's unit (kept and
+     * committed with it).
+     */
+    const afterRecord = (entry: Entry<Inputs>, done: Cut.Done<S>): Effect.Effect<Cut.Done<S>, unknown, R> => {
+      if (pending === undefined || entry._tag !== "Ready") return Effect.succeed(done)
+      const timers = pending
+      const advanced = timers.advance(entry.record.timestamp)
+      if (advanced === undefined) return Effect.succeed(done)
+      const taskWrites = [...(done.taskWrites ?? []), advanced]
+      const due = timers.due("stream-time", timers.streamTime)
+      if (due.length === 0) return Effect.succeed({ ...done, taskWrites })
+      const fires: Array<Cut.Done<S>> = []
+      return Effect.as(fireDue(timers, due, timers.streamTime, fires), fires).pipe(Effect.map((fires) => {
+        const outputs = [...done.outputs]
+        const others = [...(done.others ?? [])]
+        for (const f of fires) {
+          for (const output of f.outputs) outputs.push(output)
+          if (f.change !== undefined) others.push({ key: f.stateKey, change: f.change, encoded: f.encoded })
+          if (f.others !== undefined) for (const other of f.others) others.push(other)
+          if (f.taskWrites !== undefined) for (const write of f.taskWrites) taskWrites.push(write)
+        }
+        return { ...done, outputs, others, taskWrites, fired: (done.fired ?? 0) + fires.length }
+      }))
+    }
+
+    const processUnit = timed ? (entry: Entry<Inputs>) => Effect.flatMap(processAt(entry), (done) => afterRecord(entry, done)) : processAt
+
+    /**
+     * As the batch begins (a transformer with timers): the task's timers are
+     * read once, stream time moves by an explicit advance, and the timers due
+     * fire: stream-time ones left due (a batch cut short), then wall-clock
+     * ones due by the `Clock`.
+     */
+    const prelude: Effect.Effect<void, unknown, R> = !timed ? Effect.void : Effect.gen(function*() {
+      if (options.timers === undefined || Option.isNone(store)) {
+        return yield* Effect.dieMessage(
+          `${transformer.name} has onTimer but no state: timers are kept in the task's state store; give it a state ` +
+            "(Transformer.make)"
+        )
+      }
+      yield* Timers.load(options.timers, store.value, { transformer: transformer.name, partition: taskPartition })
+      const timers = new Timers.Pending(options.timers)
+      pending = timers
+      if (options.advanceStreamTime !== undefined) {
+        const advanced = timers.advance(options.advanceStreamTime)
+        if (advanced !== undefined) before.push({ offset: -1, stateKey: "", outputs: [], change: undefined, disposition: "processed", taskWrites: [advanced] })
+      }
+      yield* fireDue(timers, timers.due("stream-time", timers.streamTime), timers.streamTime, before)
+      const now = yield* Clock.currentTimeMillis
+      yield* fireDue(timers, timers.due("wall-clock", now), now, before)
+    })
+
     /** A lane's records in order: each finished record's continuation starts the next (one `flatMap` a record). */
     const runLane = (lane: Lane<Inputs, S>): Effect.Effect<void, unknown, R> => {
       const entries = lane.entries
@@ -502,9 +713,9 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const next = (done: Cut.Done<S>): Effect.Effect<void, unknown, R> => {
         lane.done.push(done)
         index++
-        return index < entries.length && !pastDeadline() ? Effect.flatMap(processAt(entries[index]!), next) : Effect.void
+        return index < entries.length && !pastDeadline() ? Effect.flatMap(processUnit(entries[index]!), next) : Effect.void
       }
-      return Effect.flatMap(Effect.suspend(() => processAt(entries[0]!)), next)
+      return Effect.flatMap(Effect.suspend(() => processUnit(entries[0]!)), next)
     }
 
     // The states this batch needs that are not cached: read from the store in one call.
@@ -526,7 +737,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         }))
 
     const work = Effect.zipRight(
-      prefetch,
+      Effect.zipRight(prelude, prefetch),
       Effect.forEach(
         lanesPerSlice,
         (lanes) =>
@@ -552,7 +763,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         endOffset: slice.endOffset,
         lanes: lanes.length === 0 ? [] : lanes
       }
-    }))
+    }), before)
 
     // Each kept change was encoded (and checked to read back) by the record that made it.
     const writes: Array<StoreWrite> = []
@@ -566,6 +777,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       skipped: kept.skipped,
       deadLettered: kept.deadLettered,
       disposedRuns: kept.disposedRuns,
+      taskWrites: kept.taskWrites,
+      fired: kept.fired,
       retries,
       timedOut,
       failure,

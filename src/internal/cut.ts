@@ -12,6 +12,7 @@
  */
 import type { Option } from "effect"
 import type { EncodedRecord } from "../Topic.ts"
+import type * as Timers from "./timers.ts"
 
 /** What a finished record produced. */
 export interface Done<S> {
@@ -27,6 +28,10 @@ export interface Done<S> {
   readonly others?: ReadonlyArray<OtherChange<S>> | undefined
   /** The run (execution id) of a skipped or dead-lettered record of a durable workflow: its steps are deleted. */
   readonly run?: string | undefined
+  /** Writes to the task's timers and stream time (a transformer with timers), applied after `others`. */
+  readonly taskWrites?: ReadonlyArray<Timers.Write> | undefined
+  /** Timers fired in this unit (after the record, or the timer itself). */
+  readonly fired?: number | undefined
 }
 
 /** A change to another state key of the task, as `Done.change` and `Done.encoded` are for the record's own. */
@@ -70,18 +75,50 @@ export interface Cut<S> {
   readonly deadLettered: number
   /** The runs of the kept records that were skipped or dead-lettered. */
   readonly disposedRuns: ReadonlyArray<string>
+  /** The kept writes to the task's timers and stream time, in order (also in `encoded`). */
+  readonly taskWrites: ReadonlyArray<Timers.Write>
+  /** Timers fired by the kept units. */
+  readonly fired: number
 }
 
-/** The cut of every slice, and what the kept records produced. */
-export const cut = <S>(slices: ReadonlyArray<SliceProgress<S>>): Cut<S> => {
+/**
+ * The cut of every slice, and what the kept units produced: first `before`
+ * (timers fired as the batch began, all finished ones kept), then the kept
+ * records of each slice.
+ */
+export const cut = <S>(slices: ReadonlyArray<SliceProgress<S>>, before: ReadonlyArray<Done<S>> = []): Cut<S> => {
   const outputs: Array<EncodedRecord> = []
   const states = new Map<string, Option.Option<S>>()
   const encoded = new Map<string, string | null>()
   const disposedRuns: Array<string> = []
   const cuts: Array<SliceCut> = []
+  const taskWrites: Array<Timers.Write> = []
   let processed = 0
   let skipped = 0
   let deadLettered = 0
+  let fired = 0
+  /** What a kept unit produced, but its counts. */
+  const keep = (done: Done<S>): void => {
+    for (const output of done.outputs) outputs.push(output)
+    if (done.change !== undefined) {
+      states.set(done.stateKey, done.change)
+      if (done.encoded !== undefined) encoded.set(done.stateKey, done.encoded)
+    }
+    if (done.others !== undefined) {
+      for (const other of done.others) {
+        states.set(other.key, other.change)
+        if (other.encoded !== undefined) encoded.set(other.key, other.encoded)
+      }
+    }
+    if (done.taskWrites !== undefined) {
+      for (const write of done.taskWrites) {
+        encoded.set(write.key, write.value)
+        taskWrites.push(write)
+      }
+    }
+    fired += done.fired ?? 0
+  }
+  for (const done of before) keep(done)
   for (const slice of slices) {
     let offset = slice.endOffset
     for (const lane of slice.lanes) {
@@ -91,17 +128,7 @@ export const cut = <S>(slices: ReadonlyArray<SliceProgress<S>>): Cut<S> => {
     for (const lane of slice.lanes) {
       for (const done of lane.done) {
         if (done.offset >= offset) break
-        for (const output of done.outputs) outputs.push(output)
-        if (done.change !== undefined) {
-          states.set(done.stateKey, done.change)
-          if (done.encoded !== undefined) encoded.set(done.stateKey, done.encoded)
-        }
-        if (done.others !== undefined) {
-          for (const other of done.others) {
-            states.set(other.key, other.change)
-            if (other.encoded !== undefined) encoded.set(other.key, other.encoded)
-          }
-        }
+        keep(done)
         processed++
         if (done.disposition === "skipped") skipped++
         else if (done.disposition === "deadLettered") deadLettered++
@@ -112,5 +139,5 @@ export const cut = <S>(slices: ReadonlyArray<SliceProgress<S>>): Cut<S> => {
     while (kept < slice.offsets.length && slice.offsets[kept]! < offset) kept++
     cuts.push({ offset, kept })
   }
-  return { outputs, states, encoded, cuts, processed, skipped, deadLettered, disposedRuns }
+  return { outputs, states, encoded, cuts, processed, skipped, deadLettered, disposedRuns, taskWrites, fired }
 }

@@ -33,6 +33,7 @@ import { makeStats } from "./RunnerStats.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 import * as Task from "./Task.ts"
 import type * as TaskManager from "./TaskManager.ts"
+import * as Timers from "./timers.ts"
 
 export { batchLatencyBounds, makeStats } from "./RunnerStats.ts"
 export type { RunnerPhase, RunnerStats } from "./RunnerStats.ts"
@@ -104,6 +105,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             case "CleanupDue":
               return manager.cleanStores
             case "TaskDue":
+            case "TaskStarted":
+            case "TimersDue":
               return Effect.void
           }
         case "Batch": {
@@ -224,9 +227,25 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       })
     const releaseAll: Effect.Effect<void> = Effect.suspend(() => Effect.forEach([...held.keys()], release, { discard: true }))
 
-    /** Running tasks with records waiting and no batch in flight. */
-    const dispatchable = (): ReadonlyArray<number> =>
-      [...buffer.waiting()].filter((partition) => !inFlight.has(partition) && Option.isSome(manager.task(partition)))
+    /** Running tasks with records waiting (or, a transformer with timers, timers due) and no batch in flight. */
+    const dispatchable = (): ReadonlyArray<number> => {
+      const ready = [...buffer.waiting()].filter((partition) => !inFlight.has(partition) && Option.isSome(manager.task(partition)))
+      if (!timed) return ready
+      const now = clock.unsafeCurrentTimeMillis()
+      const waiting = new Set(ready)
+      for (const task of manager.runningTasks()) {
+        if (!inFlight.has(task.partition) && !waiting.has(task.partition) && Timers.wakeAt(task.timers) <= now) ready.push(task.partition)
+      }
+      return ready
+    }
+
+    /**
+     * Timers (a transformer with `onTimer`): a task whose wall-clock timers are
+     * due gets a batch without records (it fires them, in its transaction);
+     * the task manager wakes the loop when the next is due.
+     */
+    const timed = transformer.onTimer !== undefined
+    const clock = yield* Effect.clock
 
     /** The runner's scope: where the rebalance watchers run. */
     const runScope = yield* Effect.scope
@@ -328,6 +347,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         // Forks the due starts (fence, restore) beside this loop: a restore holds up only its own partition.
         yield* manager.startDue
         if (!(yield* Deferred.isDone(shutdown))) yield* dispatch
+        if (timed) yield* manager.armTimers((partition) => inFlight.has(partition))
       }
       // Stopping: the batches in flight get shutdownGrace, commit what finished, and end; then
       // kafkajs need not wait for a revocation before it rejoins (it is about to leave).

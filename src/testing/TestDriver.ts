@@ -12,10 +12,11 @@
  *
  * @since 0.2.0
  */
-import { Clock, Effect, Either, Option, Schema } from "effect"
-import type { ParseResult, Scope } from "effect"
+import { Clock, Effect, Either, Option, Schema, TestClock } from "effect"
+import type { Duration, ParseResult, Scope } from "effect"
 import type { OutputTooLarge, PartitionOutOfRange, StateNotStorable, StoredStateInvalid } from "../SkeinError.ts"
 import { DecodeError, EncodeError, KafkaError, StateStoreError } from "../SkeinError.ts"
+import type * as Timer from "../Timer.ts"
 import * as Topic from "../Topic.ts"
 import { changelogTopic } from "../Transformer.ts"
 import type { Transformer } from "../Transformer.ts"
@@ -30,6 +31,7 @@ import * as PartitionCounts from "../internal/partitionCounts.ts"
 import { makeStateCache } from "../internal/StateCache.ts"
 import type { StateCache } from "../internal/StateCache.ts"
 import type { StateStore } from "../internal/StateStore.ts"
+import * as Timers from "../internal/timers.ts"
 import { notText, strictText } from "../internal/utf8.ts"
 
 /**
@@ -234,6 +236,35 @@ export interface TestDriver<Inputs extends ReadonlyArray<Topic.Any>, S, E, R> {
   readonly state: (key: string, partition?: number) => Effect.Effect<Option.Option<S>, StateStoreError>
   /** The name of the transformer's changelog topic. */
   readonly changelogTopic: string
+  /**
+   * Moves the wall clock (`TestClock.adjust`: run under `it.effect` or
+   * another `TestClock`) by `duration`, then fires the wall-clock timers due
+   * in every task, each task's in one batch, as the runner does when no record
+   * comes (a pipe fires those due before its records too).
+   *
+   * @since 0.4.0
+   */
+  readonly advanceWallClock: (duration: Duration.DurationInput) => Effect.Effect<void, PipeError<E>, R>
+  /**
+   * Moves a task's stream time (default: task 0) to `time` when later, then
+   * fires its stream-time timers due, in one batch: as a record with that
+   * timestamp would, without the record. Piped records move it too.
+   *
+   * @since 0.4.0
+   */
+  readonly advanceStreamTime: (time: number, options?: { readonly partition?: number | undefined }) => Effect.Effect<void, PipeError<E>, R>
+  /**
+   * The committed timers of a state key in a task (default: task 0), in time order.
+   *
+   * @since 0.4.0
+   */
+  readonly timers: (key: string, partition?: number) => Effect.Effect<ReadonlyArray<Timer.Timer>, StateStoreError | StoredStateInvalid>
+  /**
+   * A task's committed stream time (default: task 0); -1 before any record with a timestamp.
+   *
+   * @since 0.4.0
+   */
+  readonly streamTime: (partition?: number) => Effect.Effect<number, StateStoreError | StoredStateInvalid>
 }
 
 /** A task of the driver: its store, state cache and (a durable workflow's) run store. */
@@ -241,6 +272,8 @@ interface DriverTask {
   readonly store: Option.Option<StateStore<number>>
   readonly cache: StateCache
   readonly runs: Option.Option<RunStore.RunStore>
+  /** The task's committed timers and stream time (read from its store at its first batch, as a task's). */
+  readonly timers: Timers.TimerTable
 }
 
 const defaultMaxMessageBytes = 1024 * 1024
@@ -333,6 +366,7 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const task: DriverTask = {
         store: Option.map(transformer.state, () => MemoryStore.make(`memory:${transformer.name}/${partition}`, partition)),
         cache: makeStateCache(100_000),
+        timers: Timers.makeTable(),
         // A durable workflow's run store in memory: its writes go to the driver's copy of the topic.
         runs: runStore === undefined ? Option.none() : Option.some(RunStore.make({
           topic: runsTopic,
@@ -368,26 +402,37 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       })
     }
 
-    /** Runs one task's slice as `processSlices` does: the batch, then its commit, then its failure. */
-    const process = (slice: Batch.Slice): Effect.Effect<void, PipeError<E>, R> =>
+    /**
+     * Runs one batch of a task as `processSlices` does (its slice, or none for
+     * its due timers): the batch, then its commit, then its failure.
+     */
+    const process = (
+      partition: number,
+      slices: ReadonlyArray<Batch.Slice>,
+      advanceStreamTime?: number
+    ): Effect.Effect<void, PipeError<E>, R> =>
       Effect.gen(function*() {
-        const task = taskOf(slice.partition)
-        const result = yield* Batch.run(transformer, task.store, [slice], {
+        const task = taskOf(partition)
+        const result = yield* Batch.run(transformer, task.store, slices, {
           deadLetterTopic,
           stop: Effect.never,
           permits: Option.none(),
           messageLimits,
           partitionCounts,
-          cache: task.cache
+          cache: task.cache,
+          partition,
+          timers: task.timers,
+          advanceStreamTime
         }).pipe(Effect.locally(RunStore.current, task.runs))
-        if (result.processed > 0) {
+        if (result.processed > 0 || result.taskWrites.length > 0) {
           for (const output of result.outputs) append(output)
           if (Option.isSome(task.store)) {
-            for (const w of result.writes) append({ topic: changelog, key: w.key, value: w.value }, slice.partition)
+            for (const w of result.writes) append({ topic: changelog, key: w.key, value: w.value }, partition)
             // The in-memory commit happened: the outputs and the changelog records are in the driver's topics.
-            yield* task.store.value.write(CommitReceipt.issue(slice.partition, []), result.writes)
+            yield* task.store.value.write(CommitReceipt.issue(partition, []), result.writes)
           }
           for (const [key, state] of result.states) task.cache.set(key, state)
+          Timers.commit(task.timers, result.taskWrites)
           // The runs of records a rule skipped or dead-lettered: their steps go, as the runner's do (in memory nothing fails).
           if (result.disposedRuns.length > 0 && Option.isSome(task.runs)) yield* Effect.orDie(task.runs.value.forget(result.disposedRuns))
         }
@@ -418,6 +463,15 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 
     const inputNames = new Set(transformer.inputs.map((topic) => topic.name))
 
+    /** A task's committed timers, read from its store if no batch has read them yet; `undefined` without the task. */
+    const loadedTimers = (partition: number) =>
+      Effect.gen(function*() {
+        const task = tasks.get(partition)
+        if (task === undefined || Option.isNone(task.store)) return undefined
+        yield* Timers.load(task.timers, task.store.value, { transformer: transformer.name, partition })
+        return task.timers
+      })
+
     const processRaw = (topic: string, records: ReadonlyArray<RawInput>): Effect.Effect<void, PipeError<E>, R> =>
       Effect.gen(function*() {
         if (!inputNames.has(topic)) {
@@ -432,7 +486,7 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           else list.push(r)
         }
         for (const [partition, list] of byPartition) {
-          yield* process({ topic, partition, records: list, endOffset: list[list.length - 1]!.offset + 1 })
+          yield* process(partition, [{ topic, partition, records: list, endOffset: list[list.length - 1]!.offset + 1 }])
         }
       }).pipe(lock.withPermits(1))
 
@@ -485,6 +539,19 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             onRight: (state) => Effect.succeed(Option.some(state))
           })
         }),
-      changelogTopic: changelog
+      changelogTopic: changelog,
+      advanceWallClock: (duration) =>
+        Effect.zipRight(
+          TestClock.adjust(duration),
+          Effect.forEach([...tasks.keys()], (partition) => process(partition, []), { discard: true }).pipe(lock.withPermits(1))
+        ),
+      advanceStreamTime: (time, advance) => process(advance?.partition ?? 0, [], time).pipe(lock.withPermits(1)),
+      timers: (key, partition = 0) =>
+        Effect.map(loadedTimers(partition), (table) =>
+          [...(table?.entries.values() ?? [])]
+            .filter((entry) => entry.key === key)
+            .sort(Timers.order)
+            .map(({ at, domain, name }): Timer.Timer => ({ name, domain, at }))),
+      streamTime: (partition = 0) => Effect.map(loadedTimers(partition), (table) => table?.streamTime ?? -1)
     }
   })

@@ -37,10 +37,14 @@ const script = (call: ScriptedModel.Call): ScriptedModel.Reply =>
 const provided = <I extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer.Transformer<I, S, E, R>,
   context: Context.Context<R>
-): Transformer.Transformer<I, S, E, never> => ({
-  ...transformer,
-  transform: (record, state) => Effect.provide(transformer.transform(record, state), context)
-})
+): Transformer.Transformer<I, S, E, never> => {
+  const { onTimer, ...rest } = transformer
+  return {
+    ...rest,
+    transform: (record, state) => Effect.provide(transformer.transform(record, state), context),
+    ...(onTimer === undefined ? {} : { onTimer: (timer, state) => Effect.provide(onTimer(timer, state), context) })
+  }
+}
 
 const setup = (rules: ReadonlyArray<ErrorRule.ErrorRule<KafkaAgent.HandlerError>>) =>
   Effect.gen(function*() {

@@ -1,10 +1,34 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option, Schema } from "effect"
+import { Clock, Effect, Layer, Option, Schema } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { Topic, Transformer } from "../../src/index.ts"
-import { caughtUp, createTopics, kafka, produce, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
+import { Timer, Topic, Transformer } from "../../src/index.ts"
+import {
+  caughtUp,
+  createTopics,
+  eventually,
+  kafka,
+  produce,
+  produceRaw,
+  readCommitted,
+  startInstance,
+  unique
+} from "../helpers/kafka.ts"
+
+/** The real clock moved by `offset` milliseconds (its sleeps unchanged). */
+const shiftedClock = (offset: number): Clock.Clock => {
+  const base = Clock.make()
+  const nanos = BigInt(offset) * 1_000_000n
+  return {
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: () => base.unsafeCurrentTimeMillis() + offset,
+    unsafeCurrentTimeNanos: () => base.unsafeCurrentTimeNanos() + nanos,
+    currentTimeMillis: Effect.sync(() => base.unsafeCurrentTimeMillis() + offset),
+    currentTimeNanos: Effect.sync(() => base.unsafeCurrentTimeNanos() + nanos),
+    sleep: (duration) => base.sleep(duration)
+  }
+}
 
 describe("restore", () => {
   it.scopedLive("state, deletes included, is restored on another instance; aborted changelog writes never are", () =>
@@ -67,5 +91,63 @@ describe("restore", () => {
         assert.strictEqual(last.get(key), i < 4 ? 10 : 16, key)
       }
       assert.strictEqual(records.length, keys.length * 3 + keys.length)
+    }))
+
+  it.scopedLive("timers scheduled before a restart fire after it on another instance, each output committed once", () =>
+    Effect.gen(function*() {
+      const input = unique("timers-in")
+      const output = unique("timers-out")
+      const applicationId = unique("timers-app")
+      yield* createTopics([{ name: input, partitions: 1 }, { name: output, partitions: 1 }])
+      const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
+      const Out = Topic.make({ name: output, key: Schema.String, value: Schema.String })
+      const hour = 3_600_000
+      const reminders = Transformer.make({
+        name: "reminders",
+        inputs: [In],
+        state: Schema.Number,
+        transform: (record, seen) =>
+          Effect.map(Clock.currentTimeMillis, (now) => ({
+            state: Transformer.set(Option.getOrElse(seen, () => 0) + 1),
+            timers: record.value === "schedule"
+              ? [Timer.streamTime("s", record.timestamp + 60_000), Timer.wallClock("w", now + hour)]
+              : []
+          })),
+        onTimer: (timer, seen) =>
+          Effect.succeed({ emit: [Topic.record(Out, timer.key, `${timer.name} after ${Option.getOrElse(seen, () => 0)}`)] })
+      })
+      const t0 = Date.now() - 10 * 60_000
+      const at = (key: string, value: string, timestamp: number) => ({ key, value, timestamp: String(timestamp) })
+
+      // First owner: its clock a day behind, so its wall-clock timer (an hour later by it) is
+      // a day away; no record moves stream time a minute past the first. Neither can fire here.
+      yield* produceRaw(input, [at("k", "schedule", t0)])
+      const first = yield* startInstance(reminders, { applicationId }, Layer.setClock(shiftedClock(-24 * hour)))
+      yield* caughtUp(applicationId, input)
+      yield* first.stop
+      assert.deepStrictEqual(yield* readCommitted(output), [])
+
+      // Another instance, no local state: the timers are restored from the changelog after
+      // fencing. The wall-clock timer is due at once; a record 2 minutes later fires the other.
+      const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), "skein-timers-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(elsewhere, { recursive: true, force: true })))
+      yield* produceRaw(input, [at("other", "tick", t0 + 120_000)])
+      const second = yield* startInstance(reminders, { applicationId, stateDir: elsewhere })
+      yield* caughtUp(applicationId, input)
+      assert.deepStrictEqual([...second.stats.restores.values()].map((r) => r.mode), ["full"])
+      yield* eventually(Effect.map(readCommitted(output), (records) => records.length >= 2), { what: "both timers to fire" })
+      yield* second.stop
+
+      // A third owner, again from the changelog: the fired timers were deleted in their
+      // transactions, so nothing fires twice.
+      const third = yield* startInstance(reminders, { applicationId, stateDir: fs.mkdtempSync(path.join(elsewhere, "third-")) })
+      yield* produceRaw(input, [at("other", "tick", t0 + 240_000)])
+      yield* caughtUp(applicationId, input)
+      yield* third.stop
+
+      const fired = [...(yield* readCommitted(output))].sort((a, b) => a.offset - b.offset)
+      assert.deepStrictEqual(fired.map((r) => [r.key, r.value]), [["k", "w after 1"], ["k", "s after 1"]])
+      // The stream-time timer's output carries the stream time it fired at: the later record's.
+      assert.strictEqual(fired[1]?.timestamp, t0 + 120_000)
     }))
 })
