@@ -5,6 +5,7 @@
  *                    [--keys N] [--value-bytes N] [--rate N] [--latency-seconds N]
  *                    [--warmup-seconds N] [--commit-interval-ms N] [--no-throughput] [--no-latency]
  *                    [--no-restore] [--no-restart] [--restart-keys N] [--restart-batch N]
+ *                    [--job count|windowed] [--group-keys N] [--records-per-minute N] [--grace-seconds N]
  *                    [--out bench/results/NAME.md]
  *
  * A secured cluster: KAFKA_BROKERS plus Skein's SKEIN_SECURITY_PROTOCOL, SKEIN_SASL_*, SKEIN_SSL_*
@@ -46,6 +47,8 @@ import {
 } from "./lib/security.ts"
 import { renderMarkdown, renderRestart, renderText, type ContenderReport, type ReportMeta, type RunResult } from "./lib/report.ts"
 import { runRestartPhase } from "./lib/restart.ts"
+import { windowedBase, windowedInput, type WindowedInput, type WindowedWorkload } from "./lib/windowed.ts"
+import { runWindowed, type WindowedRunCtx } from "./lib/windowedRun.ts"
 import { exec } from "./lib/setup.ts"
 import { fmtInt, sleep } from "./lib/stats.ts"
 
@@ -71,6 +74,10 @@ const { values: opt } = parseArgs({
     "no-restart": { type: "boolean", default: false },
     "restart-keys": { type: "string", default: "1000000" },
     "restart-batch": { type: "string", default: "1000" },
+    job: { type: "string", default: "count" },
+    "group-keys": { type: "string", default: "1000" },
+    "records-per-minute": { type: "string", default: "50000" },
+    "grace-seconds": { type: "string", default: "120" },
     out: { type: "string" },
     "from-json": { type: "string" },
     help: { type: "boolean", default: false },
@@ -121,6 +128,20 @@ const main = async (): Promise<void> => {
   if (security.protocol !== "PLAINTEXT" && (process.env["KAFKA_BROKERS"] ?? "").trim() === "") {
     throw new Error(`SKEIN_SECURITY_PROTOCOL is ${security.protocol}: set KAFKA_BROKERS to the secured cluster (the private broker is PLAINTEXT)`)
   }
+  const job: "count" | "windowed" = opt.job === "windowed" ? "windowed" : "count"
+  if (opt.job !== job) throw new Error(`--job must be count or windowed, not ${opt.job}`)
+  const windowed: WindowedWorkload | undefined = job === "windowed"
+    ? (() => {
+        const shape = {
+          ...w,
+          groupKeys: Math.max(1, int("group-keys")),
+          recordsPerMinute: Math.max(1, int("records-per-minute")),
+          graceMs: int("grace-seconds") * 1000,
+          jitterMs: 5000,
+        }
+        return { ...shape, base: windowedBase(shape) }
+      })()
+    : undefined
   const runs = Math.max(1, int("runs"))
   const rate = Math.max(1, int("rate"))
   const latencySeconds = int("latency-seconds")
@@ -128,13 +149,15 @@ const main = async (): Promise<void> => {
   const commitIntervalMs = Math.max(1, int("commit-interval-ms"))
   const timeoutMs = int("timeout-seconds") * 1000
   const idleWaitMs = int("idle-wait-seconds") * 1000
+  // The windowed job has the throughput phase only (with its own output check).
   const doThroughput = !opt["no-throughput"]
-  const doLatency = !opt["no-latency"] && latencySeconds > 0
+  const doLatency = job === "count" && !opt["no-latency"] && latencySeconds > 0
   // The restore phase restarts the throughput run's killed contender.
-  const doRestore = doThroughput && !opt["no-restore"]
+  const doRestore = job === "count" && doThroughput && !opt["no-restore"]
   const restartKeys = Math.max(1, int("restart-keys"))
   const restartBatch = Math.max(1, int("restart-batch"))
-  const doRestart = !opt["no-restart"]
+  const doRestart = job === "count" && !opt["no-restart"]
+  if (windowed !== undefined && !doThroughput) throw new Error("--job windowed measures throughput only: drop --no-throughput")
   const phases = (["throughput", "restore", "latency", "restart"] as const).filter(
     (p) => ({ throughput: doThroughput, restore: doRestore, latency: doLatency, restart: doRestart })[p],
   )
@@ -148,18 +171,31 @@ const main = async (): Promise<void> => {
   const runId = `${Date.now().toString(36)}`
   const workDir = join(cache, "runs", runId)
   mkdirSync(workDir, { recursive: true })
-  const defaultName = w.records === 1_000_000 && only === undefined ? date : `${date}-${w.records >= 1000 ? `${w.records / 1000}k` : w.records}`
+  const defaultName = w.records === 1_000_000 && only === undefined && job === "count"
+    ? date
+    : `${date}${job === "count" ? "" : `-${job}`}-${w.records >= 1000 ? `${w.records / 1000}k` : w.records}`
   const outMd = opt.out ?? join("bench", "results", `${defaultName}.md`)
   if (security.protocol !== "PLAINTEXT") log(`security: ${describeSecurity(security)} (SKEIN_* settings)`)
   log(
     `run ${runId}: ${fmtInt(w.records)} records, ${w.partitions} partitions, ${fmtInt(w.keys)} keys, ${runs} run(s); ` +
       `phases ${phases.join(", ")}${doRestart ? ` (restart: ${fmtInt(restartKeys)} keys, ${fmtInt(restartBatch)} new records)` : ""}; logs in ${workDir}`,
   )
+  if (windowed !== undefined) {
+    log(
+      `windowed job: ${fmtInt(windowed.groupKeys)} second keys, ${fmtInt(windowed.recordsPerMinute)} records per minute of event time, ` +
+        `grace ${windowed.graceMs / 1000} s, jitter ${windowed.jitterMs / 1000} s, base ${new Date(windowed.base).toISOString()}`,
+    )
+  }
 
   // Setup (idempotent, cached).
   const ctx: SetupContext = { root, cache, log }
   const available = new Map<string, string | undefined>()
   for (const c of selected) {
+    if (windowed !== undefined && (c.kind !== "process" || c.windowed === undefined)) {
+      available.set(c.name, "no windowed-job app")
+      log(`${c.name}: not in the windowed job (no app for it)`)
+      continue
+    }
     const a = await c.setup(ctx).catch((e: unknown) => ({ ok: false as const, reason: String(e) }))
     available.set(c.name, a.ok ? undefined : a.reason)
     log(`${c.name}: ${a.ok ? "ready" : `unavailable: ${a.reason}`}`)
@@ -183,6 +219,8 @@ const main = async (): Promise<void> => {
 
   const seq = keySequence(w)
   const expected = expectedCounts(w, seq)
+  const windowedIn: WindowedInput | undefined = windowed === undefined ? undefined : windowedInput(windowed)
+  if (windowedIn !== undefined) log(`windowed job: ${fmtInt(windowedIn.expected.size)} final results expected`)
   const results = new Map<string, RunResult[]>(selected.map((c) => [c.name, []]))
 
   try {
@@ -193,7 +231,9 @@ const main = async (): Promise<void> => {
         const prefix = `bench-${runId}-${c.name}-r${r}`
         log(`── ${c.name} run ${r}/${runs}`)
         await waitForQuiet(idleWaitMs)
-        const res: RunResult = await (c.kind === "process"
+        const res: RunResult = await (windowed !== undefined && windowedIn !== undefined && c.kind === "process"
+          ? runWindowedProcess(c, r, prefix, { kafka, admin, brokers: broker.brokers, clientConfig, w: windowed, seq, input: windowedIn, workDir, commitIntervalMs, timeoutMs, endPhase, log })
+          : c.kind === "process"
           ? runProcess(c, r, prefix, { kafka, admin, brokers: broker.brokers, clientConfig, w, seq, expected, workDir, commitIntervalMs, timeoutMs, doThroughput, doLatency, doRestore, doRestart, restartKeys, restartBatch, rate, latencySeconds, warmupSeconds })
           : runCeiling(c, r, prefix, { admin, brokers: broker.brokers, clientConfig, w, workDir, rate, latencySeconds })
         ).catch((e: unknown): RunResult => ({ run: r, notes: [`run failed: ${String(e).slice(0, 300)}`] }))
@@ -220,7 +260,7 @@ const main = async (): Promise<void> => {
     const u = available.get(c.name)
     return {
       name: c.name,
-      description: c.description,
+      description: windowed !== undefined && c.kind === "process" ? (c.windowedDescription ?? c.description) : c.description,
       hasState: c.kind === "process" && c.hasState,
       ceiling: c.kind === "ceiling",
       ...(c.kind === "process" && c.restartPhase === true ? { restartPhase: true } : {}),
@@ -250,6 +290,19 @@ const main = async (): Promise<void> => {
     command: process.argv.length > 2 ? `npm run bench -- ${process.argv.slice(2).join(" ")}` : "npm run bench",
     phases,
     ...(doRestart ? { restartKeys, restartBatch } : {}),
+    ...(windowed !== undefined && windowedIn !== undefined
+      ? {
+          job,
+          windowed: {
+            groupKeys: windowed.groupKeys,
+            recordsPerMinute: windowed.recordsPerMinute,
+            graceMs: windowed.graceMs,
+            jitterMs: windowed.jitterMs,
+            base: windowed.base,
+            results: windowedIn.expected.size,
+          },
+        }
+      : {}),
   }
   writeFileSync(jsonPath, `${JSON.stringify({ meta, contenders: reports }, null, 2)}\n`)
   await writeReport(outMd, meta, reports)
@@ -322,6 +375,21 @@ const runProcess = async (c: ProcessContender, run: number, prefix: string, x: P
     return await runProcessInner(c, run, prefix, x, spawn)
   } finally {
     for (const p of spawned) await p.kill()
+  }
+}
+
+/** A windowed-job run (bench/lib/windowedRun.ts), its processes killed at the end. */
+const runWindowedProcess = async (c: ProcessContender, run: number, prefix: string, x: WindowedRunCtx): Promise<RunResult> => {
+  const spawned: AppProcess[] = []
+  try {
+    return await runWindowed(c, run, prefix, x, (cmd, logFile) => {
+      const p = new AppProcess(cmd, logFile)
+      spawned.push(p)
+      return p
+    })
+  } finally {
+    for (const p of spawned) await p.kill()
+    rmSync(join(x.workDir, `${c.name}-r${run}`), { recursive: true, force: true })
   }
 }
 

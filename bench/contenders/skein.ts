@@ -14,6 +14,9 @@
  *  (with commitInterval = --commit-interval-ms). The harness's output check accepts at-least-once:
  *  duplicates are reported in the output-check column ("complete (+d dup)"), not as a failure.
  *
+ *  skein-eos also runs the windowed job (`--job windowed`): bench/apps/skein-windowed.ts, Skein's
+ *  stream DSL, with the same arguments plus --grace-ms (bench/contenders/types.ts WindowedAppSpec).
+ *
  *  The app loads Skein's build (dist/, its types from src/index.ts). While the app (or the
  *  Skein API it needs) is missing, a contender is reported as "unavailable: <reason>" in the
  *  results table.
@@ -24,7 +27,7 @@ import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { buildSkein } from "../lib/build.ts"
 import { appArgs } from "./types.ts"
-import type { Availability, ProcessContender, SetupContext } from "./types.ts"
+import type { Availability, ProcessContender, SetupContext, WindowedAppSpec } from "./types.ts"
 
 const APP = join("bench", "apps", "skein-count.ts")
 
@@ -68,6 +71,17 @@ const probe = async (ctx: SetupContext, mode: "eos" | "alos"): Promise<Availabil
   return { ok: true }
 }
 
+const WINDOWED_APP = join("bench", "apps", "skein-windowed.ts")
+
+/** Node's flags of every Skein run: the CPU profile and the diagnosis flags of the environment. */
+const nodeFlags = (): ReadonlyArray<string> => [
+  // SKEIN_BENCH_CPU_PROF=<dir>: a V8 CPU profile of each Skein run, for `node --cpu-prof` analysis.
+  ...(process.env["SKEIN_BENCH_CPU_PROF"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["SKEIN_BENCH_CPU_PROF"]}`] : []),
+  // SKEIN_BENCH_NODE_FLAGS="<flags>": more node flags for each Skein run, for diagnosis only
+  // (e.g. "--trace-gc"; node refuses those in NODE_OPTIONS). Unset in the benchmark.
+  ...(process.env["SKEIN_BENCH_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== ""),
+]
+
 const skein = (mode: "eos" | "alos"): ProcessContender => ({
   kind: "process",
   name: `skein-${mode}`,
@@ -81,11 +95,7 @@ const skein = (mode: "eos" | "alos"): ProcessContender => ({
   command: (s) => ({
     cmd: process.execPath,
     args: [
-      // SKEIN_BENCH_CPU_PROF=<dir>: a V8 CPU profile of each Skein run, for `node --cpu-prof` analysis.
-      ...(process.env["SKEIN_BENCH_CPU_PROF"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["SKEIN_BENCH_CPU_PROF"]}`] : []),
-      // SKEIN_BENCH_NODE_FLAGS="<flags>": more node flags for each Skein run, for diagnosis only
-      // (e.g. "--trace-gc"; node refuses those in NODE_OPTIONS). Unset in the benchmark.
-      ...(process.env["SKEIN_BENCH_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== ""),
+      ...nodeFlags(),
       "--import",
       "tsx",
       APP,
@@ -94,6 +104,17 @@ const skein = (mode: "eos" | "alos"): ProcessContender => ({
       ...appArgs(s, { stateful: true }),
     ],
   }),
+  // The windowed job (bench/apps/skein-windowed.ts, Skein's stream DSL) runs exactly-once only.
+  ...(mode === "eos"
+    ? {
+        windowedDescription:
+          "Skein exactly-once, stream DSL: groupBy (repartition topic) → windowedBy(TimeWindows 1 min + grace) → count({ emit: \"onWindowClose\" }); Node, 1 thread",
+        windowed: (s: WindowedAppSpec) => ({
+          cmd: process.execPath,
+          args: [...nodeFlags(), "--import", "tsx", WINDOWED_APP, ...appArgs(s, { stateful: true }), "--grace-ms", String(s.graceMs)],
+        }),
+      }
+    : {}),
 })
 
 export const skeinEos = skein("eos")

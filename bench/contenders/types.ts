@@ -38,6 +38,17 @@ export interface AppSpec {
   readonly clientConfig?: ClientConfigFiles | undefined
 }
 
+/**
+ * The windowed job's app (bench/lib/windowed.ts): `AppSpec`'s arguments plus `--grace-ms`. It
+ * groups the input by the text of the value before its first `;`, counts per that key in tumbling
+ * one-minute windows of event time (the records' timestamps) with that grace, and writes each
+ * window's final result once, key `<second key>@<window start ms>`, value the count as a decimal
+ * string.
+ */
+export interface WindowedAppSpec extends AppSpec {
+  readonly graceMs: number
+}
+
 export type Availability = { readonly ok: true } | { readonly ok: false; readonly reason: string }
 
 export interface SetupContext {
@@ -63,6 +74,10 @@ export interface ProcessContender {
   /** Idempotent, cached setup (install, compile). Says why not when it cannot run. */
   readonly setup: (ctx: SetupContext) => Promise<Availability>
   readonly command: (spec: AppSpec) => Command
+  /** The windowed job's command (`npm run bench -- --job windowed`); absent: no windowed app. */
+  readonly windowed?: (spec: WindowedAppSpec) => Command
+  /** The windowed app, in one line for the report (as `description`). */
+  readonly windowedDescription?: string
 }
 
 export interface CeilingResult {

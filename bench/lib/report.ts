@@ -11,6 +11,8 @@ export interface RunResult {
   readonly restoreRecords?: number
   readonly peakRssMiB?: number
   readonly verified?: string
+  /** The windowed job: digest of the final results read (bench/lib/windowed.ts `checkResults`). */
+  readonly digest?: string
   /** The restart phase (contenders with `restartPhase`). */
   readonly restart?: RestartResult
   readonly notes: ReadonlyArray<string>
@@ -86,6 +88,35 @@ export interface ReportMeta {
   /** Restart phase: keys of the state, and new records per restart. */
   readonly restartKeys?: number
   readonly restartBatch?: number
+  /** The job (absent in older results: the count job). */
+  readonly job?: "count" | "windowed"
+  /** The windowed job's workload (bench/lib/windowed.ts). */
+  readonly windowed?: {
+    readonly groupKeys: number
+    readonly recordsPerMinute: number
+    readonly graceMs: number
+    readonly jitterMs: number
+    readonly base: number
+    /** Final results expected. */
+    readonly results: number
+  }
+}
+
+/**
+ * The windowed job's comparison of the contenders' outputs: the digests of every run's final
+ * results (bench/lib/windowed.ts `checkResults`), equal or not.
+ */
+export const renderDigests = (reports: ReadonlyArray<ContenderReport>): ReadonlyArray<string> => {
+  const runs = reports.flatMap((r) => r.runs.filter((x) => x.digest !== undefined).map((x) => ({ name: r.name, run: x.run, digest: x.digest ?? "" })))
+  if (runs.length === 0) return []
+  const distinct = [...new Set(runs.map((x) => x.digest))]
+  const list = runs.map((x) => `${x.name} run ${x.run}: ${x.digest}`).join("; ")
+  return [
+    distinct.length === 1
+      ? `**Outputs equal**: the final results of all ${runs.length} runs have one digest, ${distinct[0]} (sorted \`<second key>@<window start − base>=<count>\` lines, sha256).`
+      : `**Outputs differ**: ${distinct.length} different digests of the final results (${list}).`,
+    "",
+  ]
 }
 
 export const baselineOf = (reports: ReadonlyArray<ContenderReport>): string | undefined => {
@@ -136,7 +167,17 @@ export const renderMarkdown = (meta: ReportMeta, reports: ReadonlyArray<Contende
   const mainTable = phases.includes("throughput") || phases.includes("latency")
   L.push(`# Skein benchmark — ${meta.date}`)
   L.push("")
-  if (mainTable) {
+  const w = meta.windowed
+  if (meta.job === "windowed" && w !== undefined) {
+    L.push(
+      `**Windowed job**: ${fmtInt(meta.records)} input records (${meta.valueBytes}-byte values, ${meta.partitions} partitions) grouped by ` +
+        `a second key from the value (${fmtInt(w.groupKeys)} keys, through a repartition topic), counted in tumbling 1-minute windows ` +
+        `of event time with ${w.graceMs / 1000} s grace, final results only (${fmtInt(w.results)} expected). Event time advances one minute ` +
+        `per ${fmtInt(w.recordsPerMinute)} records, up to ${w.jitterMs / 1000} s out of order; one closer per second key once the input ` +
+        `is consumed. ${meta.runs} run(s) per contender, alternating; figures are median (min–max), ratios to **${base ?? "nothing"}**. ` +
+        `Commit interval ${meta.commitIntervalMs} ms where the contender has one.`,
+    )
+  } else if (mainTable) {
     L.push(
       `${fmtInt(meta.records)} input records (${meta.valueBytes}-byte values, ${fmtInt(meta.keys)} keys, ${meta.partitions} partitions), ` +
         `${meta.runs} run(s) per contender, alternating; figures are median (min–max). ` +
@@ -155,6 +196,7 @@ export const renderMarkdown = (meta: ReportMeta, reports: ReadonlyArray<Contende
   L.push(`Broker: ${meta.brokerOrigin}. Machine: ${meta.machine}.`)
   L.push("")
   if (mainTable) L.push(...renderMainTable(reports))
+  if (meta.job === "windowed") L.push(...renderDigests(reports))
   L.push(...renderRestart(meta, reports))
   if (meta.chart !== undefined) {
     L.push(`![throughput and p99 latency](${meta.chart})`)
@@ -173,7 +215,14 @@ export const renderMarkdown = (meta: ReportMeta, reports: ReadonlyArray<Contende
   }
   L.push("## How the figures are taken")
   L.push("")
-  if (phases.includes("throughput")) L.push(
+  if (meta.job === "windowed") L.push(
+    "- **throughput** (windowed job): input records / (time the output's high watermark reached its final value, i.e. the " +
+      "last final result and its commit marker were written − the contender's first read). The closers are produced once a " +
+      "consumer group of the contender has committed the whole input; the run ends when as many final results as expected " +
+      "were read read_committed. Then the output is read to its end and checked: every expected (second key, window start) " +
+      "once with its count, nothing else (`exact`).",
+  )
+  else if (phases.includes("throughput")) L.push(
     "- **throughput**: input records / (time the output's high watermark reached its final value, i.e. the last output " +
       "(and, for transactions, its commit marker) was written − the contender's first read). Completion = the group's " +
       "committed offsets at the input's end; then the output is read read_committed and each key's values must run 1..n.",
@@ -196,7 +245,7 @@ export const renderMarkdown = (meta: ReportMeta, reports: ReadonlyArray<Contende
   }
   if (phases.includes("throughput")) {
     L.push("- **peak RSS**: highest resident set of the processing process tree during the throughput run (sampled every 200 ms, and VmHWM).")
-    L.push("- **output check**: `exact` = every key's counts 1..n, no duplicates; `complete (+d dup)` = correct final counts with at-least-once duplicates.")
+    if (meta.job !== "windowed") L.push("- **output check**: `exact` = every key's counts 1..n, no duplicates; `complete (+d dup)` = correct final counts with at-least-once duplicates.")
   }
   if (reports.some((r) => r.ceiling)) L.push("- kafka-perf rows are the machine's ceiling measured by Kafka's own tools; see bench/README.md for their latency definitions.")
   L.push("")
