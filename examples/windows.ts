@@ -108,7 +108,9 @@ const program = Effect.gen(function*() {
     Topology.run(topology, {
       rules: [
         ErrorRule.tagged("LateRecord", { then: "dlq" }),
-        ErrorRule.tagged("InvalidTimestamp", { then: "dlq" })
+        ErrorRule.tagged("InvalidTimestamp", { then: "dlq" }),
+        // An event time further ahead than the topics' message.timestamp.after.max.ms (an hour by default).
+        ErrorRule.tagged("TimestampOutOfRange", { then: "dlq" })
       ]
     }).pipe(
       Effect.provide(SkeinConfig.layer({

@@ -15,7 +15,10 @@
  * Errors no rule matches, and defects, are fatal. An output too large to send
  * fails its transform with `SkeinError.OutputTooLarge`, which only a rule made
  * with `tagged("OutputTooLarge", ...)` handles; an output naming a partition
- * its topic does not have, with `SkeinError.PartitionOutOfRange` (likewise).
+ * its topic does not have, with `SkeinError.PartitionOutOfRange`, and an
+ * output whose timestamp its topic refuses (further ahead of the clock than
+ * its `message.timestamp.after.max.ms`), with `SkeinError.TimestampOutOfRange`
+ * (likewise).
  *
  * @since 0.1.0
  */
@@ -51,7 +54,8 @@ export type Disposition = "dlq" | "fail" | "skip"
 
 /**
  * A rule for the errors its `when` accepts, made with `make`. It never sees
- * Skein's own errors (`OutputTooLarge`, `PartitionOutOfRange`, `EncodeError`).
+ * Skein's own errors (`OutputTooLarge`, `PartitionOutOfRange`,
+ * `TimestampOutOfRange`, `EncodeError`).
  *
  * @example
  * ```ts
@@ -80,8 +84,8 @@ export interface PredicateRule<in E> {
 /**
  * A rule for the errors with one `_tag`, made with `tagged`. Its `retry`
  * schedule receives the failed attempts' errors (`E`; `unknown` when it reads
- * none). Tagged rules also see Skein's runtime errors such as `OutputTooLarge`
- * and `PartitionOutOfRange`.
+ * none). Tagged rules also see Skein's runtime errors such as `OutputTooLarge`,
+ * `PartitionOutOfRange` and `TimestampOutOfRange`.
  *
  * @example
  * ```ts

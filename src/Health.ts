@@ -445,6 +445,12 @@ export const prometheus = (stats: Stats, labels: Labels = {}): string => {
       s.counters.standbyFailures
     ),
     metric(
+      "skein_streams_late_records_total",
+      "counter",
+      "Records a windowed aggregation dropped from a window that had closed (Kafka Streams' dropped-records), per operator.",
+      [...stats.lateRecords].map(([operator, count]) => ({ labels: { operator }, value: count }))
+    ),
+    metric(
       "skein_task_start_seconds",
       "gauge",
       "How long a running task's start took, its restore included.",

@@ -712,6 +712,53 @@ export class InvalidTimestamp extends Data.TaggedError("InvalidTimestamp")<{
 }
 
 /**
+ * A function given to a stream operator threw on a record: a `groupBy` or
+ * `selectKey` key function, a `map`, `filter` or `flatMap` function (or one
+ * building its effect), a source's timestamp extractor, an aggregation's
+ * `add`, `combine` or `merge`. A record error, as a typed failure of an
+ * effectful operator is: the topology's rules handle it
+ * (`ErrorRule.tagged("OperatorFailed", { then: "dlq" })` sends the record to
+ * the dead letter topic, whose `skein.error` header then carries this
+ * message); without a rule it ends the run. Nothing of the record commits.
+ *
+ * @example
+ * ```ts
+ * import { ErrorRule, Topology } from "skein"
+ *
+ * Topology.run(topology, { rules: [ErrorRule.tagged("OperatorFailed", { then: "dlq" })] })
+ * ```
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export class OperatorFailed extends Data.TaggedError("OperatorFailed")<{
+  /** The operator's name, as `Topology.describe` prints it. */
+  readonly operator: string
+  /** What the operator is (`selectKey`, `map`, `aggregate`, `timestamp extractor`, ...). */
+  readonly kind: string
+  readonly source: { readonly topic: string; readonly partition: number; readonly offset: number }
+  /** What the function threw. */
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    return `The ${this.kind} function of the operator ${this.operator} threw on ` +
+      `${this.source.topic}/${this.source.partition}@${this.source.offset}: ${thrownText(this.cause)}. ` +
+      "Make the function total (return a value for every record), or add an error rule for OperatorFailed " +
+      "(e.g. to the dead letter topic)"
+  }
+}
+
+/** What a function threw, as short text (never throws). */
+const thrownText = (cause: unknown): string => {
+  try {
+    const text = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause)
+    return text.length > 300 ? `${text.slice(0, 300)}…` : text
+  } catch {
+    return "a value that cannot be shown"
+  }
+}
+
+/**
  * A stream record arrived after every window it belongs to had closed
  * (stream time had passed the window's end plus its grace), for a windowed
  * aggregation whose `late` option is `"error"`: the rules decide (the dead
@@ -813,6 +860,53 @@ export class PartitionOutOfRange extends Data.TaggedError("PartitionOutOfRange")
       `Pick a partition the topic has, add partitions to it, or add an error rule for PartitionOutOfRange.`
   }
 }
+
+/**
+ * An output record's timestamp lies further from the present than its topic
+ * accepts: more than `message.timestamp.after.max.ms` ahead of the clock
+ * (`bound: "after"`; Kafka 4's default is one hour) or more than
+ * `message.timestamp.before.max.ms` behind it (`bound: "before"`). The broker
+ * would refuse the record, and retrying would not help, so it is raised as
+ * the transform's failure before the record reaches the transaction: an error
+ * rule can handle it (`ErrorRule.tagged("TimestampOutOfRange", { then: "dlq" })`);
+ * unhandled, it is fatal. In a topology, an output carries its record's event
+ * time (its source's timestamp extractor's), repartition topics included.
+ *
+ * @example
+ * ```ts
+ * import { ErrorRule, Topology } from "skein"
+ *
+ * Topology.run(topology, { rules: [ErrorRule.tagged("TimestampOutOfRange", { then: "dlq" })] })
+ * ```
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export class TimestampOutOfRange extends Data.TaggedError("TimestampOutOfRange")<{
+  readonly topic: string
+  readonly timestamp: number
+  /** The clock when the output was checked (milliseconds since the epoch). */
+  readonly now: number
+  /** Which of the topic's limits the timestamp is past. */
+  readonly bound: "after" | "before"
+  /** The topic's `message.timestamp.{bound}.max.ms`. */
+  readonly limitMs: number
+  readonly source: { readonly topic: string; readonly partition: number; readonly offset: number }
+}> {
+  override get message(): string {
+    const config = `message.timestamp.${this.bound}.max.ms`
+    const distance = this.bound === "after" ? this.timestamp - this.now : this.now - this.timestamp
+    return `An output for ${this.topic} has the timestamp ${this.timestamp} (${isoTime(this.timestamp)}), ` +
+      `${distance} ms ${this.bound === "after" ? "ahead of" : "behind"} the clock (${isoTime(this.now)}): past the topic's ` +
+      `${config} of ${this.limitMs} ms, so the broker would refuse it (from ${this.source.topic}/${this.source.partition}@${this.source.offset}). ` +
+      `Keep timestamps (a topology's event times, from its timestamp extractor) within ${this.limitMs} ms of the present, ` +
+      `raise the topic's ${config}, or add an error rule for TimestampOutOfRange (e.g. to the dead letter topic).`
+  }
+}
+
+/** A time as ISO 8601 text, or a note when it is beyond what a Date holds. */
+const isoTime = (millis: number): string =>
+  Number.isFinite(millis) && Math.abs(millis) <= 8.64e15 ? new Date(millis).toISOString() : "not a representable date"
 
 /**
  * Delivering a partition's work failed `attempts` times in a row (a produce,
@@ -1037,6 +1131,7 @@ export type RunnerError =
   | ConfigurationError
   | OutputTooLarge
   | PartitionOutOfRange
+  | TimestampOutOfRange
   | DeliveryFailed
   | HealthServerError
   | AuthenticationFailed
@@ -1056,8 +1151,9 @@ export type RunnerError =
  *   timeout, deliveries failing in a row). Restarting later may succeed; the
  *   runner already retried what it could.
  * - `"record"`: one record cannot be processed (a poison record without a
- *   dead letter topic, an output that does not encode, is too large or names a
- *   partition its topic does not have, a state JSON cannot hold).
+ *   dead letter topic, an output that does not encode, is too large, names a
+ *   partition its topic does not have or has a timestamp its topic refuses,
+ *   a state JSON cannot hold).
  *   Restarting fails on the same record: route it with a dead letter topic or
  *   an error rule, or fix the producer.
  *
@@ -1108,6 +1204,7 @@ export const category = (error: RunnerError): Category => {
     case "StateNotStorable":
     case "OutputTooLarge":
     case "PartitionOutOfRange":
+    case "TimestampOutOfRange":
       return "record"
     case "PartitionCountMismatch":
     case "ChangelogPartitionMismatch":
@@ -1155,6 +1252,7 @@ const runnerErrorTags: ReadonlySet<string> = new Set([
   "StoredStateInvalid",
   "OutputTooLarge",
   "PartitionOutOfRange",
+  "TimestampOutOfRange",
   "PartitionCountMismatch",
   "ChangelogPartitionMismatch",
   "TopicNotFound",

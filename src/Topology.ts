@@ -36,7 +36,7 @@ import * as Runner from "./Runner.ts"
 import { SkeinConfig } from "./SkeinConfig.ts"
 import * as SessionWindows from "./SessionWindows.ts"
 import * as SlidingWindows from "./SlidingWindows.ts"
-import type { InvalidTimestamp, LateRecord, RunnerError } from "./SkeinError.ts"
+import type { InvalidTimestamp, LateRecord, OperatorFailed, RunnerError, TimestampOutOfRange } from "./SkeinError.ts"
 import { ConfigurationError } from "./SkeinError.ts"
 import type * as Transformer from "./Transformer.ts"
 
@@ -124,12 +124,26 @@ export const compile = <E = unknown>(
 export interface RunOptions<E> {
   /**
    * Error rules for every sub-topology's records (`ErrorRule`): an operator's
-   * failure, a negative event time (`InvalidTimestamp`), a late record of a
-   * windowed aggregation with `late: "error"` (`LateRecord`). Unmatched
-   * errors end the run.
+   * failure (its typed error, or `OperatorFailed` when its function threw),
+   * a negative event time (`InvalidTimestamp`), a late record of a
+   * windowed aggregation with `late: "error"` (`LateRecord`), an output
+   * whose event time its topic refuses (`TimestampOutOfRange`: more than
+   * its `message.timestamp.after.max.ms` ahead of the clock, repartition
+   * topics included). Unmatched errors end the run.
    */
-  readonly rules?: ReadonlyArray<Transformer.Rule<E | InvalidTimestamp | LateRecord>> | undefined
+  readonly rules?: ReadonlyArray<Transformer.Rule<StreamError<E>>> | undefined
 }
+
+/**
+ * The errors of a topology's records, for its rules: its operators' own
+ * (`E`), a function given to an operator that threw (`OperatorFailed`), a
+ * negative event time (`InvalidTimestamp`), a late record (`LateRecord`),
+ * an output whose event time its topic refuses (`TimestampOutOfRange`).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export type StreamError<E> = E | OperatorFailed | InvalidTimestamp | LateRecord | TimestampOutOfRange
 
 /**
  * The topology as text: its sub-topologies, each operator with what it reads
@@ -226,14 +240,14 @@ const parentsOf = (node: Graph.Node): ReadonlyArray<Graph.Node> =>
 export const run = <E, R>(
   topology: Topology<E, R>,
   options?: RunOptions<E>
-): Effect.Effect<never, RunnerError | E | InvalidTimestamp | LateRecord, R | SkeinConfig> =>
+): Effect.Effect<never, RunnerError | StreamError<E>, R | SkeinConfig> =>
   Effect.gen(function*() {
     const config = yield* SkeinConfig
     const compiled = yield* compile(topology, config.applicationId, options)
     yield* Effect.scoped(createInternalTopics(compiled, config))
     const transformers = compiled.subTopologies.map((sub) => sub.transformer)
     // The transformers' errors are the topology's operators' (`E`); their context is `R`.
-    return yield* (Runner.runAll(transformers) as Effect.Effect<never, RunnerError | E | InvalidTimestamp | LateRecord, R | SkeinConfig>)
+    return yield* (Runner.runAll(transformers) as Effect.Effect<never, RunnerError | StreamError<E>, R | SkeinConfig>)
   })
 
 /** Creates the topology's repartition topics, in dependency order, or checks the existing ones' partition counts. */

@@ -16,7 +16,8 @@ import type {
   StateNotStorable,
   StateStoreError,
   StoredStateInvalid,
-  TaskMigrated
+  TaskMigrated,
+  TimestampOutOfRange
 } from "./SkeinError.ts"
 import type * as Timer from "./Timer.ts"
 import * as Topic from "./Topic.ts"
@@ -317,7 +318,7 @@ export type RuntimeError = KafkaError | TaskMigrated | StateStoreError | EncodeE
 /**
  * An error rule of a transformer: a predicate over its own errors, or a
  * tagged rule for one of their tags or for `OutputTooLarge`,
- * `PartitionOutOfRange` or `StateNotStorable`.
+ * `PartitionOutOfRange`, `TimestampOutOfRange` or `StateNotStorable`.
  *
  * @example
  * ```ts
@@ -338,6 +339,7 @@ export type Rule<E> =
   | TaggedRuleFor<E>
   | TaggedRule<"OutputTooLarge", OutputTooLarge>
   | TaggedRule<"PartitionOutOfRange", PartitionOutOfRange>
+  | TaggedRule<"TimestampOutOfRange", TimestampOutOfRange>
   | TaggedRule<"StateNotStorable", StateNotStorable>
 
 /**

@@ -9,7 +9,7 @@
  *
  * @internal
  */
-import { Metric, MetricBoundaries, MetricLabel } from "effect"
+import { Metric, MetricBoundaries, MetricLabel, MetricState } from "effect"
 
 /** Upper bounds (ms) of the batch latency histogram's buckets (plus +Inf). */
 export const batchLatencyBounds: ReadonlyArray<number> = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000]
@@ -87,6 +87,38 @@ export const partitionCommits = Metric.counter("skein_partition_commits_total", 
 export const standbyFailures = Metric.counter("skein_standby_failures_total", {
   description: "Standby replicas dropped after a failure (their reader crashed, their store failed); logged with the reason."
 })
+
+/**
+ * Per windowed aggregation of a topology (`internal/streams`), tagged
+ * `application_id` and `transformer` as its sub-topology's run is (`runAll`:
+ * `{applicationId}-{sub-topology}` and the sub-topology) and `operator`: the
+ * operator is compiled before any run exists, so it carries no run id, and
+ * runs of one application's transformer in one process share its count.
+ */
+export const streamsLateRecords = Metric.counter("skein_streams_late_records_total", {
+  description: "Records a windowed aggregation dropped from a window that had closed (Kafka Streams' dropped-records)."
+})
+
+/** `streamsLateRecords` of one windowed aggregation. */
+export const streamsLateRecordsOf = (applicationId: string, transformer: string, operator: string): Counter =>
+  streamsLateRecords.pipe(
+    Metric.tagged("application_id", applicationId),
+    Metric.tagged("transformer", transformer),
+    Metric.tagged("operator", operator)
+  )
+
+/** The late records per operator of an application's transformer, as this process counted them (from the metric registry). */
+export const streamsLateRecordsByOperator = (applicationId: string, transformer: string): ReadonlyMap<string, number> => {
+  const counts = new Map<string, number>()
+  for (const pair of Metric.unsafeSnapshot()) {
+    if (pair.metricKey.name !== "skein_streams_late_records_total" || !MetricState.isCounterState(pair.metricState)) continue
+    const tags = new Map(pair.metricKey.tags.map((label) => [label.key, label.value]))
+    const operator = tags.get("operator")
+    if (tags.get("application_id") !== applicationId || tags.get("transformer") !== transformer || operator === undefined) continue
+    counts.set(operator, (counts.get(operator) ?? 0) + Number(pair.metricState.count))
+  }
+  return counts
+}
 
 /** The run's labels with the task's partition. */
 export const withPartition = (

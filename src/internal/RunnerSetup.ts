@@ -193,7 +193,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         )
       })
       : undefined
-    const messageLimits = Outputs.makeMessageLimits(config.maxMessageBytes, admin.maxMessageBytes)
+    const messageLimits = Outputs.makeMessageLimits(config.maxMessageBytes, admin.outputTopicConfig, yield* Effect.clock)
     const partitionCounts = PartitionCounts.make(admin.partitionCount)
     const buffer = PollBuffer.make()
     const manager = yield* TaskManager.make({

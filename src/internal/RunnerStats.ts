@@ -104,6 +104,11 @@ export interface Stats {
   readonly standbys: ReadonlyMap<number, StandbyState>
   /** Standby replicas dropped after a failure. */
   readonly standbyFailures: number
+  /**
+   * Records the transformer's windowed aggregations (a topology's) dropped as
+   * late, per operator, as this process counted them for its application.
+   */
+  readonly lateRecords: ReadonlyMap<string, number>
   /** Per input partition this run processed: input records committed past and commits. */
   readonly partitionCounts: ReadonlyMap<number, { readonly records: number; readonly commits: number }>
   /** Batch latency (fetch to commit) histogram: counts per `batchLatencyBounds` bucket, plus +Inf last. */
@@ -126,6 +131,7 @@ export interface Committed {
 /** The runtime's view of a run's stats: the read-only `Stats` plus the updates. */
 export class RunnerStats implements Stats {
   #labels: ReadonlyArray<MetricLabel.MetricLabel> = Metrics.runLabels()
+  #runner: { readonly applicationId: string; readonly transformer: string } | undefined = undefined
   readonly #phase: SubscriptionRef.SubscriptionRef<RunnerPhase> = Effect.runSync(SubscriptionRef.make<RunnerPhase>("starting"))
   readonly #assigned = new Set<number>()
   readonly #pending = new Set<number>()
@@ -224,6 +230,11 @@ export class RunnerStats implements Stats {
   get standbyFailures(): number {
     return this.#count(Metrics.standbyFailures)
   }
+  get lateRecords(): ReadonlyMap<string, number> {
+    return this.#runner === undefined
+      ? new Map()
+      : Metrics.streamsLateRecordsByOperator(this.#runner.applicationId, this.#runner.transformer)
+  }
   get partitionCounts(): ReadonlyMap<number, { readonly records: number; readonly commits: number }> {
     return this.#partitionCounts
   }
@@ -266,6 +277,7 @@ export class RunnerStats implements Stats {
     return Effect.zipRight(
       Effect.sync(() => {
         this.#labels = Metrics.withRunnerLabels(this.#labels, applicationId, transformer)
+        this.#runner = { applicationId, transformer }
         this.#partitionsChanged()
       }),
       this.setPhase("starting")

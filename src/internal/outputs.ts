@@ -2,50 +2,117 @@
  * A transform's outputs in their wire form: encoded with their topics'
  * Schemas, stamped with the input record's timestamp unless they set their
  * own (and, when traced, with their transform's trace context: `tracing.ts`),
- * and checked against each topic's record size limit and, when they name
- * one, its partitions before they reach the transaction, so an oversized
- * record or a missing partition fails its transform (`OutputTooLarge`,
- * `PartitionOutOfRange`, which a rule can handle) instead of poisoning the
- * batch.
+ * and checked against each topic's record size limit, its timestamp limits
+ * and, when they name one, its partitions before they reach the
+ * transaction, so an oversized record, a timestamp the broker would refuse or
+ * a missing partition fails its transform (`OutputTooLarge`,
+ * `TimestampOutOfRange`, `PartitionOutOfRange`, which a rule can handle)
+ * instead of poisoning the batch (a delivery the broker refuses is retried).
  *
  * @internal
  */
-import { Effect, Either } from "effect"
+import { Clock, Effect, Either } from "effect"
 import type { EncodeError, KafkaError } from "../SkeinError.ts"
-import { OutputTooLarge, PartitionOutOfRange } from "../SkeinError.ts"
+import { OutputTooLarge, PartitionOutOfRange, TimestampOutOfRange } from "../SkeinError.ts"
+import type { OutputTopicConfig } from "./kafka/admin.ts"
 import type * as Topic from "../Topic.ts"
 import type { FetchedRecord } from "./kafka/consumer.ts"
 import * as PartitionCounts from "./partitionCounts.ts"
 import { recordBytes, recordSizeBound } from "./recordSize.ts"
 import * as Tracing from "./tracing.ts"
 
-/** The size limit of a record per output topic: known synchronously once looked up. */
-export interface MessageLimits {
-  readonly known: (topic: string) => number | undefined
-  /** The topic's limit: the known one, or looked up (once). */
-  readonly lookup: (topic: string) => Effect.Effect<number, KafkaError>
+/** How far from the clock an output topic accepts timestamps, in ms (`Infinity`: any). */
+export interface TimestampLimits {
+  readonly afterMs: number
+  readonly beforeMs: number
 }
 
 /**
- * The limits of a runner's output topics: `min(maxMessageBytes, the topic's
- * max.message.bytes)`, looked up once per topic.
+ * `message.timestamp.after.max.ms` when a topic's configuration cannot be
+ * read (not created yet, or no DescribeConfigs ACL): Kafka 4's default, one
+ * hour (Kafka 3.x accepted any). A broker with a larger limit then has a
+ * record refused here that it would take; one with a smaller limit still
+ * refuses it at delivery.
+ */
+export const defaultTimestampAfterMaxMs = 3_600_000
+
+/**
+ * The limits of each output topic: the size of a record and how far from
+ * the clock its timestamp may be, known synchronously once looked up.
+ */
+export interface MessageLimits {
+  /** The topic's size limit, once looked up. */
+  readonly known: (topic: string) => number | undefined
+  /** The topic's size limit: the known one, or looked up (once, with its timestamp limits). */
+  readonly lookup: (topic: string) => Effect.Effect<number, KafkaError>
+  /** The topic's timestamp limits, once looked up. */
+  readonly timestamps: (topic: string) => TimestampLimits | undefined
+  /** The clock the timestamps are checked against (the broker checks against its own). */
+  readonly now: () => number
+}
+
+const timestampLimitsOf = (config: OutputTopicConfig | undefined): TimestampLimits =>
+  config?.timestampType === "LogAppendTime"
+    ? { afterMs: Infinity, beforeMs: Infinity }
+    : {
+      afterMs: config?.timestampAfterMaxMs ?? defaultTimestampAfterMaxMs,
+      beforeMs: config?.timestampBeforeMaxMs ?? Infinity
+    }
+
+/**
+ * The limits of a runner's output topics, looked up once per topic (one
+ * DescribeConfigs): `min(maxMessageBytes, the topic's max.message.bytes)`, and
+ * its `message.timestamp.after.max.ms` and `before.max.ms` (none with
+ * `message.timestamp.type=LogAppendTime`), checked against `clock`.
  */
 export const makeMessageLimits = (
   maxMessageBytes: number,
-  topicLimit: (topic: string) => Effect.Effect<number | undefined, KafkaError>
+  topicConfig: (topic: string) => Effect.Effect<OutputTopicConfig | undefined, KafkaError>,
+  clock: Clock.Clock = Clock.make()
 ): MessageLimits => {
   const limits = new Map<string, number>()
+  const timestamps = new Map<string, TimestampLimits>()
   return {
     known: (topic) => limits.get(topic),
     lookup: (topic) => {
       const known = limits.get(topic)
-      return known !== undefined ? Effect.succeed(known) : Effect.map(topicLimit(topic), (limit) => {
-        const effective = Math.min(maxMessageBytes, limit ?? maxMessageBytes)
+      return known !== undefined ? Effect.succeed(known) : Effect.map(topicConfig(topic), (config) => {
+        const effective = Math.min(maxMessageBytes, config?.maxMessageBytes ?? maxMessageBytes)
+        timestamps.set(topic, timestampLimitsOf(config))
         limits.set(topic, effective)
         return effective
       })
-    }
+    },
+    timestamps: (topic) => timestamps.get(topic),
+    now: () => clock.unsafeCurrentTimeMillis()
   }
+}
+
+/**
+ * Checks a stamped output's timestamp against its topic's limits: the broker
+ * refuses a record past them (`INVALID_TIMESTAMP`), and a retry would not help.
+ */
+const checkTimestamp = (
+  encoded: Topic.EncodedRecord,
+  limits: TimestampLimits | undefined,
+  now: () => number,
+  source: FetchedRecord
+): Either.Either<Topic.EncodedRecord, TimestampOutOfRange> => {
+  const timestamp = encoded.timestamp
+  if (timestamp === undefined || limits === undefined) return Either.right(encoded)
+  const clock = now()
+  const bound = timestamp - clock > limits.afterMs ? "after" : clock - timestamp > limits.beforeMs ? "before" : undefined
+  if (bound === undefined) return Either.right(encoded)
+  return Either.left(
+    new TimestampOutOfRange({
+      topic: encoded.topic,
+      timestamp,
+      now: clock,
+      bound,
+      limitMs: bound === "after" ? limits.afterMs : limits.beforeMs,
+      source: { topic: source.topic, partition: source.partition, offset: source.offset }
+    })
+  )
 }
 
 /** Checks an encoded output against its topic's size limit. */
@@ -122,7 +189,10 @@ const checkPartition = (
 }
 
 /** The encoded outputs of a transform, or why they cannot be sent. */
-export type Encoded = Either.Either<ReadonlyArray<Topic.EncodedRecord>, EncodeError | OutputTooLarge | PartitionOutOfRange>
+export type Encoded = Either.Either<
+  ReadonlyArray<Topic.EncodedRecord>,
+  EncodeError | OutputTooLarge | TimestampOutOfRange | PartitionOutOfRange
+>
 
 /**
  * Encodes outputs and checks their partitions and sizes: synchronous (an
@@ -139,7 +209,7 @@ export const encode = (
   trace?: Tracing.TraceHeaders | undefined
 ): Encoded | Effect.Effect<
   ReadonlyArray<Topic.EncodedRecord>,
-  EncodeError | OutputTooLarge | PartitionOutOfRange | KafkaError
+  EncodeError | OutputTooLarge | TimestampOutOfRange | PartitionOutOfRange | KafkaError
 > => {
   const outputs: Array<Topic.EncodedRecord> = []
   for (let i = 0; i < emit.length; i++) {
@@ -154,14 +224,17 @@ export const encode = (
         for (const record of rest) {
           const next = stamped(yield* record.encode(), source, trace)
           yield* checkPartition(next, counts, source)
-          outputs.push(yield* checkSize(next, yield* limits.lookup(next.topic), source))
+          const sized = yield* checkSize(next, yield* limits.lookup(next.topic), source)
+          outputs.push(yield* checkTimestamp(sized, limits.timestamps(next.topic), limits.now, source))
         }
         return outputs
       })
     }
     const checked = checkSize(output, limit, source)
     if (Either.isLeft(checked)) return Either.left(checked.left)
-    outputs.push(checked.right)
+    const timed = checkTimestamp(checked.right, limits.timestamps(output.topic), limits.now, source)
+    if (Either.isLeft(timed)) return Either.left(timed.left)
+    outputs.push(timed.right)
   }
   return Either.right(outputs)
 }

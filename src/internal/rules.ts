@@ -3,7 +3,7 @@
  * schedule, then its disposition.
  *
  * A rule sees only the transform's own errors, and `OutputTooLarge`,
- * `PartitionOutOfRange` or `StateNotStorable` when it is made with
+ * `PartitionOutOfRange`, `TimestampOutOfRange` or `StateNotStorable` when it is made with
  * `ErrorRule.tagged` for its tag. Runtime errors never reach a rule: they
  * fail the record as they are (`KafkaError`: the broker failed while the
  * outputs were prepared or a run was stored; `EncodeError`: the transform
@@ -23,7 +23,8 @@ import {
   StateNotStorable,
   StateStoreError,
   StoredStateInvalid,
-  TaskMigrated
+  TaskMigrated,
+  TimestampOutOfRange
 } from "../SkeinError.ts"
 import type { Rule } from "../Transformer.ts"
 
@@ -47,7 +48,10 @@ export const matches = <E>(rule: Rule<E>, error: unknown): boolean => {
   if (rule.tag !== undefined) {
     return typeof error === "object" && error !== null && "_tag" in error && error._tag === rule.tag
   }
-  if (error instanceof OutputTooLarge || error instanceof PartitionOutOfRange || error instanceof StateNotStorable) return false
+  if (
+    error instanceof OutputTooLarge || error instanceof PartitionOutOfRange || error instanceof TimestampOutOfRange ||
+    error instanceof StateNotStorable
+  ) return false
   return (rule.when as (e: unknown) => boolean)(error)
 }
 

@@ -14,7 +14,13 @@
  */
 import { Clock, Effect, Either, Option, Schema, TestClock } from "effect"
 import type { Duration, ParseResult, Scope } from "effect"
-import type { OutputTooLarge, PartitionOutOfRange, StateNotStorable, StoredStateInvalid } from "../SkeinError.ts"
+import type {
+  OutputTooLarge,
+  PartitionOutOfRange,
+  StateNotStorable,
+  StoredStateInvalid,
+  TimestampOutOfRange
+} from "../SkeinError.ts"
 import { DecodeError, EncodeError, KafkaError, StateStoreError } from "../SkeinError.ts"
 import type * as Timer from "../Timer.ts"
 import * as Topic from "../Topic.ts"
@@ -52,6 +58,14 @@ export interface Options {
   readonly deadLetterTopic?: string | undefined
   /** The size limit of a record, for every output topic (`SkeinConfig.maxMessageBytes`, default 1 MiB). */
   readonly maxMessageBytes?: number | undefined
+  /**
+   * How far ahead of the driver's clock (Effect's `Clock`: the `TestClock`
+   * under `it.effect`) an output's timestamp may be, for every output topic
+   * (a topic's `message.timestamp.after.max.ms`; Kafka 4's default is
+   * 3,600,000): a later one fails its record with `TimestampOutOfRange`, as
+   * a runner does before the broker would refuse it. Unset: any timestamp.
+   */
+  readonly timestampAfterMaxMs?: number | undefined
   /** The partition count of output topics, for outputs that name their partition; an unlisted topic accepts any. */
   readonly partitions?: Readonly<Record<string, number>> | undefined
   /** Names the changelog topic (`Transformer.changelogTopic`); default `"test"`. */
@@ -187,6 +201,7 @@ export type PipeError<E> =
   | EncodeError
   | OutputTooLarge
   | PartitionOutOfRange
+  | TimestampOutOfRange
   | StateStoreError
   | StateNotStorable
   | StoredStateInvalid
@@ -343,7 +358,13 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const partitions = options.partitions ?? {}
     const changelog = changelogTopic(options.applicationId ?? "test", transformer)
     const runsTopic = RunStore.topicOf(options.applicationId ?? "test", transformer)
-    const messageLimits = Outputs.makeMessageLimits(maxMessageBytes, () => Effect.succeed(undefined))
+    const outputTopicConfig = {
+      maxMessageBytes: undefined,
+      timestampType: undefined,
+      timestampAfterMaxMs: options.timestampAfterMaxMs ?? Infinity,
+      timestampBeforeMaxMs: undefined
+    }
+    const messageLimits = Outputs.makeMessageLimits(maxMessageBytes, () => Effect.succeed(outputTopicConfig), yield* Effect.clock)
     const partitionCounts = PartitionCounts.make((topic) =>
       Effect.succeed(Object.hasOwn(partitions, topic) ? partitions[topic] : undefined)
     )

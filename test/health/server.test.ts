@@ -1,8 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Scope } from "effect"
-import { Runner } from "../../src/index.ts"
+import { Effect, Either, Exit, Schema, Scope } from "effect"
+import { KGroupedStream, KStream, KTable, Runner, TimeWindowedKStream, TimeWindows, Topic, Topology, Windowed } from "../../src/index.ts"
+import type { Transformer } from "../../src/index.ts"
 import * as HealthServer from "../../src/internal/healthServer.ts"
+import { applicationIdOf } from "../../src/internal/runAll.ts"
 import { makeStats } from "../../src/internal/RunnerStats.ts"
+import { TestDriver } from "../../src/testing/index.ts"
 
 const get = (port: number, path: string) =>
   Effect.promise(async () => {
@@ -102,5 +105,48 @@ describe("health server", () => {
       const live = yield* get(port, "/health/live")
       assert.strictEqual(live.status, 503)
       assert.deepStrictEqual(JSON.parse(live.body).phases, { a: "running", b: "failed" })
+    }))
+
+  it.scopedLive("a topology's late records on /metrics: skein_streams_late_records_total per windowed operator, its run's only", () =>
+    Effect.gen(function*() {
+      const Events = Topic.make({ name: "events", key: Schema.String, value: Topic.json(Schema.Struct({ at: Schema.Number })) })
+      const Counts = Topic.make({ name: "counts", key: Windowed.json(Schema.String), value: Topic.json(Schema.Number) })
+      const topology = Topology.make("counting", [
+        KStream.fromTopics([Events], { timestamp: (record) => record.value.at }).pipe(
+          KStream.groupByKey(),
+          KGroupedStream.windowedBy(TimeWindows.ofSizeAndGrace(1000, 0)),
+          TimeWindowedKStream.count({ name: "counts" }),
+          KTable.toStream,
+          KStream.to(Counts)
+        )
+      ])
+      const compiled = Topology.compile(topology, "late-app")
+      assert.ok(Either.isRight(compiled))
+      if (Either.isLeft(compiled)) return
+      const sub = compiled.right.subTopologies[0]!
+      // The compiled transformer is a Transformer.Any: its inputs, state and errors erased by compile.
+      const driver = yield* TestDriver.make(sub.transformer as Transformer.Transformer<ReadonlyArray<Topic.Any>, unknown, unknown, never>)
+      // [0, 1000) closes at stream time 1500 (grace 0): the records at 200 and 300 are late.
+      yield* driver.pipeAll(Events, [100, 1500, 200, 300].map((at) => ({ key: "a", value: { at } })))
+
+      // The topology's runs as Topology.run (runAll) starts them: its sub-topology's transformer under
+      // `{applicationId}-{sub-topology}`, and another of the application without windows.
+      const windowed = makeStats()
+      yield* windowed.begin(applicationIdOf("late-app", sub), sub.name)
+      const other = makeStats()
+      yield* other.begin("late-app-other", "other")
+      const { port } = yield* HealthServer.serveAll([
+        { name: sub.name, stats: windowed, labels: { applicationId: applicationIdOf("late-app", sub), transformer: sub.name } },
+        { name: "other", stats: other, labels: { applicationId: "late-app-other", transformer: "other" } }
+      ], { port: 0, host: "127.0.0.1", isolated: false })
+      const metrics = (yield* get(port, "/metrics")).body
+      assert.include(
+        metrics,
+        "# HELP skein_streams_late_records_total Records a windowed aggregation dropped from a window that had closed " +
+          "(Kafka Streams' dropped-records), per operator.\n# TYPE skein_streams_late_records_total counter\n" +
+          `skein_streams_late_records_total{application_id="late-app-events",transformer="events",operator="counts"} 2\n`
+      )
+      assert.strictEqual(metrics.split("# TYPE skein_streams_late_records_total ").length, 2, "one family")
+      assert.notInclude(metrics, `skein_streams_late_records_total{application_id="late-app-other"`)
     }))
 })

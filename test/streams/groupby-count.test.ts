@@ -68,4 +68,32 @@ describe("Topology: groupBy + count through a repartition topic", () => {
       })
       assert.strictEqual(metadata.topics[0]?.partitions.length, 3)
     }), 180_000)
+
+  it.scopedLive("a repartition topic that exists with another partition count fails at startup with the fix", () =>
+    Effect.gen(function*() {
+      const applicationId = unique("stream-count-bad")
+      const input = unique("orders")
+      const repartition = `${applicationId}-by-customer-repartition`
+      // Left by an earlier version of the topology, say, with 2 partitions: the topology needs 3 (its input's).
+      yield* createTopics([{ name: input, partitions: 3 }, { name: repartition, partitions: 2 }])
+      const Orders = Topic.make({ name: input, key: Schema.String, value: Topic.json(Order) })
+      const topology = Topology.make("orders", [
+        KStream.from(Orders).pipe(
+          KStream.groupBy((order) => order.value.customer, { key: Schema.String, value: Topic.json(Order), name: "by-customer" }),
+          KGroupedStream.count({ name: "order-counts" }),
+          KTable.toStream,
+          KStream.to(Topic.make({ name: unique("order-counts"), key: Schema.String, value: Topic.json(Schema.Number) }))
+        )
+      ])
+      const error = yield* Effect.flip(
+        Topology.run(topology).pipe(Effect.provide(SkeinConfig.layer({ applicationId, brokers: brokers() })))
+      )
+      assert.strictEqual(error._tag, "ConfigurationError")
+      assert.strictEqual(
+        error.message,
+        `The repartition topic ${repartition} has 2 partitions; the topology needs 3 (as many as the largest of ${input}). ` +
+          `Set the repartition's partitions to 2 (KStream.groupBy / repartition / groupByKey option "partitions"), or, once the ` +
+          `application is stopped and the topic fully consumed, delete ${repartition} so it is created again`
+      )
+    }), 60_000)
 })

@@ -52,6 +52,11 @@ export interface WindowCase {
   readonly deviation?: (records: ReadonlyArray<OutputRecord>, context: DeviationContext) => ReadonlyArray<OutputRecord>
   /** For final results: the oracle topology emitting updates on the same input (`DeviationContext.updates`). */
   readonly updatesTopology?: string
+  /**
+   * The name of the repartition the stream re-keys through before its windowed aggregation
+   * (`{applicationId}-{name}-repartition`): its topology has two sub-topologies. Unset: one.
+   */
+  readonly repartition?: string
   /** The same stream in Skein, reading `input` and writing `output` (keyed by `Windowed.json(Schema.String)`). */
   readonly stream: (input: Topic.Topic<string, string> | Topic.Topic<string, number>, output: string) => KStream.Sink
 }
@@ -109,6 +114,40 @@ const sumCase = (emit: "onWindowUpdate" | "onWindowClose"): WindowCase => ({
         TimeWindows.ofSizeAndGrace(hopping.sizeMs, hopping.graceMs).pipe(TimeWindows.advanceBy(hopping.advanceMs))
       ),
       TimeWindowedKStream.reduce((sum: number, value: number) => sum + value, { state: Schema.Number, name: `sums-${emit}`, emit }),
+      KTable.toStream,
+      KStream.to(outputTopic(output))
+    )
+})
+
+/**
+ * The new key of a re-keyed record (`groupBy`): its seed's prefix and its value's parity (`s11-m1`
+ * for `v17`), as the oracle's `groupBy-tumbling-count` computes it (`Topologies.java`). Each seed's
+ * two new keys hash to one partition of a two-partition repartition topic, the seed's own (seed 11's
+ * to partition 0, seed 29's to 1: the broker test checks it), so each seed keeps a stream time of
+ * its own downstream, as in Kafka Streams' TopologyTestDriver, which runs one seed at a time.
+ */
+export const parityKey = (key: string | null, value: string | null): string | null =>
+  key === null || value === null ? null : `${key.slice(0, key.indexOf("-"))}-m${Number(value.slice(1)) % 2}`
+
+/** Shorter windows than `tumbling`: two keys per seed after the re-key, and more windows. */
+const regrouped = { sizeMs: 300, graceMs: 200 }
+
+const groupByCountCase = (emit: "onWindowUpdate" | "onWindowClose"): WindowCase => ({
+  topology: emit === "onWindowClose" ? "groupBy-tumbling-count-suppressed" : "groupBy-tumbling-count",
+  params: regrouped,
+  sizeMs: regrouped.sizeMs,
+  values: "string",
+  repartition: `by-parity-${emit}`,
+  stream: (input, output) =>
+    KStream.from(input as Topic.Topic<string, string>).pipe(
+      KStream.groupBy((record) => parityKey(record.key, record.value), {
+        key: Schema.String,
+        value: Schema.String,
+        name: `by-parity-${emit}`,
+        partitions: seeds.length
+      }),
+      KGroupedStream.windowedBy(TimeWindows.ofSizeAndGrace(regrouped.sizeMs, regrouped.graceMs)),
+      TimeWindowedKStream.count({ name: `parity-counts-${emit}`, emit }),
       KTable.toStream,
       KStream.to(outputTopic(output))
     )
@@ -214,7 +253,9 @@ export const cases: ReadonlyArray<WindowCase> = [
   // From the epoch: records before the time difference share the window [0, d] (Kafka Streams' processEarly).
   slidingCase("onWindowUpdate", 0),
   sessionCase("onWindowUpdate"),
-  sessionCase("onWindowClose")
+  sessionCase("onWindowClose"),
+  // Re-keyed through a repartition topic, then counted per window (final results: stream time crosses the repartition).
+  groupByCountCase("onWindowClose")
 ]
 
 /** The input topic of a case: string or long values, as the oracle reads them. */

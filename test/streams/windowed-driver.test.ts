@@ -1,11 +1,14 @@
 /**
  * Windowed aggregations in process (TestDriver, no broker) against Kafka
- * Streams' TopologyTestDriver: tumbling count, hopping sum, sliding count and session count (merges), emitting
- * updates and final results, 1,000 seeded records per seed (out of order,
+ * Streams' TopologyTestDriver: tumbling count, hopping sum, sliding count and session count (merges),
+ * emitting updates and final results, and a tumbling count's final results after a groupBy (through a
+ * repartition topic), 1,000 seeded records per seed (out of order,
  * late past grace, gaps), two seeds; each key's results equal Kafka
  * Streams', in order (with the documented deviations applied to its output:
  * `windowCases.ts`). The records are piped in batches of 100 (the state
- * crosses batches as it crosses transactions).
+ * crosses batches as it crosses transactions). A case that re-keys through a
+ * repartition topic (`groupBy`) has two sub-topologies: the records the first
+ * writes to the repartition topic are piped into the second, one batch each.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
@@ -16,7 +19,7 @@ import { runKafkaStreamsBatch } from "../oracle/kafkaStreams.ts"
 import { actualPerKey, cases, count, expectedPerKey, inputsOf, inputTopic, seeds, sortedEntries, topologyOf } from "./windowCases.ts"
 
 describe("streams: windowed aggregations in process, against Kafka Streams", () => {
-  it.scopedLive("tumbling count, hopping sum, sliding count and session count, updates and final results, equal Kafka Streams' per key", () =>
+  it.scopedLive("tumbling count, hopping sum, sliding count, session count, groupBy count, updates and final results, equal Kafka Streams' per key", () =>
     Effect.gen(function*() {
       const scenarios = cases.flatMap((c) => seeds.map((seed) => ({ case: c, seed, inputs: inputsOf(c, seed) })))
       const started = Date.now()
@@ -29,16 +32,25 @@ describe("streams: windowed aggregations in process, against Kafka Streams", () 
         const compiled = Topology.compile(topologyOf(scenario.case, input, "output"), "diff")
         assert.ok(Either.isRight(compiled), "the topology compiles")
         if (Either.isLeft(compiled)) return
-        const [sub] = compiled.right.subTopologies
-        // The compiled transformer is a Transformer.Any: its inputs, state and errors erased by compile.
-        const driver = yield* TestDriver.make(sub!.transformer as Transformer.Transformer<ReadonlyArray<Topic.Any>, unknown, unknown, never>)
+        const subTopologies = compiled.right.subTopologies
+        assert.strictEqual(subTopologies.length, scenario.case.repartition === undefined ? 1 : 2, `${scenario.case.topology}: sub-topologies`)
+        // The compiled transformers are Transformer.Any: their inputs, state and errors erased by compile.
+        const drivers = yield* Effect.forEach(subTopologies, (sub) =>
+          TestDriver.make(sub.transformer as Transformer.Transformer<ReadonlyArray<Topic.Any>, unknown, unknown, never>))
         for (let from = 0; from < scenario.inputs.length; from += 100) {
-          yield* driver.pipeAll(
+          yield* drivers[0]!.pipeAll(
             input as Topic.Topic<string, string | number>,
             scenario.inputs.slice(from, from + 100).map((r) => ({ key: r.key === null ? null : String(r.key), value: r.value as string | number, timestamp: r.timestamp }))
           )
         }
-        const outputs = (yield* driver.records("output")).map((r) => ({
+        // Each later sub-topology reads the repartition topic the one before it wrote.
+        for (let next = 1; next < drivers.length; next++) {
+          const repartition = subTopologies[next]!.inputs[0]!
+          const written = yield* drivers[next - 1]!.records(repartition)
+          assert.isAbove(written.length, 0, `${repartition}: records re-keyed`)
+          for (const r of written) yield* drivers[next]!.pipeRaw(repartition, { key: r.key, value: r.value, timestamp: r.timestamp })
+        }
+        const outputs = (yield* drivers[drivers.length - 1]!.records("output")).map((r) => ({
           key: r.key === null ? null : r.key.toString("utf8"),
           value: r.value === null ? null : r.value.toString("utf8"),
           timestamp: r.timestamp

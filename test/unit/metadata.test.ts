@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Either, ParseResult, Schema } from "effect"
+import { Effect, Either, ParseResult, Schema, TestClock } from "effect"
 import { decodeRecord } from "../../src/internal/decode.ts"
 import { headerPairs, headerRecord } from "../../src/internal/headers.ts"
 import type { FetchedHeaders, FetchedRecord } from "../../src/internal/kafka/consumer.ts"
@@ -136,6 +136,58 @@ describe("output partition and timestamp", () => {
         Outputs.encode([Topic.record(Out, "k", "v", undefined, { partition: -1 })], limits, counts(undefined), source)
       )
       assert.strictEqual(negative._tag, "PartitionOutOfRange")
+    }))
+
+  const now = 1_800_000_000_000
+  const hour = 3_600_000
+  /** Encodes outputs with `timestamps` for a topic configured as `config`, at `now` on the test clock. */
+  const encodeAt = (timestamps: ReadonlyArray<number>, config: Parameters<typeof Outputs.makeMessageLimits>[1]) =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(now)
+      const clocked = Outputs.makeMessageLimits(1 << 20, config, yield* Effect.clock)
+      const records = timestamps.map((timestamp) => Topic.record(Out, "k", "v", undefined, { timestamp }))
+      return yield* Effect.either(Outputs.encode(records, clocked, counts(1), source))
+    })
+  const configured = (after: number | undefined, before?: number, timestampType = "CreateTime") => () =>
+    Effect.succeed({ maxMessageBytes: undefined, timestampType, timestampAfterMaxMs: after, timestampBeforeMaxMs: before })
+
+  it.effect("an output timestamp past the topic's message.timestamp.after.max.ms fails with TimestampOutOfRange before sending", () =>
+    Effect.gen(function*() {
+      const within = yield* encodeAt([now + hour, now - 30 * 24 * hour], configured(hour))
+      assert.deepStrictEqual(Either.map(within, (outputs) => outputs.map((o) => o.timestamp)), Either.right([now + hour, now - 30 * 24 * hour]))
+      const ahead = yield* encodeAt([now, now + hour + 1], configured(hour))
+      assert.isTrue(Either.isLeft(ahead))
+      if (Either.isRight(ahead)) return
+      const error = ahead.left
+      assert.strictEqual(error._tag, "TimestampOutOfRange")
+      if (error._tag !== "TimestampOutOfRange") return
+      assert.deepStrictEqual(
+        [error.topic, error.timestamp, error.now, error.bound, error.limitMs],
+        ["out", now + hour + 1, now, "after", hour]
+      )
+      assert.deepStrictEqual(error.source, { topic: "in", partition: 1, offset: 42 })
+      assert.include(error.message, `has the timestamp ${now + hour + 1} (2027-01-15T09:00:00.001Z), 3600001 ms ahead of the clock`)
+      assert.include(error.message, "message.timestamp.after.max.ms of 3600000 ms")
+      assert.include(error.message, "add an error rule for TimestampOutOfRange")
+      // Its first lookup took the effect path; the topic's limits are known now, and the synchronous path refuses it too.
+      const clocked = Outputs.makeMessageLimits(1 << 20, configured(hour), yield* Effect.clock)
+      yield* clocked.lookup("out")
+      const sync = Outputs.encode([Topic.record(Out, "k", "v", undefined, { timestamp: now + 2 * hour })], clocked, counts(1), source)
+      assert.isTrue(Either.isEither(sync) && Either.isLeft(sync) && sync.left._tag === "TimestampOutOfRange")
+    }))
+
+  it.effect("message.timestamp.before.max.ms, LogAppendTime, and Kafka 4's default when the config cannot be read", () =>
+    Effect.gen(function*() {
+      const behind = yield* encodeAt([now - 1001], configured(hour, 1000))
+      assert.isTrue(Either.isLeft(behind) && behind.left._tag === "TimestampOutOfRange" && behind.left.bound === "before")
+      assert.isTrue(Either.isRight(yield* encodeAt([now - 1000], configured(hour, 1000))))
+      // The broker stamps LogAppendTime topics' records itself: any timestamp goes.
+      assert.isTrue(Either.isRight(yield* encodeAt([now + 1000 * hour, 0], configured(hour, 1000, "LogAppendTime"))))
+      // Unknown (no topic yet, no DescribeConfigs ACL): Kafka 4's default, an hour ahead.
+      const unknown = () => Effect.succeed(undefined)
+      assert.isTrue(Either.isRight(yield* encodeAt([now + hour, 0], unknown)))
+      const fallback = yield* encodeAt([now + hour + 1], unknown)
+      assert.isTrue(Either.isLeft(fallback) && fallback.left._tag === "TimestampOutOfRange" && fallback.left.limitMs === Outputs.defaultTimestampAfterMaxMs)
     }))
 
   it("a timestamp that is not a non-negative integer is an EncodeError", () => {

@@ -23,7 +23,7 @@ import {
   Transformer,
   Windowed
 } from "../../src/index.ts"
-import { lateRecords } from "../../src/internal/streams/windowAggregate.ts"
+import { streamsLateRecordsOf } from "../../src/internal/RunnerMetrics.ts"
 import { TestDriver } from "../../src/testing/index.ts"
 
 const Events = Topic.make({ name: "events", key: Schema.String, value: Topic.json(Schema.Struct({ at: Schema.Number })) })
@@ -119,7 +119,8 @@ describe("windowed aggregations", () => {
   it.scoped("late records: dropped (counted) by default; with late: \"error\", to the dead letter topic with the reason", () =>
     Effect.gen(function*() {
       const input = [at("a", 100), at("a", 1500), at("a", 900), at("a", 400), at("a", 1600)]
-      const late = Metric.tagged(lateRecords, "operator", "counts")
+      // Tagged as the sub-topology's run ("app-events", transformer "events") and the operator (on /metrics: test/health/server.test.ts).
+      const late = streamsLateRecordsOf("app-events", "events", "counts")
       const before = (yield* Metric.value(late)).count
       const dropping = yield* driverOf(counting(TimeWindows.ofSizeAndGrace(1000, 600)))
       yield* dropping.pipeAll(Events, input)

@@ -48,8 +48,12 @@ export interface KafkaAdmin {
     topic: string,
     partition: number
   ) => Effect.Effect<{ readonly low: number; readonly end: number; readonly partitions: number }, KafkaError>
-  /** A topic's `max.message.bytes`, or `undefined` when the topic does not exist (yet). */
-  readonly maxMessageBytes: (topic: string) => Effect.Effect<number | undefined, KafkaError>
+  /**
+   * What an output topic accepts (its `max.message.bytes` and timestamp
+   * limits), or `undefined` when the topic does not exist (yet) or its
+   * configuration may not be read.
+   */
+  readonly outputTopicConfig: (topic: string) => Effect.Effect<OutputTopicConfig | undefined, KafkaError>
   /**
    * The current members of a consumer group, with what each announced through
    * Skein's assignor (`undefined` for a member of an older Skein or another
@@ -57,6 +61,28 @@ export interface KafkaAdmin {
    */
   readonly groupMembers: (groupId: string) => Effect.Effect<ReadonlyArray<Assignor.Member>, KafkaError>
 }
+
+/**
+ * The configuration of a topic that decides which records its broker
+ * accepts; each value is the topic's effective one (its own, else the
+ * broker's), absent when the broker did not return it.
+ */
+export interface OutputTopicConfig {
+  readonly maxMessageBytes: number | undefined
+  /** `message.timestamp.type`: with `LogAppendTime` the broker stamps records itself and checks no timestamp. */
+  readonly timestampType: string | undefined
+  /** `message.timestamp.after.max.ms`: how far ahead of the broker's clock a timestamp may be. */
+  readonly timestampAfterMaxMs: number | undefined
+  /** `message.timestamp.before.max.ms`: how far behind the broker's clock a timestamp may be. */
+  readonly timestampBeforeMaxMs: number | undefined
+}
+
+const outputTopicConfigNames = [
+  "max.message.bytes",
+  "message.timestamp.type",
+  "message.timestamp.after.max.ms",
+  "message.timestamp.before.max.ms"
+]
 
 /** True for kafkajs errors the broker marks retriable (a leader moving, metadata not yet propagated). */
 const isRetriable = (error: KafkaError): boolean =>
@@ -135,21 +161,31 @@ const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: Admin): 
           return { low: Number(found?.low ?? 0), end: Number(found?.high ?? 0), partitions: offsets.length }
         })
       ),
-    maxMessageBytes: (topic) =>
+    outputTopicConfig: (topic) =>
       Effect.tryPromise({
         try: () =>
           admin.describeConfigs({
             includeSynonyms: false,
-            resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: ["max.message.bytes"] }]
+            resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: outputTopicConfigNames }]
           }),
         catch: toKafkaError("describeConfigs", { topics: [topic], topicOperation: "DESCRIBE_CONFIGS" })
       }).pipe(
-        Effect.map((result): number | undefined => {
-          const entry = result.resources[0]?.configEntries.find((e) => e.configName === "max.message.bytes")
-          return entry === undefined ? undefined : Number(entry.configValue)
+        Effect.map((result): OutputTopicConfig => {
+          const entries = result.resources[0]?.configEntries ?? []
+          const valueOf = (name: string) => entries.find((e) => e.configName === name)?.configValue
+          const numberOf = (name: string) => {
+            const value = valueOf(name)
+            return value === undefined || value === null ? undefined : Number(value)
+          }
+          return {
+            maxMessageBytes: numberOf("max.message.bytes"),
+            timestampType: valueOf("message.timestamp.type") ?? undefined,
+            timestampAfterMaxMs: numberOf("message.timestamp.after.max.ms"),
+            timestampBeforeMaxMs: numberOf("message.timestamp.before.max.ms")
+          }
         }),
         // Unknown, or not allowed (no DescribeConfigs ACL: an application needs only Write on
-        // its outputs): maxMessageBytes applies, and the broker still enforces the topic's limit.
+        // its outputs): the defaults apply, and the broker still enforces the topic's limits.
         Effect.catchIf(
           (e) => isUnknownTopic(e.cause) || securityFailure(e)?._tag === "AuthorizationFailed",
           () => Effect.succeed(undefined)

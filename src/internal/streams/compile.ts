@@ -14,8 +14,10 @@
  * @internal
  */
 import { Effect, Either, Option, Schema } from "effect"
+import * as RunnerMetrics from "../RunnerMetrics.ts"
+import { applicationIdOf } from "../runAll.ts"
 import { defaultStateKey } from "../StateKeyCheck.ts"
-import { ConfigurationError, InvalidTimestamp } from "../../SkeinError.ts"
+import { ConfigurationError, InvalidTimestamp, OperatorFailed } from "../../SkeinError.ts"
 import * as SessionWindows from "../../SessionWindows.ts"
 import * as SlidingWindows from "../../SlidingWindows.ts"
 import * as TimeWindows from "../../TimeWindows.ts"
@@ -263,6 +265,9 @@ export const compile = (
       writer: (node) => boundaryOut(node) ? internal.get(node) : undefined,
       aggregate: aggregates[0],
       aggregateName: aggregates[0] === undefined ? "" : names.get(aggregates[0])!,
+      applicationId,
+      nameOf: (node) => names.get(node)!,
+      sourceNames: new Map(roots.flatMap((r) => r._tag === "Source" ? r.topics.map((t) => [t.name, names.get(r)!] as const) : [])),
       keyTexts,
       extractors,
       rules,
@@ -290,6 +295,12 @@ interface TransformerParts {
   readonly writer: (node: Graph.Node) => Graph.InternalTopic | undefined
   readonly aggregate: Graph.Aggregate | undefined
   readonly aggregateName: string
+  /** The application the topology is compiled for (metric labels). */
+  readonly applicationId: string
+  /** Each node's name, as `describe` prints it (for `OperatorFailed`). */
+  readonly nameOf: (node: Graph.Node) => string
+  /** Per input topic read by a source, the source's name. */
+  readonly sourceNames: ReadonlyMap<string, string>
   /** Per input topic, its keys as text and back. */
   readonly keyTexts: ReadonlyMap<string, KeyText>
   /** Per input topic read by a source with a timestamp extractor, the extractor. */
@@ -328,10 +339,13 @@ const makeTransformer = (parts: TransformerParts): Transformer.Any => {
   }
   const windowing = aggregate.windowing
   if (windowing !== undefined) {
-    return aggregate.use<Transformer.Any>(<A, I>(spec: Graph.AggregateSpec<A, I>) => windowedTransformer(parts, windowing, spec))
+    return aggregate.use<Transformer.Any>(<A, I>(spec: Graph.AggregateSpec<A, I>) =>
+      windowedTransformer(parts, windowing, spec, aggregate.kind)
+    )
   }
-  return aggregate.use<Transformer.Any>(<A, I>(spec: Graph.AggregateSpec<A, I>) =>
-    Transformer.make({
+  return aggregate.use<Transformer.Any>(<A, I>(spec: Graph.AggregateSpec<A, I>) => {
+    const add = guarded(parts.aggregateName, aggregate.kind, spec.add)
+    return Transformer.make({
       name: parts.name,
       inputs: parts.inputs,
       state: timestamped(spec.state),
@@ -340,7 +354,7 @@ const makeTransformer = (parts: TransformerParts): Transformer.Any => {
         let changed = false
         const aggregator: Aggregator = (keyed, forward) => {
           const next = {
-            value: spec.add(Option.map(current, (s) => s.value), keyed),
+            value: add(Option.map(current, (s) => s.value), keyed),
             timestamp: Option.match(current, { onNone: () => keyed.timestamp, onSome: (s) => Math.max(s.timestamp, keyed.timestamp) })
           }
           current = Option.some(next)
@@ -354,7 +368,7 @@ const makeTransformer = (parts: TransformerParts): Transformer.Any => {
       },
       rules: parts.rules
     })
-  )
+  })
 }
 
 /**
@@ -364,16 +378,24 @@ const makeTransformer = (parts: TransformerParts): Transformer.Any => {
 const windowedTransformer = <A, I>(
   parts: TransformerParts,
   windowing: Graph.Windowing,
-  spec: Graph.AggregateSpec<A, I>
+  spec: Graph.AggregateSpec<A, I>,
+  kind: Graph.Aggregate["kind"]
 ): Transformer.Transformer<ReadonlyArray<Topic.Any>, WindowAggregate.WindowState<A>, unknown, unknown> => {
   const operator: WindowAggregate.Operator<A> = {
     name: parts.aggregateName,
     subTopology: parts.name,
     windowing,
-    add: spec.add,
-    ...(spec.session === undefined ? {} : { session: spec.session }),
+    add: guarded(parts.aggregateName, kind, spec.add),
+    ...(spec.session === undefined ? {} : {
+      session: {
+        initial: guarded(parts.aggregateName, kind, spec.session.initial),
+        merge: guarded(parts.aggregateName, `${kind} merge`, spec.session.merge)
+      }
+    }),
     keyText: (topic) => parts.keyTexts.get(topic)!,
-    late: { count: 0 }
+    late: { count: 0 },
+    // Tagged as its run's stats read it: `Topology.run` runs each sub-topology under `{applicationId}-{sub-topology}`.
+    lateCounter: RunnerMetrics.streamsLateRecordsOf(applicationIdOf(parts.applicationId, parts), parts.name, parts.aggregateName)
   }
   return {
     name: parts.name,
@@ -410,14 +432,63 @@ const windowedTransformer = <A, I>(
   }
 }
 
-/** A record's event time: its source's extractor's, else its own; a negative one is an `InvalidTimestamp`. */
+/**
+ * What a user function given to an aggregation threw, on its way to the
+ * record's boundary (`runRecord`). An aggregation calls its functions deep in
+ * synchronous code (window bookkeeping); the throw carries the operator out
+ * of it, and `runRecord` turns it into the record's `OperatorFailed`, for
+ * the rules. Skein's own defects are not `Threw` and stay defects.
+ */
+class Threw {
+  constructor(readonly operator: string, readonly kind: string, readonly cause: unknown) {}
+}
+
+/** `f`, whose throw is tagged with its operator (`Threw`). */
+const guarded = <Args extends ReadonlyArray<unknown>, A>(
+  operator: string,
+  kind: string,
+  f: (...args: Args) => A
+): (...args: Args) => A =>
+(...args) => {
+  try {
+    return f(...args)
+  } catch (cause) {
+    // The user's throw, re-thrown with its operator; caught at the record's boundary.
+    throw new Threw(operator, kind, cause)
+  }
+}
+
+const positionOf = (input: Transformer.RecordOf<ReadonlyArray<Topic.Any>>) => ({
+  topic: input.topic,
+  partition: input.partition,
+  offset: input.offset
+})
+
+/**
+ * A record's event time: its source's extractor's, else its own; a negative
+ * one is an `InvalidTimestamp`, a throwing extractor an `OperatorFailed`.
+ */
 const eventTime = (
   parts: TransformerParts,
   input: Transformer.RecordOf<ReadonlyArray<Topic.Any>>
-): Effect.Effect<number, InvalidTimestamp> =>
-  Effect.suspend(() => {
+): Effect.Effect<number, InvalidTimestamp | OperatorFailed> =>
+  Effect.suspend((): Effect.Effect<number, InvalidTimestamp | OperatorFailed> => {
     const extractor = parts.extractors.get(input.topic)
-    const timestamp = extractor === undefined ? input.timestamp : extractor(input)
+    let timestamp = input.timestamp
+    if (extractor !== undefined) {
+      try {
+        timestamp = extractor(input)
+      } catch (cause) {
+        return Effect.fail(
+          new OperatorFailed({
+            operator: parts.sourceNames.get(input.topic) ?? input.topic,
+            kind: "timestamp extractor",
+            source: positionOf(input),
+            cause
+          })
+        )
+      }
+    }
     return Number.isFinite(timestamp) && timestamp >= 0
       ? Effect.succeed(timestamp)
       : Effect.fail(new InvalidTimestamp({ topic: input.topic, partition: input.partition, offset: input.offset, timestamp }))
@@ -452,7 +523,12 @@ const runRecord = (
       case "Grouping":
         return visitChildren(node, record)
       case "Step": {
-        const out = node.step(record)
+        let out: ReturnType<Graph.Step>
+        try {
+          out = node.step(record)
+        } catch (cause) {
+          return Effect.fail(new OperatorFailed({ operator: parts.nameOf(node), kind: node.kind, source: positionOf(input), cause }))
+        }
         return Effect.isEffect(out)
           ? Effect.flatMap(out, (records) => Effect.forEach(records, (r) => visitChildren(node, r), { discard: true }))
           : Effect.forEach(out, (r) => visitChildren(node, r), { discard: true })
@@ -481,7 +557,14 @@ const runRecord = (
   const roots = parts.rootsByTopic.get(input.topic) ?? []
   return Effect.flatMap(eventTime(parts, input), (timestamp) => {
     const start: Graph.StreamRecord = { key: input.key, value: input.value, timestamp, headers: input.rawHeaders }
-    const run = Effect.forEach(roots, (root) => visit(root, start), { discard: true })
+    const visited = Effect.forEach(roots, (root) => visit(root, start), { discard: true })
+    // An aggregation's function threw (`guarded`): the record's error, for the rules.
+    const run = aggregator === undefined ? visited : Effect.catchSomeDefect(visited, (defect) =>
+      defect instanceof Threw
+        ? Option.some(
+          Effect.fail(new OperatorFailed({ operator: defect.operator, kind: defect.kind, source: positionOf(input), cause: defect.cause }))
+        )
+        : Option.none())
     return Effect.as(observe === undefined ? run : Effect.zipRight(observe(timestamp), run), emit)
   })
 }

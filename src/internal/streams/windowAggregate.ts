@@ -84,10 +84,12 @@ export const stateSchema = <A, I>(value: Schema.Schema<A, I>) =>
 export type WindowState<A> = Schema.Schema.Type<ReturnType<typeof stateSchema<A, unknown>>>
 export type Windows<A> = Extract<WindowState<A>, { readonly _tag: "Windows" }>
 
-/** Late records (past grace for a window they belong to), per windowed aggregation. */
-export const lateRecords = Metric.counter("skein_streams_late_records_total", {
-  description: "Records a windowed aggregation dropped from a window that had closed (Kafka Streams' dropped-records)."
-})
+/**
+ * Late records (past grace for a window they belong to), per windowed
+ * aggregation (`skein_streams_late_records_total`, on the health endpoint's
+ * `/metrics`).
+ */
+export { streamsLateRecords as lateRecords } from "../RunnerMetrics.ts"
 
 /** What a windowed aggregation needs besides its spec. */
 export interface Operator<A> {
@@ -101,6 +103,8 @@ export interface Operator<A> {
   readonly keyText: (topic: string) => KeyText
   /** Late records seen since the start, for the log. */
   readonly late: { count: number }
+  /** `skein_streams_late_records_total` of this operator (`RunnerMetrics.streamsLateRecordsOf`). */
+  readonly lateCounter: Metric.Metric.Counter<number>
 }
 
 /**
@@ -302,7 +306,7 @@ export const lateRecord = <A>(
       )
     }
     operator.late.count += late
-    yield* Metric.incrementBy(Metric.tagged(lateRecords, "operator", operator.name), late)
+    yield* Metric.incrementBy(operator.lateCounter, late)
     const total = operator.late.count
     if (total === late || Math.floor(total / 1_000) > Math.floor((total - late) / 1_000)) {
       yield* Effect.logWarning(

@@ -187,6 +187,22 @@ final class Topologies {
             .count(Materialized.with(S, L)),
         false);
 
+    // groupBy-tumbling-count: re-keys each record through a repartition topic by its key's seed
+    // prefix (before the first '-') and its value's parity: (s11-k3, v17) -> s11-m1
+    // (test/streams/windowCases.ts parityKey); a null key or value gets a null key and is dropped.
+    // Then counts per new key per tumbling window, TimeWindows.ofSizeAndGrace(sizeMs, graceMs).
+    // Output key key@start. Params: sizeMs, graceMs.
+    registerWindowed("groupBy-tumbling-count",
+        "groupBy(seed prefix + value parity) through a repartition topic, then count per tumbling window (sizeMs, graceMs).",
+        Kind.STRING, List.of("sizeMs", "graceMs"),
+        (builder, p) -> builder.stream(INPUT, Consumed.with(S, S))
+            .groupBy((k, v) -> k == null || v == null
+                ? null
+                : k.substring(0, k.indexOf('-')) + "-m" + (Integer.parseInt(v.substring(1)) % 2), Grouped.with(S, S))
+            .windowedBy(TimeWindows.ofSizeAndGrace(ms(p, "sizeMs"), ms(p, "graceMs")))
+            .count(Materialized.with(S, L)),
+        false);
+
     // hopping-count: count per key per hopping window of sizeMs advancing by advanceMs,
     // TimeWindows.ofSizeAndGrace(sizeMs, graceMs).advanceBy(advanceMs). Output key key@start.
     // Params: sizeMs, advanceMs, graceMs.
