@@ -15,11 +15,12 @@
  * Streams' in order: nothing lost or repeated across the restart.
  *
  * The same run has a twelfth sub-topology whose source takes event time from
- * the value (a timestamp extractor): its record with a negative event time
- * and its record 30 days ahead (its update's timestamp, past the output
- * topic's message.timestamp.after.max.ms, which the broker would refuse) go
- * to the dead letter topic under the topology's rules, in their
- * transactions, without moving stream time, and the others are counted.
+ * the value (a timestamp extractor): its record with a negative event time,
+ * its record 30 days ahead (its update's timestamp, past the output topic's
+ * message.timestamp.after.max.ms, which the broker would refuse) and one its
+ * extractor throws on (OperatorFailed) go to the dead letter topic under the
+ * topology's rules, in their transactions, without moving stream time, and
+ * the others are counted.
  */
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -95,7 +96,8 @@ describe("streams: windowed aggregations on a broker against Kafka Streams, acro
       }
       const Stamped = Topic.make({ name: stamped.input, key: Schema.String, value: Topic.json(Schema.Struct({ at: Schema.Number })) })
       const future = Date.now() + 30 * 24 * 3_600_000
-      yield* produceRaw(stamped.input, [100, -5, future, 200].map((at) => ({ key: "a", value: JSON.stringify({ at }) })))
+      // 13: the extractor throws on it (the user's bug), an OperatorFailed record error.
+      yield* produceRaw(stamped.input, [100, -5, 13, future, 200].map((at) => ({ key: "a", value: JSON.stringify({ at }) })))
 
       const produceHalf = (half: 0 | 1) =>
         Effect.forEach(topics, (t) =>
@@ -118,7 +120,12 @@ describe("streams: windowed aggregations on a broker against Kafka Streams, acro
           // One topology: a sub-topology per case (two for the re-keyed one) and the stamped one, each its own transformer and consumer group.
           const topology = Topology.make("windows", [
             ...topics.map((t) => t.case.stream(inputTopic(t.case, t.input), t.output)),
-            KStream.fromTopics([Stamped], { timestamp: (record) => record.value.at }).pipe(
+            KStream.fromTopics([Stamped], {
+              timestamp: (record) => {
+                if (record.value.at === 13) throw new Error("13 is not a time")
+                return record.value.at
+              }
+            }).pipe(
               KStream.groupByKey(),
               KGroupedStream.windowedBy(TimeWindows.ofSizeAndGrace(1000, 0)),
               TimeWindowedKStream.count({ name: "stamped-counts" }),
@@ -128,7 +135,11 @@ describe("streams: windowed aggregations on a broker against Kafka Streams, acro
           ])
           const fiber = yield* Effect.forkScoped(
             Topology.run(topology, {
-              rules: [ErrorRule.tagged("InvalidTimestamp", { then: "dlq" }), ErrorRule.tagged("TimestampOutOfRange", { then: "dlq" })]
+              rules: [
+                ErrorRule.tagged("InvalidTimestamp", { then: "dlq" }),
+                ErrorRule.tagged("TimestampOutOfRange", { then: "dlq" }),
+                ErrorRule.tagged("OperatorFailed", { then: "dlq" })
+              ]
             }).pipe(
               Effect.provide(SkeinConfig.layer({ applicationId, brokers: brokers(), stateDir, deadLetterTopic: stamped.deadLetters }))
             )
@@ -181,16 +192,23 @@ describe("streams: windowed aggregations on a broker against Kafka Streams, acro
       console.log(`compared ${compared} results; produce, two runs and reads in ${Date.now() - began} ms`)
 
       // The extractor's event times: 100 and 200 counted in [0, 1000) (the future record did not move stream
-      // time, or 200 would be late), -5 and the one 30 days ahead dead-lettered with the reason.
+      // time, or 200 would be late), -5, 13 (the extractor threw) and the one 30 days ahead dead-lettered
+      // with the reason.
       const counted = actualPerKey(yield* readCommitted(stamped.output))
       assert.deepStrictEqual([...counted], [["a", ["a@0/1000=1@100", "a@0/1000=2@200"]]])
       const letters = yield* readCommitted(stamped.deadLetters)
-      assert.deepStrictEqual(letters.map((l) => l.value), [JSON.stringify({ at: -5 }), JSON.stringify({ at: future })])
-      assert.match(letters[0]!.headers["skein.error"] ?? "", /has the event time -5, which is negative/)
+      assert.deepStrictEqual(letters.map((l) => l.value), [-5, 13, future].map((at) => JSON.stringify({ at })))
+      const reasons = new Map(letters.map((l) => [JSON.parse(l.value ?? "{}").at as number, l.headers["skein.error"] ?? ""]))
+      assert.match(reasons.get(-5) ?? "", /has the event time -5, which is negative/)
       assert.include(
-        letters[1]!.headers["skein.error"] ?? "",
+        reasons.get(13) ?? "",
+        "OperatorFailed: The timestamp extractor function of the operator KSTREAM-SOURCE-"
+      )
+      assert.include(reasons.get(13) ?? "", "Error: 13 is not a time")
+      assert.include(
+        reasons.get(future) ?? "",
         `An output for ${stamped.output} has the timestamp ${future} (${new Date(future).toISOString()})`
       )
-      assert.include(letters[1]!.headers["skein.error"] ?? "", "past the topic's message.timestamp.after.max.ms of 3600000 ms")
+      assert.include(reasons.get(future) ?? "", "past the topic's message.timestamp.after.max.ms of 3600000 ms")
     }), 600_000)
 })
