@@ -1,7 +1,7 @@
 /**
  * A stream's record errors in process (TestDriver): a function given to an
- * operator that throws (a groupBy key function, a map, an aggregation's
- * reduce, a timestamp extractor) fails its record with `OperatorFailed`,
+ * operator that throws (a groupBy key function, a map, a reduce, windowed or
+ * not, a timestamp extractor) fails its record with `OperatorFailed`,
  * which the topology's rules send to the dead letter topic with the error;
  * without a rule it is the run's typed failure, never a defect. An output
  * whose event time its topic refuses (`TimestampOutOfRange`) goes the same
@@ -125,6 +125,31 @@ describe("streams: record errors", () => {
       const letters = yield* driver.deadLetters
       assert.strictEqual(letters.length, 1)
       assert.include(errorOf(letters[0]!), "The map function of the operator to-amounts threw on orders/0@0: negative amount.")
+    }))
+
+  it.scoped("a reduce (not windowed) that throws: dead-lettered, the key's sum unchanged", () =>
+    Effect.gen(function*() {
+      const topology = Topology.make("sums", [
+        KStream.from(Orders).pipe(
+          KStream.mapValues((order) => order.amount),
+          KStream.groupByKey(),
+          KGroupedStream.reduce((sum: number, amount: number) => {
+            if (amount === 7) throw new Error("seven is not allowed")
+            return sum + amount
+          }, { state: Schema.Number, name: "sums" }),
+          KTable.toStream,
+          KStream.to(Amounts)
+        )
+      ])
+      const driver = yield* driverOf(topology, { rules })
+      yield* driver.pipeAll(Orders, [1, 7, 2].map((amount) => ({ key: "a", value: { customer: "c", amount } })))
+      assert.deepStrictEqual((yield* driver.outputs(Amounts)).map((r) => r.value), [1, 3])
+      const letters = yield* driver.deadLetters
+      assert.strictEqual(letters.length, 1)
+      assert.include(errorOf(letters[0]!), "OperatorFailed: The reduce function of the operator sums threw on orders/0@1: Error: seven is not allowed")
+      const unruled = yield* driverOf(topology)
+      yield* unruled.pipe(Orders, "a", { customer: "c", amount: 1 })
+      assert.strictEqual(failureOf(yield* Effect.exit(unruled.pipe(Orders, "a", { customer: "c", amount: 7 }))), "OperatorFailed")
     }))
 
   it.scoped("a windowed reduce that throws, and a timestamp extractor that throws: dead-lettered, stream time and state unchanged", () =>
