@@ -1035,6 +1035,7 @@ const aclOperation = {
   DESCRIBE: "Describe",
   DESCRIBE_CONFIGS: "DescribeConfigs",
   CREATE: "Create",
+  DELETE: "Delete",
   IDEMPOTENT_WRITE: "IdempotentWrite"
 } as const
 
@@ -1061,7 +1062,7 @@ export class AuthorizationFailed extends Data.TaggedError("AuthorizationFailed")
   readonly resource: "topic" | "group" | "transactional-id" | "cluster"
   /** The resource's name(s), e.g. the topics a transaction wrote (the broker does not say which one). */
   readonly names: ReadonlyArray<string>
-  readonly operation: "READ" | "WRITE" | "DESCRIBE" | "DESCRIBE_CONFIGS" | "CREATE" | "IDEMPOTENT_WRITE"
+  readonly operation: "READ" | "WRITE" | "DESCRIBE" | "DESCRIBE_CONFIGS" | "CREATE" | "DELETE" | "IDEMPOTENT_WRITE"
   /** What Skein was doing, e.g. `commit` or `fence`. */
   readonly during: string
   /**

@@ -25,11 +25,12 @@
  *
  * @since 0.4.0
  */
-import { Effect, Either, Option } from "effect"
-import type { Scope } from "effect"
+import { Duration, Effect, Either, Option } from "effect"
 import type * as Graph from "./internal/streams/graph.ts"
 import * as Compile from "./internal/streams/compile.ts"
 import * as Admin from "./internal/kafka/admin.ts"
+import { applicationIdOf } from "./internal/runAll.ts"
+import * as RepartitionPurge from "./internal/streams/repartitionPurge.ts"
 import { makeKafka } from "./internal/kafka/client.ts"
 import type { Sink } from "./KStream.ts"
 import * as Runner from "./Runner.ts"
@@ -132,6 +133,13 @@ export interface RunOptions<E> {
    * topics included). Unmatched errors end the run.
    */
   readonly rules?: ReadonlyArray<Transformer.Rule<StreamError<E>>> | undefined
+  /**
+   * How often the records its sub-topologies have read (and committed) from
+   * repartition topics are deleted (Kafka Streams' `repartition.purge.interval.ms`).
+   * Repartition topics keep records without a time limit until then.
+   * Default 30 seconds.
+   */
+  readonly repartitionPurgeInterval?: Duration.DurationInput | undefined
 }
 
 /**
@@ -244,20 +252,38 @@ export const run = <E, R>(
   Effect.gen(function*() {
     const config = yield* SkeinConfig
     const compiled = yield* compile(topology, config.applicationId, options)
-    yield* Effect.scoped(createInternalTopics(compiled, config))
     const transformers = compiled.subTopologies.map((sub) => sub.transformer)
-    // The transformers' errors are the topology's operators' (`E`); their context is `R`.
-    return yield* (Runner.runAll(transformers) as Effect.Effect<never, RunnerError | StreamError<E>, R | SkeinConfig>)
+    return yield* Effect.scoped(Effect.gen(function*() {
+      if (compiled.internalTopics.length > 0) {
+        const admin = yield* Admin.make(yield* makeKafka(config))
+        yield* createInternalTopics(admin, compiled, config)
+        // What the sub-topologies read from their repartition topics is deleted as they commit it.
+        const purged = compiled.internalTopics.flatMap((spec) =>
+          compiled.subTopologies
+            .filter((sub) => sub.transformer.inputs.some((input) => input.name === spec.name))
+            .map((sub) => ({ topic: spec.name, groupId: applicationIdOf(config.applicationId, sub.transformer) }))
+        )
+        const interval = options?.repartitionPurgeInterval === undefined
+          ? RepartitionPurge.defaultInterval
+          : Duration.decode(options.repartitionPurgeInterval)
+        yield* Effect.forkScoped(RepartitionPurge.purgeEvery(admin, purged, interval))
+      }
+      // The transformers' errors are the topology's operators' (`E`); their context is `R`.
+      return yield* (Runner.runAll(transformers) as Effect.Effect<never, RunnerError | StreamError<E>, R | SkeinConfig>)
+    }))
   })
 
-/** Creates the topology's repartition topics, in dependency order, or checks the existing ones' partition counts. */
+/**
+ * Creates the topology's repartition topics, in dependency order (without a
+ * time limit: `RepartitionPurge`), or checks the existing ones' partition
+ * counts and retention.
+ */
 const createInternalTopics = (
+  admin: Admin.KafkaAdmin,
   compiled: Compile.Compiled,
   config: SkeinConfig
-): Effect.Effect<void, RunnerError, Scope.Scope> =>
+): Effect.Effect<void, RunnerError> =>
   Effect.gen(function*() {
-    if (compiled.internalTopics.length === 0) return
-    const admin = yield* Admin.make(yield* makeKafka(config))
     const counts = new Map<string, number>()
     const countOf = (topic: string) =>
       Option.match(Option.fromNullable(counts.get(topic)), {
@@ -269,7 +295,7 @@ const createInternalTopics = (
       const wanted = spec.partitions ?? Math.max(...upstream)
       const existing = yield* admin.partitionCount(spec.name)
       if (existing === undefined) {
-        yield* admin.createTopic(spec.name, wanted, config.changelogReplicationFactor)
+        yield* admin.createRepartitionTopic(spec.name, wanted, config.changelogReplicationFactor)
         yield* Effect.logInfo(`created repartition topic ${spec.name} with ${wanted} partitions`)
       } else if (existing !== wanted) {
         return yield* new ConfigurationError({
@@ -278,6 +304,17 @@ const createInternalTopics = (
           fix: `Set the repartition's partitions to ${existing} (KStream.groupBy / repartition / groupByKey option ` +
             `"partitions"), or, once the application is stopped and the topic fully consumed, delete ${spec.name} so it is created again`
         })
+      }
+      if (existing !== undefined) {
+        const retention = yield* admin.retentionMs(spec.name)
+        if (retention !== undefined && retention >= 0) {
+          yield* Effect.logWarning(
+            `the repartition topic ${spec.name} deletes records older than retention.ms=${retention} by their ` +
+              `timestamps, which are event times: records of older events are deleted before they are read. ` +
+              `Set it to keep them (Skein deletes what its readers committed): kafka-configs.sh --bootstrap-server <broker> ` +
+              `--alter --entity-type topics --entity-name ${spec.name} --add-config retention.ms=-1`
+          )
+        }
       }
       counts.set(spec.name, existing ?? wanted)
     }

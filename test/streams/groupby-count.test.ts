@@ -32,7 +32,9 @@ describe("Topology: groupBy + count through a repartition topic", () => {
       }))
       yield* produce(input, orders)
       const fiber = yield* Effect.forkScoped(
-        Topology.run(topology).pipe(Effect.provide(SkeinConfig.layer({ applicationId, brokers: brokers() })))
+        Topology.run(topology, { repartitionPurgeInterval: "200 millis" }).pipe(
+          Effect.provide(SkeinConfig.layer({ applicationId, brokers: brokers() }))
+        )
       )
       yield* eventually(
         Effect.map(readCommitted(output), (records) => records.length >= orders.length),
@@ -67,6 +69,32 @@ describe("Topology: groupBy + count through a repartition topic", () => {
         }
       })
       assert.strictEqual(metadata.topics[0]?.partitions.length, 3)
+
+      // It keeps records without a time limit: their timestamps are event times (a default
+      // retention.ms deletes records of old events before they are read) ...
+      const repartition = `${applicationId}-by-customer-repartition`
+      const withAdmin = <A>(f: (admin: ReturnType<ReturnType<typeof kafka>["admin"]>) => Promise<A>) =>
+        Effect.promise(async () => {
+          const admin = kafka().admin()
+          await admin.connect()
+          try {
+            return await f(admin)
+          } finally {
+            await admin.disconnect()
+          }
+        })
+      const configs = yield* withAdmin((admin) =>
+        admin.describeConfigs({ includeSynonyms: false, resources: [{ type: 2, name: repartition, configNames: ["retention.ms"] }] })
+      )
+      assert.strictEqual(configs.resources[0]?.configEntries.find((e) => e.configName === "retention.ms")?.configValue, "-1")
+      // ... and deletes what the counting sub-topology has read and committed.
+      yield* eventually(
+        Effect.map(
+          withAdmin((admin) => admin.fetchTopicOffsets(repartition)),
+          (offsets) => offsets.every((o) => Number(o.low) === Number(o.high)) && offsets.some((o) => Number(o.high) > 0)
+        ),
+        { timeout: 60_000, what: `the records read from ${repartition} deleted` }
+      )
     }), 180_000)
 
   it.scopedLive("a repartition topic that exists with another partition count fails at startup with the fix", () =>

@@ -33,6 +33,28 @@ export interface KafkaAdmin {
     partitions: number,
     replicationFactor: number
   ) => Effect.Effect<void, KafkaError>
+  /**
+   * Creates a repartition topic (no-op when it exists): records are kept without
+   * a time limit (`retention.ms` -1), since the time they carry is their event
+   * time, and deleted once read (`deleteRecordsBefore`), as Kafka Streams does.
+   */
+  readonly createRepartitionTopic: (
+    topic: string,
+    partitions: number,
+    replicationFactor: number
+  ) => Effect.Effect<void, KafkaError>
+  /** A topic's effective `retention.ms` (-1: no limit), or `undefined` when it may not be read. */
+  readonly retentionMs: (topic: string) => Effect.Effect<number | undefined, KafkaError>
+  /** A group's committed offset per partition of `topic` (partitions without one left out). */
+  readonly groupOffsets: (
+    groupId: string,
+    topic: string
+  ) => Effect.Effect<ReadonlyArray<{ readonly partition: number; readonly offset: number }>, KafkaError>
+  /** Deletes the records of `topic` below each offset given (DeleteRecords). */
+  readonly deleteRecordsBefore: (
+    topic: string,
+    offsets: ReadonlyArray<{ readonly partition: number; readonly offset: number }>
+  ) => Effect.Effect<void, KafkaError>
   /** Committed offsets of a group for one partition of several topics (-1: none). */
   readonly committedOffsets: (
     groupId: string,
@@ -136,6 +158,51 @@ const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: Admin): 
           waitForLeaders: true,
           topics: [{ topic, numPartitions: partitions, replicationFactor }]
         }), { topics: [topic], topicOperation: "CREATE", clusterOperation: "CREATE" }).pipe(Effect.asVoid),
+    createRepartitionTopic: (topic, partitions, replicationFactor) =>
+      attempt("createTopics", () =>
+        admin.createTopics({
+          waitForLeaders: true,
+          topics: [{
+            topic,
+            numPartitions: partitions,
+            replicationFactor,
+            configEntries: [{ name: "cleanup.policy", value: "delete" }, { name: "retention.ms", value: "-1" }]
+          }]
+        }), { topics: [topic], topicOperation: "CREATE", clusterOperation: "CREATE" }).pipe(Effect.asVoid),
+    retentionMs: (topic) =>
+      Effect.tryPromise({
+        try: () =>
+          admin.describeConfigs({
+            includeSynonyms: false,
+            resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: ["retention.ms"] }]
+          }),
+        catch: toKafkaError("describeConfigs", { topics: [topic], topicOperation: "DESCRIBE_CONFIGS" })
+      }).pipe(
+        Effect.map((result) => {
+          const value = result.resources[0]?.configEntries.find((e) => e.configName === "retention.ms")?.configValue
+          return value === undefined || value === null ? undefined : Number(value)
+        }),
+        Effect.catchIf((e) => securityFailure(e)?._tag === "AuthorizationFailed", () => Effect.succeed(undefined))
+      ),
+    groupOffsets: (groupId, topic) =>
+      attempt("fetchOffsets", () => admin.fetchOffsets({ groupId, topics: [topic] }), {
+        topics: [topic],
+        topicOperation: "DESCRIBE",
+        group: groupId,
+        groupOperation: "READ"
+      }).pipe(
+        Effect.map((result) =>
+          (result.find((entry) => entry.topic === topic)?.partitions ?? [])
+            .map((p) => ({ partition: p.partition, offset: Number(p.offset) }))
+            .filter((p) => p.offset >= 0)
+        )
+      ),
+    deleteRecordsBefore: (topic, offsets) =>
+      attempt("deleteTopicRecords", () =>
+        admin.deleteTopicRecords({
+          topic,
+          partitions: offsets.map((o) => ({ partition: o.partition, offset: String(o.offset) }))
+        }), { topics: [topic], topicOperation: "DELETE" }),
     committedOffsets: (groupId, topics, partition) =>
       attempt("fetchOffsets", () => admin.fetchOffsets({ groupId, topics: [...topics] }), {
         topics,
