@@ -455,6 +455,100 @@ export const merge: {
 )
 
 /**
+ * Each record joined with its key's value in `table` (an inner join): a
+ * record whose key the table does not have is dropped; `joiner` makes the
+ * output value, which keeps the record's key and timestamp. Only stream
+ * records trigger output (a table update joins nothing). The stream and the
+ * table's topic must be co-partitioned (equal partition counts, checked by
+ * `Topology.run`), and the stream's key unchanged since its source
+ * (`KStream.repartition` after a `selectKey`). A record without a key or a
+ * value is dropped, counted in `skein_streams_dropped_records_total` and
+ * logged, as Kafka Streams drops it.
+ *
+ * @example
+ * ```ts
+ * import { KStream, KTable } from "skein"
+ *
+ * const customers = KTable.from(Customers)
+ * KStream.from(Orders).pipe(KStream.join(customers, (order, customer) => ({ ...order, region: customer.region })))
+ * ```
+ *
+ * @since 0.4.0
+ * @category joins
+ */
+export const join: {
+  <K, V, VT, VR, E2, R2>(
+    table: grouped.KTable<K, VT, E2, R2>,
+    joiner: (value: V, tableValue: VT, record: Record<K, V>) => VR,
+    options?: Named
+  ): <E, R>(self: KStream<K, V, E, R>) => KStream<K, VR, E | E2, R | R2>
+  <K, V, E, R, VT, VR, E2, R2>(
+    self: KStream<K, V, E, R>,
+    table: grouped.KTable<K, VT, E2, R2>,
+    joiner: (value: V, tableValue: VT, record: Record<K, V>) => VR,
+    options?: Named
+  ): KStream<K, VR, E | E2, R | R2>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R, VT, VR, E2, R2>(
+    self: KStream<K, V, E, R>,
+    table: grouped.KTable<K, VT, E2, R2>,
+    joiner: (value: V, tableValue: VT, record: Record<K, V>) => VR,
+    options?: Named
+  ): KStream<K, VR, E | E2, R | R2> =>
+    fromNode(Graph.join(self.node, table.node, "inner", (r, tableValue) => {
+      const record = typed<K, V>(r)
+      // An inner join calls its joiner only with a table value, made by the table's operators: a `VT`.
+      return joiner(record.value, tableValue as VT, record)
+    }, options?.name))
+)
+
+/**
+ * Each record joined with its key's value in `table`, or with `null` when
+ * the table has none (a left join): every record with a value is joined,
+ * a record without a key too (with `null`, as Kafka Streams does since
+ * KIP-962). Otherwise as `join`.
+ *
+ * @example
+ * ```ts
+ * import { KStream, KTable } from "skein"
+ *
+ * KStream.from(Orders).pipe(
+ *   KStream.leftJoin(KTable.from(Customers), (order, customer) => ({ ...order, region: customer?.region ?? "unknown" }))
+ * )
+ * ```
+ *
+ * @since 0.4.0
+ * @category joins
+ */
+export const leftJoin: {
+  <K, V, VT, VR, E2, R2>(
+    table: grouped.KTable<K, VT, E2, R2>,
+    joiner: (value: V, tableValue: VT | null, record: Record<K, V>) => VR,
+    options?: Named
+  ): <E, R>(self: KStream<K, V, E, R>) => KStream<K, VR, E | E2, R | R2>
+  <K, V, E, R, VT, VR, E2, R2>(
+    self: KStream<K, V, E, R>,
+    table: grouped.KTable<K, VT, E2, R2>,
+    joiner: (value: V, tableValue: VT | null, record: Record<K, V>) => VR,
+    options?: Named
+  ): KStream<K, VR, E | E2, R | R2>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R, VT, VR, E2, R2>(
+    self: KStream<K, V, E, R>,
+    table: grouped.KTable<K, VT, E2, R2>,
+    joiner: (value: V, tableValue: VT | null, record: Record<K, V>) => VR,
+    options?: Named
+  ): KStream<K, VR, E | E2, R | R2> =>
+    fromNode(Graph.join(self.node, table.node, "left", (r, tableValue) => {
+      const record = typed<K, V>(r)
+      // The table's operators made the value (a `VT`), or there is none (`null`).
+      return joiner(record.value, tableValue as VT | null, record)
+    }, options?.name))
+)
+
+/**
  * Codecs for records written to an internal topic (a repartition topic):
  * the same codecs a `Topic.make` takes.
  *

@@ -1,14 +1,19 @@
 /**
- * The latest value per key: here, what an aggregation keeps
- * (`KGroupedStream.count`, `reduce`, `aggregate`). `toStream` turns its
- * updates into a stream, one record per update (Kafka Streams without a
- * cache: every update is emitted).
+ * The latest value per key: of a topic (`from`: a tombstone deletes its
+ * key), or what an aggregation keeps (`KGroupedStream.count`, `reduce`,
+ * `aggregate`). `mapValues` and `filter` keep table semantics (a filtered-out
+ * update deletes); `toStream` turns its updates into a stream, one record per
+ * update (Kafka Streams without a cache: every update is emitted, a deletion
+ * as a tombstone); `KStream.join` and `KStream.leftJoin` look records up in it.
  *
  * @since 0.4.0
  */
+import { dual } from "effect/Function"
 import * as Graph from "./internal/streams/graph.ts"
 import * as grouped from "./internal/streams/grouped.ts"
+import * as TableTopic from "./internal/streams/tableTopic.ts"
 import * as KStream from "./KStream.ts"
+import type * as Topic from "./Topic.ts"
 
 /**
  * @since 0.4.0
@@ -41,3 +46,87 @@ export type KTable<K, V, E = never, R = never> = grouped.KTable<K, V, E, R>
  */
 export const toStream = <K, V, E, R>(self: KTable<K, V, E, R>): KStream.KStream<K, V, E, R> =>
   KStream.fromNode(Graph.step(self.node, "toStream", false, (record) => [record], undefined))
+
+/**
+ * The table of `topic`: the latest value per key, kept in the task's state
+ * store (with its own changelog topic, restored and replicated to standbys as
+ * any state); a record without a value (a tombstone) deletes its key, a
+ * record without a key is dropped (counted in
+ * `skein_streams_dropped_records_total`), a value that fails to decode is a
+ * record error for the rules (the dead letter topic). Each record is an
+ * update: `toStream` passes it on.
+ *
+ * @example
+ * ```ts
+ * import { KTable } from "skein"
+ *
+ * const customers = KTable.from(Customers)
+ * ```
+ *
+ * @since 0.4.0
+ * @category constructors
+ */
+export const from = <K, V>(topic: Topic.Topic<K, V>, options?: KStream.Named): KTable<K, V> =>
+  grouped.table(Graph.tableSource(topic, TableTopic.tableView(topic), TableTopic.storedValue(topic.value), options?.name))
+
+/** The DSL's type erasure, recovered: a table change reaching an operator was made by the operators that typed it. */
+const typed = <K, V>(record: Graph.StreamRecord): KStream.Record<K, V> => record as KStream.Record<K, V>
+
+/**
+ * The table with each value mapped (a deletion stays one). A join reads the
+ * mapped value: it is computed from the stored value when a record looks its
+ * key up, as Kafka Streams' value getters do.
+ *
+ * @example
+ * ```ts
+ * import { KTable } from "skein"
+ *
+ * const regions = KTable.from(Customers).pipe(KTable.mapValues((customer) => customer.region))
+ * ```
+ *
+ * @since 0.4.0
+ * @category mapping
+ */
+export const mapValues: {
+  <K, V, V2>(f: (value: V, record: KStream.Record<K, V>) => V2, options?: KStream.Named): <E, R>(self: KTable<K, V, E, R>) => KTable<K, V2, E, R>
+  <K, V, E, R, V2>(self: KTable<K, V, E, R>, f: (value: V, record: KStream.Record<K, V>) => V2, options?: KStream.Named): KTable<K, V2, E, R>
+} = dual(
+  (args) => isTable(args[0]),
+  <K, V, E, R, V2>(self: KTable<K, V, E, R>, f: (value: V, record: KStream.Record<K, V>) => V2, options?: KStream.Named) =>
+    grouped.table<K, V2, E, R>(Graph.tableStep(self.node, "mapValues", (r) => {
+      const record = typed<K, V>(r)
+      return f(record.value, record)
+    }, options?.name))
+)
+
+/**
+ * The table of the values `predicate` accepts: an update it rejects deletes
+ * the key (`toStream` emits a tombstone for it, as Kafka Streams does).
+ *
+ * @example
+ * ```ts
+ * import { KTable } from "skein"
+ *
+ * const active = KTable.from(Customers).pipe(KTable.filter((customer) => customer.value.active))
+ * ```
+ *
+ * @since 0.4.0
+ * @category filtering
+ */
+export const filter: {
+  <K, V>(predicate: (record: KStream.Record<K, V>) => boolean, options?: KStream.Named): <E, R>(self: KTable<K, V, E, R>) => KTable<K, V, E, R>
+  <K, V, E, R>(self: KTable<K, V, E, R>, predicate: (record: KStream.Record<K, V>) => boolean, options?: KStream.Named): KTable<K, V, E, R>
+} = dual(
+  (args) => isTable(args[0]),
+  <K, V, E, R>(self: KTable<K, V, E, R>, predicate: (record: KStream.Record<K, V>) => boolean, options?: KStream.Named) =>
+    grouped.table<K, V, E, R>(Graph.tableStep(self.node, "filter", (r) => predicate(typed<K, V>(r)) ? r.value : null, options?.name))
+)
+
+/**
+ * True for a `KTable`.
+ *
+ * @since 0.4.0
+ * @category guards
+ */
+export const isTable = (u: unknown): u is KTable<unknown, unknown, unknown, unknown> =>
+  typeof u === "object" && u !== null && TypeId in u

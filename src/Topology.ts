@@ -26,8 +26,10 @@
  * @since 0.4.0
  */
 import { Duration, Effect, Either, Option } from "effect"
-import type * as Graph from "./internal/streams/graph.ts"
+import type { Scope } from "effect"
+import * as CoPartitioning from "./internal/streams/coPartitioning.ts"
 import * as Compile from "./internal/streams/compile.ts"
+import * as Graph from "./internal/streams/graph.ts"
 import * as Admin from "./internal/kafka/admin.ts"
 import { applicationIdOf } from "./internal/runAll.ts"
 import * as RepartitionPurge from "./internal/streams/repartitionPurge.ts"
@@ -211,6 +213,17 @@ const describeCompiled = (name: string, compiled: Compile.Compiled, applicationI
         case "Step":
           label = `Processor ${nameOf(node)} (${node.kind})`
           break
+        case "TableSource":
+          label = `Source ${nameOf(node)} (table of topics: ${node.topics.map((t) => t.name).join(", ")}; state: ${nameOf(node)})`
+          break
+        case "TableStep":
+          label = `Processor ${nameOf(node)} (table ${node.kind})`
+          break
+        case "Join":
+          label = `Processor ${nameOf(node)} (${node.kind === "inner" ? "join" : "leftJoin"} of ${nameOf(node.stream)} with the table ${
+            nameOf(node.table)
+          })`
+          break
         default:
           label = isReader ? `Source ${nameOf(node)} (topics: ${internal})` : `Processor ${nameOf(node)} (${node._tag.toLowerCase()})`
       }
@@ -233,8 +246,7 @@ const describeCompiled = (name: string, compiled: Compile.Compiled, applicationI
   return lines.join("\n")
 }
 
-const parentsOf = (node: Graph.Node): ReadonlyArray<Graph.Node> =>
-  node._tag === "Source" ? [] : node._tag === "Merge" ? node.parents : [node.parent]
+const parentsOf = Graph.parentsOf
 
 /**
  * Runs the topology: creates its repartition topics (with the partition
@@ -268,9 +280,20 @@ export const run = <E, R>(
           : Duration.decode(options.repartitionPurgeInterval)
         yield* Effect.forkScoped(RepartitionPurge.purgeEvery(admin, purged, interval))
       }
+      yield* Effect.scoped(checkJoins(compiled, config))
       // The transformers' errors are the topology's operators' (`E`); their context is `R`.
       return yield* (Runner.runAll(transformers) as Effect.Effect<never, RunnerError | StreamError<E>, R | SkeinConfig>)
     }))
+  })
+
+/** Fails when a join's inputs have different partition counts (`coPartitioning.ts`), with the fix. */
+const checkJoins = (compiled: Compile.Compiled, config: SkeinConfig): Effect.Effect<void, RunnerError, Scope.Scope> =>
+  Effect.gen(function*() {
+    if (compiled.joins.length === 0) return
+    const admin = yield* Admin.make(yield* makeKafka(config))
+    const topics = [...new Set(compiled.joins.flatMap((join) => [...join.streamTopics, ...join.tableTopics]))]
+    const counts = yield* admin.partitionCounts(topics)
+    yield* CoPartitioning.check(compiled.joins, counts)
   })
 
 /**

@@ -107,6 +107,24 @@ export const streamsLateRecordsOf = (applicationId: string, transformer: string,
     Metric.tagged("operator", operator)
   )
 
+/**
+ * Per table or stream-table join of a topology (`internal/streams`), tagged
+ * as `streamsLateRecords` is: the records it dropped, as Kafka Streams drops
+ * them (a table record without a key; a stream record without a value, or
+ * without a key in an inner join).
+ */
+export const streamsDroppedRecords = Metric.counter("skein_streams_dropped_records_total", {
+  description: "Records a table or a stream-table join dropped (no key, or a stream record without a value), as Kafka Streams drops them."
+})
+
+/** `streamsDroppedRecords` of one table or join. */
+export const streamsDroppedRecordsOf = (applicationId: string, transformer: string, operator: string): Counter =>
+  streamsDroppedRecords.pipe(
+    Metric.tagged("application_id", applicationId),
+    Metric.tagged("transformer", transformer),
+    Metric.tagged("operator", operator)
+  )
+
 /** The late records per operator of an application's transformer, as this process counted them (from the metric registry). */
 export const streamsLateRecordsByOperator = (applicationId: string, transformer: string): ReadonlyMap<string, number> => {
   const counts = new Map<string, number>()

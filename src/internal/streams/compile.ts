@@ -13,7 +13,7 @@
  *
  * @internal
  */
-import { Effect, Either, Option, Schema } from "effect"
+import { Effect, Either, Metric, Option, Schema } from "effect"
 import * as RunnerMetrics from "../RunnerMetrics.ts"
 import { applicationIdOf } from "../runAll.ts"
 import { defaultStateKey } from "../StateKeyCheck.ts"
@@ -56,6 +56,15 @@ export interface Compiled {
   /** Per sub-topology (same order), its nodes in creation order. */
   readonly members: ReadonlyArray<ReadonlyArray<Graph.Node>>
   readonly internalTopicOf: ReadonlyMap<Graph.Node, string>
+  /** The stream-table joins, for the co-partitioning check (`Topology.run`). */
+  readonly joins: ReadonlyArray<JoinInputs>
+}
+
+/** A join's inputs: the topics its stream and its table read, which must be co-partitioned. */
+export interface JoinInputs {
+  readonly name: string
+  readonly streamTopics: ReadonlyArray<string>
+  readonly tableTopics: ReadonlyArray<string>
 }
 
 /** Kafka Streams' prefixes of generated names. */
@@ -90,6 +99,12 @@ const prefixOf = (node: Graph.Node): string => {
       return "KSTREAM-AGGREGATE"
     case "Sink":
       return "KSTREAM-SINK"
+    case "TableSource":
+      return "KTABLE-SOURCE"
+    case "TableStep":
+      return node.kind === "filter" ? "KTABLE-FILTER" : "KTABLE-MAPVALUES"
+    case "Join":
+      return node.kind === "inner" ? "KSTREAM-JOIN" : "KSTREAM-LEFTJOIN"
   }
 }
 
@@ -148,6 +163,24 @@ export const compile = (
     }
   }
 
+  for (const node of nodes) {
+    if (node._tag !== "Join") continue
+    if (Graph.keyChanged(node.stream)) {
+      return fail(
+        `The join "${names.get(node)}" follows an operator that may change the stream's key (selectKey, map, flatMap), ` +
+          "so its records may not be on the partition of their key's table records",
+        "Repartition the stream by its new key before the join: KStream.repartition({ key: ..., value: ..., name: ... })"
+      )
+    }
+    if (Option.isNone(tableSourceOf(node.table))) {
+      return fail(
+        `The join "${names.get(node)}" joins a table that is not read from a topic (an aggregation's table): ` +
+          "only tables from KTable.from (and their mapValues and filter) can be joined for now",
+        "Write the aggregation's table to a topic (KTable.toStream, KStream.to) and join KTable.from(that topic)"
+      )
+    }
+  }
+
   const children = new Map<Graph.Node, Array<Graph.Node>>()
   for (const node of nodes) {
     for (const parent of Graph.parentsOf(node)) {
@@ -186,7 +219,7 @@ export const compile = (
   }
   const groupOf = new Map<Graph.Node, Graph.Node>()
   for (const node of nodes) {
-    if (node._tag === "Source" || boundaries.has(node)) {
+    if (isSource(node) || boundaries.has(node)) {
       root.set(node, node)
       groupOf.set(node, node)
       continue
@@ -220,15 +253,15 @@ export const compile = (
   const groupName = new Map<Graph.Node, string>()
   const transformerNames = new Set<string>()
   for (const [group, groupNodes] of groups) {
-    const roots = groupNodes.filter((n) => n._tag === "Source" || boundaries.has(n))
+    const roots = groupNodes.filter((n) => isSource(n) || boundaries.has(n))
     const inputs: Array<Topic.Any> = []
     const rootsByTopic = new Map<string, Array<Graph.Node>>()
     const keyTexts = new Map<string, KeyText>()
     const extractors = new Map<string, Graph.TimestampExtractor>()
     for (const r of roots) {
-      const topics = r._tag === "Source" ? r.topics : [internal.get(r)!.topic]
+      const topics = isSource(r) ? r.topics : [internal.get(r)!.topic]
       topics.forEach((topic, i) => {
-        keyTexts.set(topic.name, r._tag === "Source" ? r.keyTexts[i]! : internal.get(r)!.keyText)
+        keyTexts.set(topic.name, isSource(r) ? r.keyTexts[i]! : internal.get(r)!.keyText)
         if (r._tag === "Source" && r.timestamp !== undefined && !extractors.has(topic.name)) extractors.set(topic.name, r.timestamp)
       })
       for (const topic of topics) {
@@ -246,8 +279,17 @@ export const compile = (
         "Aggregate once per grouping for now: group each aggregation's records separately (KStream.groupBy with its own name)"
       )
     }
+    const tables = groupNodes.filter((n): n is Graph.TableSource => n._tag === "TableSource")
+    if (tables.length + aggregates.length > 1) {
+      const stateful = [...tables, ...aggregates].map((n) => `"${names.get(n)}"`).join(", ")
+      return fail(
+        `Topology "${topologyName}" keeps ${stateful} in one sub-topology, which keeps one value per key: ` +
+          "a table read from a topic and an aggregation, or two tables, cannot share one yet",
+        "Repartition between them (KStream.repartition, KStream.groupBy with its own name), or read one table per sub-topology"
+      )
+    }
     const first = roots[0]!
-    const name = first._tag === "Source" ? first.topics.map((t) => t.name).join("+") : names.get(first)!
+    const name = isSource(first) ? first.topics.map((t) => t.name).join("+") : names.get(first)!
     if (transformerNames.has(name)) {
       return fail(
         `Topology "${topologyName}" has two sub-topologies named "${name}" (two sources of the same topics)`,
@@ -265,14 +307,16 @@ export const compile = (
       writer: (node) => boundaryOut(node) ? internal.get(node) : undefined,
       aggregate: aggregates[0],
       aggregateName: aggregates[0] === undefined ? "" : names.get(aggregates[0])!,
+      table: tables[0],
       applicationId,
       nameOf: (node) => names.get(node)!,
-      sourceNames: new Map(roots.flatMap((r) => r._tag === "Source" ? r.topics.map((t) => [t.name, names.get(r)!] as const) : [])),
+      sourceNames: new Map(roots.flatMap((r) => isSource(r) ? r.topics.map((t) => [t.name, names.get(r)!] as const) : [])),
       keyTexts,
       extractors,
       rules,
       droppedNullKeys: { count: 0 },
-      droppedNullValues: { count: 0 }
+      droppedNullValues: { count: 0 },
+      droppedJoinRecords: { count: 0 }
     })
     subTopologies.push({ index: subTopologies.length, name, inputs: inputs.map((t) => t.name), transformer })
     members.push(groupNodes)
@@ -283,8 +327,35 @@ export const compile = (
     const upstream = subTopologies.find((s) => s.name === groupName.get(writerGroup(boundary)))!
     return { name: internalTopicOf.get(boundary)!, partitions: partitionsOf(boundary), upstreamInputs: upstream.inputs }
   })
-  return Either.right({ subTopologies, internalTopics, names, children, members, internalTopicOf })
+  /** The topics a node's records come from: its sources' and the internal topics it reads. */
+  const topicsOf = (node: Graph.Node): Array<string> =>
+    isSource(node)
+      ? node.topics.map((t) => t.name)
+      : boundaries.has(node)
+      ? [internalTopicOf.get(node)!]
+      : Graph.parentsOf(node).flatMap(topicsOf)
+  const joins = nodes.filter((n): n is Graph.Join => n._tag === "Join").map((join): JoinInputs => ({
+    name: names.get(join)!,
+    streamTopics: [...new Set(topicsOf(join.stream))],
+    tableTopics: [...new Set(topicsOf(join.table))]
+  }))
+  return Either.right({ subTopologies, internalTopics, names, children, members, internalTopicOf, joins })
 }
+
+const isSource = (node: Graph.Node): node is Graph.Source | Graph.TableSource =>
+  node._tag === "Source" || node._tag === "TableSource"
+
+/** The table a join reads, through its table operators: `None` for an aggregation's table. */
+const tableSourceOf = (node: Graph.Node): Option.Option<Graph.TableSource> =>
+  node._tag === "TableSource"
+    ? Option.some(node)
+    : node._tag === "TableStep"
+    ? tableSourceOf(node.parent)
+    : Option.none()
+
+/** The table operators between a join and its table's source, the source's first. */
+const tableStepsOf = (node: Graph.Node): ReadonlyArray<Graph.TableStep> =>
+  node._tag === "TableStep" ? [...tableStepsOf(node.parent), node] : []
 
 interface TransformerParts {
   readonly name: string
@@ -295,6 +366,8 @@ interface TransformerParts {
   readonly writer: (node: Graph.Node) => Graph.InternalTopic | undefined
   readonly aggregate: Graph.Aggregate | undefined
   readonly aggregateName: string
+  /** A table read from a topic, kept as the sub-topology's state (at most one of it and `aggregate`). */
+  readonly table: Graph.TableSource | undefined
   /** The application the topology is compiled for (metric labels). */
   readonly applicationId: string
   /** Each node's name, as `describe` prints it (for `OperatorFailed`). */
@@ -310,6 +383,8 @@ interface TransformerParts {
   readonly droppedNullKeys: { count: number }
   /** Records a sliding-window aggregation dropped for having no value, since the start. */
   readonly droppedNullValues: { count: number }
+  /** Records a join or a table dropped (no key, or a stream record without a value), since the start. */
+  readonly droppedJoinRecords: { count: number }
 }
 
 /**
@@ -327,8 +402,45 @@ type Aggregator = (
   forward: (record: Graph.StreamRecord) => Effect.Effect<void, unknown, unknown>
 ) => Effect.Effect<void, unknown, unknown>
 
+/**
+ * The state of a sub-topology's table for the input record's key (its state
+ * key: the record key, which the join's stream records keep): the stored
+ * value of the table's source and its timestamp.
+ */
+interface TableAccess {
+  readonly get: () => Option.Option<{ readonly value: unknown; readonly timestamp: number }>
+  /** The table's source saw this change: a `null` value deletes. */
+  readonly put: (change: Graph.StreamRecord) => void
+}
+
 const makeTransformer = (parts: TransformerParts): Transformer.Any => {
-  const { aggregate } = parts
+  const { aggregate, table } = parts
+  if (table !== undefined) {
+    return table.use<Transformer.Any>(<V, I>(value: Schema.Schema<V, I>) =>
+      Transformer.make({
+        name: parts.name,
+        inputs: parts.inputs,
+        state: timestamped(value),
+        transform: (record, state) => {
+          let change: Transformer.StateChange<{ readonly value: V; readonly timestamp: number }> | undefined
+          const access: TableAccess = {
+            get: () => state,
+            put: (update) => {
+              // The table's source decoded this value with its topic's codec (`tableTopic.ts`): a `V` or `null`.
+              change = update.value === null
+                ? Transformer.remove
+                : Transformer.set({ value: update.value as V, timestamp: update.timestamp })
+            }
+          }
+          return Effect.map(runRecord(parts, record, undefined, undefined, access), (emit) => ({
+            emit,
+            ...(change === undefined ? {} : { state: change })
+          }))
+        },
+        rules: parts.rules
+      })
+    )
+  }
   if (aggregate === undefined) {
     return Transformer.stateless({
       name: parts.name,
@@ -503,14 +615,35 @@ const runRecord = (
   parts: TransformerParts,
   input: Transformer.RecordOf<ReadonlyArray<Topic.Any>>,
   aggregator: Aggregator | undefined,
-  observe?: (timestamp: number) => Effect.Effect<void, unknown>
+  observe?: (timestamp: number) => Effect.Effect<void, unknown>,
+  table?: TableAccess
 ): Effect.Effect<Array<Topic.OutputRecord>, unknown, unknown> => {
   const emit: Array<Topic.OutputRecord> = []
 
   const visitChildren = (node: Graph.Node, record: Graph.StreamRecord): Effect.Effect<void, unknown, unknown> =>
-    Effect.forEach(parts.children(node), (child) => visit(child, record), { discard: true })
+    Effect.forEach(parts.children(node), (child) => visit(child, record, node), { discard: true })
 
-  const visit = (node: Graph.Node, record: Graph.StreamRecord): Effect.Effect<void, unknown, unknown> => {
+  /** Counts and logs a record a table or a join drops, as Kafka Streams does (its dropped-records metric). */
+  const dropped = (node: Graph.Node, why: string): Effect.Effect<void> => {
+    parts.droppedJoinRecords.count++
+    const count = parts.droppedJoinRecords.count
+    const name = parts.nameOf(node)
+    const counted = Metric.increment(RunnerMetrics.streamsDroppedRecordsOf(applicationIdOf(parts.applicationId, parts), parts.name, name))
+    return count === 1 || count % 1_000 === 0
+      ? Effect.zipRight(
+        counted,
+        Effect.logWarning(
+          `${parts.name}: ${name} dropped the record ${input.topic}/${input.partition}@${input.offset} ${why}, ` +
+            `as Kafka Streams drops it (${count} so far: skein_streams_dropped_records_total)`
+        )
+      )
+      : counted
+  }
+
+  const operatorFailed = (node: Graph.Node, kind: string, cause: unknown) =>
+    Effect.fail(new OperatorFailed({ operator: parts.nameOf(node), kind, source: positionOf(input), cause }))
+
+  const visit = (node: Graph.Node, record: Graph.StreamRecord, from: Graph.Node | undefined): Effect.Effect<void, unknown, unknown> => {
     const writer = parts.writer(node)
     if (writer !== undefined) {
       emit.push(writer.write(record))
@@ -551,13 +684,62 @@ const runRecord = (
       case "Sink":
         emit.push(node.write(record))
         return Effect.void
+      case "TableSource": {
+        if (table === undefined) return Effect.dieMessage("Skein invariant broken: a table ran outside its sub-topology")
+        // Kafka Streams' table source drops a record without a key (it cannot be a key's latest value).
+        if (record.key === null) return dropped(node, "without a key")
+        table.put(record)
+        return visitChildren(node, record)
+      }
+      case "TableStep": {
+        if (record.value === null) return visitChildren(node, record)
+        let value: unknown
+        try {
+          value = node.apply(record)
+        } catch (cause) {
+          return operatorFailed(node, `table ${node.kind}`, cause)
+        }
+        return visitChildren(node, { ...record, value })
+      }
+      case "Join": {
+        // A table change updates the table's state (its source did); only stream records join.
+        if (from !== node.stream) return Effect.void
+        if (table === undefined) return Effect.dieMessage("Skein invariant broken: a join ran outside its table's sub-topology")
+        if (record.value === null) return dropped(node, "without a value")
+        let tableValue: unknown = null
+        if (record.key === null) {
+          // A left join joins a record without a key with no table value (Kafka Streams since KIP-962); an inner join drops it.
+          if (node.kind === "inner") return dropped(node, "without a key")
+        } else {
+          try {
+            tableValue = Option.match(table.get(), {
+              onNone: () => null,
+              onSome: (stored) =>
+                tableStepsOf(node.table).reduce<unknown>(
+                  (value, step) => value === null ? null : step.apply({ key: record.key, value, timestamp: stored.timestamp, headers: [] }),
+                  stored.value
+                )
+            })
+          } catch (cause) {
+            return operatorFailed(node, "table lookup", cause)
+          }
+        }
+        if (tableValue === null && node.kind === "inner") return Effect.void
+        let value: unknown
+        try {
+          value = node.joiner(record, tableValue)
+        } catch (cause) {
+          return operatorFailed(node, "joiner", cause)
+        }
+        return visitChildren(node, { ...record, value })
+      }
     }
   }
 
   const roots = parts.rootsByTopic.get(input.topic) ?? []
   return Effect.flatMap(eventTime(parts, input), (timestamp) => {
     const start: Graph.StreamRecord = { key: input.key, value: input.value, timestamp, headers: input.rawHeaders }
-    const visited = Effect.forEach(roots, (root) => visit(root, start), { discard: true })
+    const visited = Effect.forEach(roots, (root) => visit(root, start, undefined), { discard: true })
     // An aggregation's function threw (`guarded`): the record's error, for the rules.
     const run = aggregator === undefined ? visited : Effect.catchSomeDefect(visited, (defect) =>
       defect instanceof Threw
