@@ -451,6 +451,12 @@ export const prometheus = (stats: Stats, labels: Labels = {}): string => {
       [...stats.lateRecords].map(([operator, count]) => ({ labels: { operator }, value: count }))
     ),
     metric(
+      "skein_streams_dropped_records_total",
+      "counter",
+      "Records a table or a stream-table join dropped as Kafka Streams drops them (no key; a stream record without a value), per operator.",
+      [...stats.droppedRecords].map(([operator, count]) => ({ labels: { operator }, value: count }))
+    ),
+    metric(
       "skein_task_start_seconds",
       "gauge",
       "How long a running task's start took, its restore included.",

@@ -125,11 +125,11 @@ export const streamsDroppedRecordsOf = (applicationId: string, transformer: stri
     Metric.tagged("operator", operator)
   )
 
-/** The late records per operator of an application's transformer, as this process counted them (from the metric registry). */
-export const streamsLateRecordsByOperator = (applicationId: string, transformer: string): ReadonlyMap<string, number> => {
+/** The counts of a streams counter per operator of an application's transformer, as this process counted them (from the metric registry). */
+const byOperator = (metric: string, applicationId: string, transformer: string): ReadonlyMap<string, number> => {
   const counts = new Map<string, number>()
   for (const pair of Metric.unsafeSnapshot()) {
-    if (pair.metricKey.name !== "skein_streams_late_records_total" || !MetricState.isCounterState(pair.metricState)) continue
+    if (pair.metricKey.name !== metric || !MetricState.isCounterState(pair.metricState)) continue
     const tags = new Map(pair.metricKey.tags.map((label) => [label.key, label.value]))
     const operator = tags.get("operator")
     if (tags.get("application_id") !== applicationId || tags.get("transformer") !== transformer || operator === undefined) continue
@@ -137,6 +137,14 @@ export const streamsLateRecordsByOperator = (applicationId: string, transformer:
   }
   return counts
 }
+
+/** The late records per operator of an application's transformer, as this process counted them (from the metric registry). */
+export const streamsLateRecordsByOperator = (applicationId: string, transformer: string): ReadonlyMap<string, number> =>
+  byOperator("skein_streams_late_records_total", applicationId, transformer)
+
+/** The records each table or join of an application's transformer dropped, as this process counted them. */
+export const streamsDroppedRecordsByOperator = (applicationId: string, transformer: string): ReadonlyMap<string, number> =>
+  byOperator("skein_streams_dropped_records_total", applicationId, transformer)
 
 /** The run's labels with the task's partition. */
 export const withPartition = (

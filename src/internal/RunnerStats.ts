@@ -109,6 +109,12 @@ export interface Stats {
    * late, per operator, as this process counted them for its application.
    */
   readonly lateRecords: ReadonlyMap<string, number>
+  /**
+   * Records the transformer's tables and stream-table joins (a topology's)
+   * dropped as Kafka Streams drops them (no key; a stream record without a
+   * value), per operator, as this process counted them for its application.
+   */
+  readonly droppedRecords: ReadonlyMap<string, number>
   /** Per input partition this run processed: input records committed past and commits. */
   readonly partitionCounts: ReadonlyMap<number, { readonly records: number; readonly commits: number }>
   /** Batch latency (fetch to commit) histogram: counts per `batchLatencyBounds` bucket, plus +Inf last. */
@@ -234,6 +240,11 @@ export class RunnerStats implements Stats {
     return this.#runner === undefined
       ? new Map()
       : Metrics.streamsLateRecordsByOperator(this.#runner.applicationId, this.#runner.transformer)
+  }
+  get droppedRecords(): ReadonlyMap<string, number> {
+    return this.#runner === undefined
+      ? new Map()
+      : Metrics.streamsDroppedRecordsByOperator(this.#runner.applicationId, this.#runner.transformer)
   }
   get partitionCounts(): ReadonlyMap<number, { readonly records: number; readonly commits: number }> {
     return this.#partitionCounts

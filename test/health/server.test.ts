@@ -149,4 +149,38 @@ describe("health server", () => {
       assert.strictEqual(metrics.split("# TYPE skein_streams_late_records_total ").length, 2, "one family")
       assert.notInclude(metrics, `skein_streams_late_records_total{application_id="late-app-other"`)
     }))
+
+  it.scopedLive("a topology's dropped records on /metrics: skein_streams_dropped_records_total per table and join", () =>
+    Effect.gen(function*() {
+      const Orders = Topic.make({ name: "orders", key: Schema.String, value: Schema.String })
+      const Customers = Topic.make({ name: "customers", key: Schema.String, value: Schema.String })
+      const Enriched = Topic.make({ name: "enriched", key: Schema.String, value: Schema.String })
+      const topology = Topology.make("enriching", [
+        KStream.from(Orders).pipe(
+          KStream.join(KTable.from(Customers, { name: "customer-table" }), (order, customer) => `${order}:${customer}`, { name: "enrich" }),
+          KStream.to(Enriched)
+        )
+      ])
+      const compiled = Topology.compile(topology, "drop-app")
+      assert.ok(Either.isRight(compiled))
+      if (Either.isLeft(compiled)) return
+      const sub = compiled.right.subTopologies[0]!
+      // The compiled transformer is a Transformer.Any: its inputs, state and errors erased by compile.
+      const driver = yield* TestDriver.make(sub.transformer as Transformer.Transformer<ReadonlyArray<Topic.Any>, unknown, unknown, never>)
+      // A table record without a key, then two stream records without one (an inner join drops them).
+      yield* driver.pipeRaw("customers", { key: null, value: Buffer.from("eu") })
+      yield* driver.pipeRaw("orders", { key: null, value: Buffer.from("o1") })
+      yield* driver.pipeRaw("orders", { key: null, value: Buffer.from("o2") })
+
+      const stats = makeStats()
+      yield* stats.begin(applicationIdOf("drop-app", sub), sub.name)
+      const { port } = yield* HealthServer.serveAll([
+        { name: sub.name, stats, labels: { applicationId: applicationIdOf("drop-app", sub), transformer: sub.name } }
+      ], { port: 0, host: "127.0.0.1", isolated: false })
+      const metrics = (yield* get(port, "/metrics")).body
+      const family = `skein_streams_dropped_records_total{application_id="${applicationIdOf("drop-app", sub)}",transformer="${sub.name}"`
+      assert.include(metrics, "# TYPE skein_streams_dropped_records_total counter\n")
+      assert.include(metrics, `${family},operator="customer-table"} 1\n`)
+      assert.include(metrics, `${family},operator="enrich"} 2\n`)
+    }))
 })
