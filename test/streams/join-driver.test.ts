@@ -2,7 +2,8 @@
  * Stream-table joins (inner, left) in process (TestDriver, no broker) against
  * Kafka Streams' TopologyTestDriver (test/oracle): 1,500 seeded records per
  * seed of both inputs interleaved in timestamp order, with table updates,
- * tombstones and records without a key (`joinCases.ts`), three seeds. Skein's
+ * tombstones and records without a key (`joinCases.ts`), three seeds, the
+ * stream as read and re-keyed through a repartition topic. Skein's
  * output equals Kafka Streams', record for record, in order (key, value,
  * timestamp). Each record is piped as its own batch, in input order, as the
  * oracle pipes them.
@@ -18,7 +19,7 @@ import { cases, count, inputsOf, seeds, topologyOf } from "./joinCases.ts"
 const bytes = (datum: string | number | null): Buffer | null => datum === null ? null : Buffer.from(String(datum), "utf8")
 
 describe("streams: stream-table joins in process, against Kafka Streams", () => {
-  it.scopedLive("inner and left stream-table joins equal Kafka Streams' output, record for record", () =>
+  it.scopedLive("inner and left stream-table joins, of the stream as read and re-keyed, equal Kafka Streams' output, record for record", () =>
     Effect.gen(function*() {
       const scenarios = cases.flatMap((c) => seeds.map((seed) => ({ case: c, seed, inputs: inputsOf(seed) })))
       const started = Date.now()
@@ -30,13 +31,33 @@ describe("streams: stream-table joins in process, against Kafka Streams", () => 
         const compiled = Topology.compile(topologyOf(scenario.case), "diff")
         assert.ok(Either.isRight(compiled), "the topology compiles")
         if (Either.isLeft(compiled)) return
-        assert.strictEqual(compiled.right.subTopologies.length, 1, `${name}: one sub-topology`)
-        // The compiled transformer is Transformer.Any: its inputs, state and errors erased by compile.
-        const driver = yield* TestDriver.make(
-          compiled.right.subTopologies[0]!.transformer as Transformer.Transformer<ReadonlyArray<Topic.Any>, unknown, unknown, never>
-        )
+        const subTopologies = compiled.right.subTopologies
+        assert.strictEqual(subTopologies.length, scenario.case.rekeyed ? 2 : 1, `${name}: sub-topologies`)
+        // The compiled transformers are Transformer.Any: their inputs, state and errors erased by compile.
+        const drivers = yield* Effect.forEach(subTopologies, (sub) =>
+          TestDriver.make(sub.transformer as Transformer.Transformer<ReadonlyArray<Topic.Any>, unknown, unknown, never>))
+        const joining = subTopologies.findIndex((sub) => sub.inputs.includes("right"))
+        const driver = drivers[joining]!
+        // A re-keyed case: the stream's sub-topology writes the repartition topic, whose new records are
+        // piped into the join's at once, before the next input (as the TopologyTestDriver processes them).
+        const upstream = drivers[1 - joining]
+        const repartition = "diff-rekeyed-repartition"
+        let forwarded = 0
         for (const r of scenario.inputs) {
-          yield* driver.pipeRaw(r.topic, { key: bytes(r.key), value: bytes(r.value), timestamp: r.timestamp })
+          const raw = { key: bytes(r.key), value: bytes(r.value), timestamp: r.timestamp }
+          if (upstream === undefined || r.topic === "right") {
+            yield* driver.pipeRaw(r.topic, raw)
+            continue
+          }
+          yield* upstream.pipeRaw(r.topic, raw)
+          const written = yield* upstream.records(repartition)
+          for (const w of written.slice(forwarded)) {
+            yield* driver.pipeRaw(repartition, { key: w.key, value: w.value, timestamp: w.timestamp })
+          }
+          forwarded = written.length
+        }
+        if (upstream !== undefined) {
+          assert.strictEqual(forwarded, scenario.inputs.filter((r) => r.topic === "left").length, `${name}: every stream record re-keyed`)
         }
         const actual = (yield* driver.records("output")).map((r) => ({
           key: r.key === null ? null : r.key.toString("utf8"),

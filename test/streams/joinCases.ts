@@ -10,7 +10,9 @@
  * table updates that change a key's value, tombstones, table records without
  * a key (dropped by both), stream records of keys the table has, had and
  * never had, and stream records without a key (an inner join drops them, a
- * left join joins them with `null`).
+ * left join joins them with `null`). The re-keyed cases give each stream
+ * record a new key from its value before the join (through a repartition
+ * topic), so its key and its partition change.
  */
 import { Schema } from "effect"
 import { KStream, KTable, Topic, Topology } from "../../src/index.ts"
@@ -22,14 +24,24 @@ export const count = 1_500
 
 export interface JoinCase {
   /** The oracle's topology. */
-  readonly topology: "stream-table-join" | "stream-table-left-join"
+  readonly topology: string
   readonly kind: "inner" | "left"
+  /**
+   * The stream is re-keyed by its value first (`rekey`) and repartitioned (`{applicationId}-rekeyed-repartition`)
+   * before the join: two sub-topologies. Kafka Streams repartitions it automatically.
+   */
+  readonly rekeyed: boolean
 }
 
 export const cases: ReadonlyArray<JoinCase> = [
-  { topology: "stream-table-join", kind: "inner" },
-  { topology: "stream-table-left-join", kind: "left" }
+  { topology: "stream-table-join", kind: "inner", rekeyed: false },
+  { topology: "stream-table-left-join", kind: "left", rekeyed: false },
+  { topology: "stream-rekeyed-table-join", kind: "inner", rekeyed: true },
+  { topology: "stream-rekeyed-table-left-join", kind: "left", rekeyed: true }
 ]
+
+/** The new key of a re-keyed case's stream record, as the oracle's `Topologies.rekey`: `k` + (n % 20) for the value `l` + n. */
+export const rekey = (value: string): string => `k${Number(value.slice(1)) % 20}`
 
 /** The input for a seed: `count` records of `left` (60%) and `right` (40%), timestamps never decreasing. */
 export const inputsOf = (seed: number): ReadonlyArray<InputRecord> => {
@@ -58,7 +70,12 @@ export const Output = Topic.make({ name: "output", key: Schema.String, value: Sc
 /** The case's join in Skein: `left` joined with the table of `right`, written to `output`. */
 export const topologyOf = (c: JoinCase): Topology.Topology<never, never> => {
   const table = KTable.from(Right)
-  const stream = KStream.from(Left)
+  const stream = c.rekeyed
+    ? KStream.from(Left).pipe(
+      KStream.selectKey((record) => rekey(record.value)),
+      KStream.repartition({ key: Schema.String, value: Schema.String, name: "rekeyed" })
+    )
+    : KStream.from(Left)
   const joined = c.kind === "inner"
     ? KStream.join(stream, table, (l, r) => `${l}+${r}`)
     : KStream.leftJoin(stream, table, (l, r) => `${l}+${r ?? "null"}`)

@@ -139,6 +139,11 @@ final class Topologies {
         Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as(store).withKeySerde(S).withValueSerde(S));
   }
 
+  /** The new key of a re-keyed join's stream record: "k" + (n % 20) for the value "l" + n. */
+  private static String rekey(String key, String value) {
+    return value == null ? null : "k" + (Integer.parseInt(value.substring(1)) % 20);
+  }
+
   static {
     // passthrough: every input record, unchanged (string key and value). No params.
     register("passthrough", "Every input record unchanged.", Kind.STRING, Kind.STRING, List.of(),
@@ -256,6 +261,18 @@ final class Topologies {
             .to(OUTPUT, Produced.with(S, S)));
     registerJoin("stream-table-left-join", "left stream leftJoin right table.", List.of(),
         (builder, p) -> left(builder).leftJoin(table(builder, RIGHT, "right-table"), JOINER, Joined.with(S, S, S))
+            .to(OUTPUT, Produced.with(S, S)));
+
+    // stream-rekeyed-table-join / -left-join: as stream-table-join / -left-join, with the stream
+    // re-keyed first by its value, selectKey((k, v) -> "k" + (n % 20)) for the value "l" + n (a null
+    // value keeps a null key), which makes Kafka Streams repartition it before the join. No params.
+    registerJoin("stream-rekeyed-table-join", "left stream re-keyed by its value, join right table (inner).", List.of(),
+        (builder, p) -> left(builder).selectKey(Topologies::rekey)
+            .join(table(builder, RIGHT, "right-table"), JOINER, Joined.with(S, S, S))
+            .to(OUTPUT, Produced.with(S, S)));
+    registerJoin("stream-rekeyed-table-left-join", "left stream re-keyed by its value, leftJoin right table.", List.of(),
+        (builder, p) -> left(builder).selectKey(Topologies::rekey)
+            .leftJoin(table(builder, RIGHT, "right-table"), JOINER, Joined.with(S, S, S))
             .to(OUTPUT, Produced.with(S, S)));
 
     // stream-versioned-table-join: as stream-table-left-join, with the table in a versioned store
