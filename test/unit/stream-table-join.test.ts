@@ -10,7 +10,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Metric, MetricState, Schema } from "effect"
 import * as CoPartitioning from "../../src/internal/streams/coPartitioning.ts"
-import { KGroupedStream, KStream, KTable, Topic, Topology, Transformer } from "../../src/index.ts"
+import { ErrorRule, KGroupedStream, KStream, KTable, Topic, Topology, Transformer } from "../../src/index.ts"
 import { TestDriver } from "../../src/testing/index.ts"
 
 const Orders = Topic.make({ name: "orders", key: Schema.String, value: Topic.json(Schema.Number) })
@@ -22,9 +22,13 @@ const Customers = Topic.make({
 const Enriched = Topic.make({ name: "enriched", key: Schema.String, value: Schema.String })
 const Regions = Topic.make({ name: "active-regions", key: Schema.String, value: Schema.String })
 
-const driverOf = (topology: Topology.Topology<never, never>, options: TestDriver.Options = {}) =>
+const driverOf = (
+  topology: Topology.Topology<never, never>,
+  options: TestDriver.Options = {},
+  rules: Topology.RunOptions<never>["rules"] = []
+) =>
   Effect.gen(function*() {
-    const compiled = Topology.compile(topology, "joins")
+    const compiled = Topology.compile(topology, "joins", { rules })
     if (Either.isLeft(compiled)) return yield* Effect.dieMessage(compiled.left.message)
     assert.strictEqual(compiled.right.subTopologies.length, 1)
     // The compiled transformer is Transformer.Any: its inputs, state and errors erased by compile.
@@ -126,6 +130,53 @@ describe("KTable.from and stream-table joins", () => {
       assert.deepStrictEqual(letters.map((r) => [text(r.key), text(r.value)]), [["c1", "not json"]])
       assert.deepStrictEqual((yield* driver.records("enriched")).map((r) => text(r.value)), ["5@eu"])
     }))
+
+  it.scoped("a joiner or a table operator that throws fails its record with OperatorFailed, for the rules (dead letter topic)", () =>
+    Effect.gen(function*() {
+      const table = KTable.from(Customers).pipe(
+        KTable.mapValues((customer) => {
+          if (customer.region === "??") throw new Error("no region")
+          return customer.region
+        }, { name: "region" })
+      )
+      const driver = yield* driverOf(
+        Topology.make("enrich", [
+          KStream.from(Orders).pipe(
+            KStream.join(table, (amount, region) => {
+              if (amount < 0) throw new Error("negative amount")
+              return `${amount}@${region}`
+            }, { name: "enrich" }),
+            KStream.to(Enriched)
+          )
+        ]),
+        { deadLetterTopic: "dead-letters" },
+        [ErrorRule.tagged("OperatorFailed", { then: "dlq" })]
+      )
+      yield* driver.pipeRaw("customers", { key: Buffer.from("c1"), value: json({ region: "eu", active: true }), timestamp: 1 })
+      yield* driver.pipeRaw("customers", { key: Buffer.from("c2"), value: json({ region: "??", active: true }), timestamp: 2 })
+      yield* driver.pipeRaw("orders", { key: Buffer.from("c1"), value: json(-1), timestamp: 3 })
+      yield* driver.pipeRaw("orders", { key: Buffer.from("c2"), value: json(4), timestamp: 4 })
+      yield* driver.pipeRaw("orders", { key: Buffer.from("c1"), value: json(5), timestamp: 5 })
+      const letters = yield* driver.deadLetters
+      const errors = letters.map((r) => r.headers.find(([name]) => name === "skein.error")?.[1].toString("utf8") ?? "")
+      assert.strictEqual(letters.length, 2)
+      assert.include(errors[0], "negative amount")
+      assert.include(errors[0], "enrich")
+      assert.include(errors[1], "no region")
+      assert.deepStrictEqual((yield* driver.records("enriched")).map((r) => text(r.value)), ["5@eu"])
+    }))
+
+  it("a topic read both as a stream and as a table fails to compile with the fix", () => {
+    const topology = Topology.make("twice", [
+      KStream.from(Customers).pipe(
+        KStream.join(KTable.from(Customers), (customer) => customer.region),
+        KStream.to(Enriched)
+      )
+    ])
+    const error = Topology.compile(topology, "joins")
+    assert.ok(Either.isLeft(error))
+    if (Either.isLeft(error)) assert.include(error.left.message, "both as a stream (KStream.from) and as a table")
+  })
 
   it("a join after a key change, and a join of an aggregation's table, fail to compile with the fix", () => {
     const rekeyed = Topology.make("rekeyed", [

@@ -181,6 +181,15 @@ export const compile = (
     }
   }
 
+  const tableTopics = new Set(nodes.flatMap((n) => n._tag === "TableSource" ? n.topics.map((t) => t.name) : []))
+  const both = nodes.flatMap((n) => n._tag === "Source" ? n.topics.map((t) => t.name) : []).filter((t) => tableTopics.has(t))
+  if (both.length > 0) {
+    return fail(
+      `Topology "${topologyName}" reads ${both[0]} both as a stream (KStream.from) and as a table (KTable.from)`,
+      `Read it once, as a table: KTable.from(topic), and KTable.toStream for its records as a stream`
+    )
+  }
+
   const children = new Map<Graph.Node, Array<Graph.Node>>()
   for (const node of nodes) {
     for (const parent of Graph.parentsOf(node)) {
@@ -640,6 +649,19 @@ const runRecord = (
       : counted
   }
 
+  /**
+   * A table change goes on to the operators that pass table changes on (`toStream` and what
+   * follows), not to those that only feed joins: a join reads the table through its operators
+   * when a stream record looks its key up (Kafka Streams' value getters), so they run then, once.
+   */
+  const visitTableChildren = (node: Graph.Node, record: Graph.StreamRecord): Effect.Effect<void, unknown, unknown> =>
+    Effect.forEach(parts.children(node).filter((child) => !onlyJoins(child, node)), (child) => visit(child, record, node), {
+      discard: true
+    })
+  const onlyJoins = (child: Graph.Node, parent: Graph.Node): boolean =>
+    (child._tag === "Join" && child.table === parent) ||
+    (child._tag === "TableStep" && parts.children(child).every((c) => onlyJoins(c, child)))
+
   const operatorFailed = (node: Graph.Node, kind: string, cause: unknown) =>
     Effect.fail(new OperatorFailed({ operator: parts.nameOf(node), kind, source: positionOf(input), cause }))
 
@@ -689,21 +711,21 @@ const runRecord = (
         // Kafka Streams' table source drops a record without a key (it cannot be a key's latest value).
         if (record.key === null) return dropped(node, "without a key")
         table.put(record)
-        return visitChildren(node, record)
+        return visitTableChildren(node, record)
       }
       case "TableStep": {
-        if (record.value === null) return visitChildren(node, record)
+        if (record.value === null) return visitTableChildren(node, record)
         let value: unknown
         try {
           value = node.apply(record)
         } catch (cause) {
           return operatorFailed(node, `table ${node.kind}`, cause)
         }
-        return visitChildren(node, { ...record, value })
+        return visitTableChildren(node, { ...record, value })
       }
       case "Join": {
-        // A table change updates the table's state (its source did); only stream records join.
-        if (from !== node.stream) return Effect.void
+        // Only stream records join: a table change never reaches a join (`visitTableChildren`).
+        if (from !== node.stream) return Effect.dieMessage("Skein invariant broken: a table change reached a join")
         if (table === undefined) return Effect.dieMessage("Skein invariant broken: a join ran outside its table's sub-topology")
         if (record.value === null) return dropped(node, "without a value")
         let tableValue: unknown = null
