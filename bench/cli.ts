@@ -77,7 +77,7 @@ const { values: opt } = parseArgs({
     job: { type: "string", default: "count" },
     "group-keys": { type: "string", default: "1000" },
     "records-per-minute": { type: "string", default: "50000" },
-    "grace-seconds": { type: "string", default: "120" },
+    "grace-seconds": { type: "string", default: "300" },
     out: { type: "string" },
     "from-json": { type: "string" },
     help: { type: "boolean", default: false },
