@@ -65,7 +65,9 @@ const runSkein = (make: Case["skein"], inputs: ReadonlyArray<InputRecord>, expec
   Effect.scoped(Effect.gen(function*() {
     const input = unique("diff-in")
     const output = unique("diff-out")
-    yield* createTopics([{ name: input, partitions: 1 }, { name: output, partitions: 1 }])
+    // Event times in 1970: without retention.ms -1 the broker's next retention check deletes the records.
+    const keep = { "retention.ms": "-1" }
+    yield* createTopics([{ name: input, partitions: 1, config: keep }, { name: output, partitions: 1, config: keep }])
     yield* produceRaw(input, inputs.map((r) => ({ key: text(r.key), value: text(r.value), timestamp: String(r.timestamp) })))
     const fiber = yield* Effect.forkScoped(
       Topology.run(make(input, output)).pipe(
