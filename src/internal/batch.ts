@@ -13,7 +13,7 @@
 import { Cause, Clock, Duration, Effect, Either, Exit, identity, Option, Schema } from "effect"
 import type { ParseResult } from "effect"
 import type { Semaphore } from "effect/Effect"
-import type { KafkaError } from "../SkeinError.ts"
+import type { KafkaError, TimestampOutOfRange } from "../SkeinError.ts"
 import {
   DecodeError,
   EncodeError,
@@ -62,6 +62,7 @@ export type RecordError<E> =
   | StoredStateInvalid
   | OutputTooLarge
   | PartitionOutOfRange
+  | TimestampOutOfRange
   | KafkaError
 
 export interface Options {
