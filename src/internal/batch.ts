@@ -236,9 +236,10 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   Effect.gen(function*() {
     const topics = new Map(transformer.inputs.map((topic) => [topic.name, topic]))
     const decodeState = Option.map(transformer.state, (codec) => Schema.decodeEither(codec))
+    // A private copy of each state the transform reads, unless the transformer never mutates one (`stateCopy.ts`).
     const copyState = Option.match(transformer.state, {
       onNone: (): StateCopy.StateCopy<S> => Either.right,
-      onSome: StateCopy.make
+      onSome: (codec): StateCopy.StateCopy<S> => StateCopy.copiesOnRead(transformer) ? StateCopy.make(codec) : Either.right
     })
     const stateCodecName = `state of ${transformer.name}`
     // A state change's stored form and its decode back, on every record: the codec's cheaper steps.
@@ -310,7 +311,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         ))
     }
 
-    /** Other state keys of the task, as the batch's finished records left them (a private copy each). */
+    /** Other state keys of the task, as the batch's finished records left them (a private copy each, as `copyState` makes). */
     const taskPartition = options.partition ?? slices[0]?.partition ?? 0
     const taskState: TaskState<S> = {
       get: (stateKey) => {
@@ -367,7 +368,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     }
 
     /**
-     * One transform call on a private copy of the state, with its outputs
+     * One transform call on a private copy of the state (`copyState`), with its outputs
      * encoded, ending in `then`. The steps around the transform's own effect
      * are synchronous: one `flatMap` a record (each Effect step is an
      * allocation and a turn of the fiber's loop, per record).

@@ -17,7 +17,8 @@ import { Effect, Either, Metric, Option, Schema } from "effect"
 import * as RunnerMetrics from "../RunnerMetrics.ts"
 import { applicationIdOf } from "../runAll.ts"
 import { defaultStateKey } from "../StateKeyCheck.ts"
-import { ConfigurationError, InvalidTimestamp, OperatorFailed } from "../../SkeinError.ts"
+import * as StateCopy from "../stateCopy.ts"
+import { ConfigurationError, EncodeError, InvalidTimestamp, OperatorFailed } from "../../SkeinError.ts"
 import * as SessionWindows from "../../SessionWindows.ts"
 import * as SlidingWindows from "../../SlidingWindows.ts"
 import * as TimeWindows from "../../TimeWindows.ts"
@@ -308,7 +309,9 @@ export const compile = (
     transformerNames.add(name)
     groupName.set(group, name)
     const boundaryOut = (node: Graph.Node): boolean => boundaries.has(node) && find(groupOf.get(node)!) !== group
-    const transformer = makeTransformer({
+    // Its operators never mutate a state they read (they build new values) and copy the values they
+    // hand to user functions (`privateCopy`): the batch gives it the states without a copy.
+    const transformer = StateCopy.readsWithoutCopy(makeTransformer({
       name,
       inputs,
       rootsByTopic,
@@ -326,7 +329,7 @@ export const compile = (
       droppedNullKeys: { count: 0 },
       droppedNullValues: { count: 0 },
       droppedJoinRecords: { count: 0 }
-    })
+    }))
     subTopologies.push({ index: subTopologies.length, name, inputs: inputs.map((t) => t.name), transformer })
     members.push(groupNodes)
   }
@@ -403,6 +406,29 @@ interface TransformerParts {
 const timestamped = <A, I>(value: Schema.Schema<A, I>) => Schema.Struct({ value, timestamp: Schema.Number })
 
 /**
+ * A private copy of a value the sub-topology keeps in its state (an
+ * aggregate, a table's value), for the user functions it is handed to
+ * (`add`, `merge`, a join's `joiner`, the operators after an aggregation),
+ * which may mutate it: the batch gives a DSL transformer its states without
+ * a copy (`StateCopy.readsWithoutCopy`). A number or a string is its own.
+ */
+const privateCopy = <A, I>(parts: TransformerParts, schema: Schema.Schema<A, I>): (value: A) => Either.Either<A, EncodeError> => {
+  const copy = StateCopy.value(Topic.json(schema))
+  return (value) => Either.mapLeft(copy(value), (cause) => new EncodeError({ topic: `state of ${parts.name}`, cause }))
+}
+
+/** `state` with its value a private copy (`privateCopy`). */
+const privateTimestamped = <A>(
+  state: Option.Option<{ readonly value: A; readonly timestamp: number }>,
+  copy: (value: A) => Either.Either<A, EncodeError>
+): Either.Either<Option.Option<{ readonly value: A; readonly timestamp: number }>, EncodeError> => {
+  if (Option.isNone(state)) return Either.right(state)
+  const value = copy(state.value.value)
+  if (Either.isLeft(value)) return Either.left(value.left)
+  return Either.right(value.right === state.value.value ? state : Option.some({ ...state.value, value: value.right }))
+}
+
+/**
  * What an aggregate does with a record that reached it (keyed): `forward`
  * passes its update on to the aggregate's children.
  */
@@ -425,12 +451,17 @@ interface TableAccess {
 const makeTransformer = (parts: TransformerParts): Transformer.Any => {
   const { aggregate, table } = parts
   if (table !== undefined) {
-    return table.use<Transformer.Any>(<V, I>(value: Schema.Schema<V, I>) =>
-      Transformer.make({
+    return table.use<Transformer.Any>(<V, I>(value: Schema.Schema<V, I>) => {
+      const copy = privateCopy(parts, value)
+      return Transformer.make({
         name: parts.name,
         inputs: parts.inputs,
         state: timestamped(value),
-        transform: (record, state) => {
+        transform: (record, stored) => {
+          // The joins and the table's operators hand its value to user functions: theirs to mutate.
+          const copied = privateTimestamped(stored, copy)
+          if (Either.isLeft(copied)) return Effect.fail(copied.left)
+          const state = copied.right
           let change: Transformer.StateChange<{ readonly value: V; readonly timestamp: number }> | undefined
           const access: TableAccess = {
             get: () => state,
@@ -448,7 +479,7 @@ const makeTransformer = (parts: TransformerParts): Transformer.Any => {
         },
         rules: parts.rules
       })
-    )
+    })
   }
   if (aggregate === undefined) {
     return Transformer.stateless({
@@ -466,12 +497,16 @@ const makeTransformer = (parts: TransformerParts): Transformer.Any => {
   }
   return aggregate.use<Transformer.Any>(<A, I>(spec: Graph.AggregateSpec<A, I>) => {
     const add = guarded(parts.aggregateName, aggregate.kind, spec.add)
+    const copy = privateCopy(parts, spec.state)
     return Transformer.make({
       name: parts.name,
       inputs: parts.inputs,
       state: timestamped(spec.state),
-      transform: (record, state) => {
-        let current = state
+      transform: (record, stored) => {
+        // `add` (the user's aggregator) is handed the aggregate: a private copy, its to mutate.
+        const copied = privateTimestamped(stored, copy)
+        if (Either.isLeft(copied)) return Effect.fail(copied.left)
+        let current = copied.right
         let changed = false
         const aggregator: Aggregator = (keyed, forward) => {
           const next = {
@@ -518,6 +553,7 @@ const windowedTransformer = <A, I>(
     // Tagged as its run's stats read it: `Topology.run` runs each sub-topology under `{applicationId}-{sub-topology}`.
     lateCounter: RunnerMetrics.streamsLateRecordsOf(applicationIdOf(parts.applicationId, parts), parts.name, parts.aggregateName)
   }
+  const copyValue = privateCopy(parts, spec.state)
   return {
     name: parts.name,
     inputs: parts.inputs,
@@ -527,7 +563,7 @@ const windowedTransformer = <A, I>(
     rules: parts.rules,
     transform: (record, state, task) => {
       if (task === undefined) return Effect.dieMessage("Skein invariant broken: a windowed aggregation ran without its task's state")
-      const context = new WindowAggregate.RecordContext(WindowAggregate.windowsKey(defaultStateKey(record)), state, task)
+      const context = new WindowAggregate.RecordContext(WindowAggregate.windowsKey(defaultStateKey(record)), state, task, copyValue)
       const windows = windowing.windows
       const aggregator: Aggregator = SlidingWindows.isSlidingWindows(windows)
         ? (keyed, forward) => {

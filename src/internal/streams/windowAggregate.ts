@@ -28,6 +28,7 @@ import { Effect, Either, Metric, Option, Schema } from "effect"
 import * as TimeWindows from "../../TimeWindows.ts"
 import type { KeyChange, TaskState } from "../../Transformer.ts"
 import * as Transformer from "../../Transformer.ts"
+import type { EncodeError } from "../../SkeinError.ts"
 import { LateRecord } from "../../SkeinError.ts"
 import * as Windowed from "../../Windowed.ts"
 import type * as Graph from "./graph.ts"
@@ -117,23 +118,43 @@ export class RecordContext<A> {
   private time: Time | undefined
   private timeChanged = false
   private ownChanged = false
+  /** Whether `own`'s aggregates are the record's private copies (or values it built). */
+  private ownPrivate = false
 
+  /**
+   * `own` and what `task` reads are the task's states themselves, not copies
+   * (the batch reads the DSL's states without one): this code never mutates
+   * them, and `copyValue` copies the aggregates in them that are objects,
+   * which user functions (`add`, `merge`, the operators after the
+   * aggregation) are handed and may mutate.
+   */
   constructor(
     readonly ownKey: string,
     private own: Option.Option<WindowState<A>>,
-    private readonly task: TaskState<WindowState<A>>
+    private readonly task: TaskState<WindowState<A>>,
+    private readonly copyValue: (value: A) => Either.Either<A, EncodeError>
   ) {}
 
   get(key: string): Effect.Effect<Option.Option<WindowState<A>>, unknown> {
-    if (key === this.ownKey) return Effect.succeed(this.own)
+    if (key === this.ownKey) {
+      if (this.ownPrivate) return Effect.succeed(this.own)
+      const copied = privateAggregates(this.own, this.copyValue)
+      if (Either.isLeft(copied)) return Effect.fail(copied.left)
+      this.own = copied.right
+      this.ownPrivate = true
+      return Effect.succeed(copied.right)
+    }
     const changed = this.changed.get(key)
-    return changed !== undefined ? Effect.succeed(changed) : this.task.get(key)
+    return changed !== undefined
+      ? Effect.succeed(changed)
+      : Effect.flatMap(this.task.get(key), (state) => privateAggregates(state, this.copyValue))
   }
 
   put(key: string, state: Option.Option<WindowState<A>>): void {
     if (key === this.ownKey) {
       this.own = state
       this.ownChanged = true
+      this.ownPrivate = true
     } else {
       this.changed.set(key, state)
     }
@@ -169,6 +190,27 @@ export class RecordContext<A> {
     if (!this.ownChanged) return { others }
     return { state: Option.isSome(this.own) ? Transformer.set(this.own.value) : Transformer.remove, others }
   }
+}
+
+/**
+ * `state` with each of its windows' aggregates that is an object copied
+ * (`copyValue`); the same `state` when it holds none (a count's numbers, the
+ * task's time, an index bucket).
+ */
+const privateAggregates = <A>(
+  state: Option.Option<WindowState<A>>,
+  copyValue: (value: A) => Either.Either<A, EncodeError>
+): Either.Either<Option.Option<WindowState<A>>, EncodeError> => {
+  if (Option.isNone(state) || state.value._tag !== "Windows") return Either.right(state)
+  const windows = state.value.windows
+  if (!windows.some((w) => typeof w.value === "object" && w.value !== null)) return Either.right(state)
+  const copied: Array<Windows<A>["windows"][number]> = []
+  for (const w of windows) {
+    const value = copyValue(w.value)
+    if (Either.isLeft(value)) return Either.left(value.left)
+    copied.push(value.right === w.value ? w : { ...w, value: value.right })
+  }
+  return Either.right(Option.some({ ...state.value, windows: copied }))
 }
 
 /**
