@@ -6,7 +6,8 @@
  * fetched once its task runs), and process beside it and each other: a slow
  * or retrying record holds up only its own partition. Fetched records wait
  * in the buffer; a partition pauses while its buffer holds a task's share of
- * `maxPollRecords`. What a run needs is acquired by `RunnerSetup`.
+ * `maxPollRecords`; the next fetch waits until no task is busy, at most
+ * `fetchHold` (see `held`). What a run needs is acquired by `RunnerSetup`.
  *
  * The data path reads one way: runner (this poll loop) -> task manager
  * (tasks, starts, rewinds, teardown under the batch lock) -> task (its
@@ -19,7 +20,7 @@
  *
  * @internal
  */
-import { Cause, Chunk, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberMap, FiberSet, Option, Queue } from "effect"
+import { Cause, Chunk, Clock, Deferred, Duration, Effect, Exit, Fiber, FiberHandle, FiberSet, Option, Queue } from "effect"
 import type { Scope } from "effect"
 import type { SkeinConfig } from "../SkeinConfig.ts"
 import type { RunnerError } from "../SkeinError.ts"
@@ -43,7 +44,7 @@ type LoopEvent =
   | Consumer.ConsumerEvent
   | { readonly _tag: "Wakeup"; readonly wakeup: TaskManager.Wakeup }
   | { readonly _tag: "Shutdown" }
-  | { readonly _tag: "HoldExpired"; readonly partition: number }
+  | { readonly _tag: "HoldExpired" }
 
 /** A task's batch ended (its outcome applied): its exit is the run's failure when it failed. */
 interface Processed<E> {
@@ -52,7 +53,7 @@ interface Processed<E> {
   readonly exit: Exit.Exit<void, RunnerError | E>
 }
 
-/** The longest a fetched batch of a busy task holds kafkajs's next fetch (see `held` in `run`). */
+/** The longest fetched batches hold kafkajs's next fetch while tasks are busy (see `held` in `run`). */
 const fetchHold = Duration.millis(50)
 
 export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
@@ -76,7 +77,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         case "Shutdown":
           return Effect.void
         case "HoldExpired":
-          return release(event.partition)
+          return releaseAll
         case "Crashed":
           return Effect.fail(event.error)
         case "Rebalancing":
@@ -96,7 +97,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             buffer.completeProcessed()
             // A failure its task could not take (failure isolation "run", a fatal error) ends the run.
             if (Exit.isFailure(event.exit) && !Cause.isInterruptedOnly(event.exit.cause)) return Effect.failCause(event.exit.cause)
-            return Effect.zipRight(release(event.partition), unthrottle(event.partition))
+            return unthrottle(event.partition)
           })
         case "Wakeup":
           switch (event.wakeup) {
@@ -118,8 +119,9 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           const arrival = buffer.offer(batch)
           switch (arrival._tag) {
             case "Accepted": {
-              // The records are buffered: kafkajs fetches on (its fetcher waits for every batch of a
-              // fetch), and this partition pauses once its buffer holds a task's share of a poll.
+              // The records are buffered: kafkajs fetches on once no task is busy (its fetcher waits
+              // for every batch of a fetch), and this partition pauses once its buffer holds a task's
+              // share of a poll.
               updateLag(batch.topic, batch.partition, batch.highWatermark, batch.records[0]?.offset ?? batch.nextOffset)
               return Effect.zipRight(hold(batch), throttle(batch.topic, batch.partition))
             }
@@ -194,38 +196,37 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       })
 
     /**
-     * Fetched batches of tasks with a batch in flight, held from kafkajs until that
-     * batch ends or `fetchHold` passes: kafkajs's next fetch waits for every batch of
-     * a fetch, so at low rates a busy task's records come in one fetch per
-     * transaction, as from a poll loop, not one or two records a fetch (each fetch
-     * costs this process and the broker). A task that is slow or retrying delays
-     * the other partitions' fetches by at most `fetchHold`; an idle task's batch is
-     * released at once.
+     * Fetched batches held from kafkajs while any task has a batch in flight,
+     * until none has or `fetchHold` passes. kafkajs's next fetch waits for every
+     * batch of a fetch, so it goes out once the tasks' commits are done, as from
+     * a poll loop: it brings every record that arrived meanwhile, and each task
+     * begins its next transaction after its commit's markers are written (the
+     * coordinator answers CONCURRENT_TRANSACTIONS until then). A held batch is
+     * still processed at once when its task is idle: only the next fetch waits.
+     * A slow or retrying task delays the other partitions' next fetch by at most
+     * `fetchHold`, never their processing.
      */
-    const held = new Map<number, Array<Consumer.PartitionBatch>>()
-    const holdTimers = yield* FiberMap.make<number>()
+    const held: Array<Consumer.PartitionBatch> = []
+    const holdTimer = yield* FiberHandle.make()
     const hold = (batch: Consumer.PartitionBatch): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        if (!inFlight.has(batch.partition)) return Effect.sync(() => batch.complete("Buffered"))
-        const batches = held.get(batch.partition)
-        if (batches !== undefined) return Effect.sync(() => batches.push(batch))
-        held.set(batch.partition, [batch])
-        return FiberMap.run(
-          holdTimers,
-          batch.partition,
-          Effect.zipRight(Effect.sleep(fetchHold), Queue.offer(inbox, { _tag: "HoldExpired", partition: batch.partition }))
-        ).pipe(Effect.asVoid)
+      Effect.sync(() => {
+        held.push(batch)
       })
-    /** Lets kafkajs go on past the held batches of task `partition`. */
-    const release = (partition: number): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        const batches = held.get(partition)
-        if (batches === undefined) return Effect.void
-        held.delete(partition)
-        for (const batch of batches) batch.complete("Buffered")
-        return FiberMap.remove(holdTimers, partition)
-      })
-    const releaseAll: Effect.Effect<void> = Effect.suspend(() => Effect.forEach([...held.keys()], release, { discard: true }))
+    /** Lets kafkajs go on to its next fetch. */
+    const releaseAll: Effect.Effect<void> = Effect.suspend(() => {
+      for (const batch of held.splice(0)) batch.complete("Buffered")
+      return FiberHandle.clear(holdTimer)
+    })
+    /** After the loop's events and dispatch: released when no task is in flight, else once `fetchHold` passes. */
+    const settleHold: Effect.Effect<void> = Effect.suspend(() => {
+      if (held.length === 0) return Effect.void
+      if (inFlight.size === 0) return releaseAll
+      return FiberHandle.run(
+        holdTimer,
+        Effect.zipRight(Effect.sleep(fetchHold), Queue.offer(inbox, { _tag: "HoldExpired" })),
+        { onlyIfMissing: true }
+      ).pipe(Effect.asVoid)
+    })
 
     /** Running tasks with records waiting (or, a transformer with timers, timers due) and no batch in flight. */
     const dispatchable = (): ReadonlyArray<number> => {
@@ -348,6 +349,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         yield* manager.startDue
         if (!(yield* Deferred.isDone(shutdown))) yield* dispatch
         if (timed) yield* manager.armTimers((partition) => inFlight.has(partition))
+        yield* settleHold
       }
       // Stopping: the batches in flight get shutdownGrace, commit what finished, and end; then
       // kafkajs need not wait for a revocation before it rejoins (it is about to leave).
