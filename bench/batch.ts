@@ -98,7 +98,8 @@ const store: StateStore = {
   clear: Effect.void,
   count: Effect.succeed(0),
   keys: () => Effect.fail(new StateStoreError({ operation: "keys", path: "(memory)", cause: "unused" })),
-  entries: () => Effect.fail(new StateStoreError({ operation: "entries", path: "(memory)", cause: "unused" }))
+  entries: () => Effect.fail(new StateStoreError({ operation: "entries", path: "(memory)", cause: "unused" })),
+  range: () => Effect.fail(new StateStoreError({ operation: "range", path: "(memory)", cause: "unused" }))
 }
 const cache = makeStateCache(100_000)
 for (let k = 0; k < keys; k++) cache.set(`key-${k}`, Option.some(k))

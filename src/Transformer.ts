@@ -8,6 +8,7 @@ import { Option } from "effect"
 import type { Duration, Effect, Schema } from "effect"
 import type { PredicateRule, TaggedRule, TaggedRuleFor } from "./ErrorRule.ts"
 import { defaultStateKey } from "./internal/StateKeyCheck.ts"
+import type { Declaration as StoreDeclaration } from "./internal/stores/access.ts"
 import type {
   EncodeError,
   KafkaError,
@@ -275,6 +276,15 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
     /** Always given by the runtime; read it only when `sharedState` is set. */
     task?: TaskState<S>
   ) => Effect.Effect<Result<S>, E | RuntimeError, R>
+  /**
+   * The named stores the transform (and `onTimer`) uses: `KeyValueStore`,
+   * `WindowStore`, `SessionStore`. Kept in the task's state with its
+   * per-key state. A transformer with stores runs its records one after the
+   * other per partition.
+   *
+   * @since 0.5.0
+   */
+  readonly stores?: ReadonlyArray<StoreDeclaration>
   /** What happens when the transform fails with one of its errors; unmatched errors are fatal. */
   readonly rules: ReadonlyArray<Rule<E>>
   /**
@@ -389,6 +399,15 @@ export const make = <const Inputs extends ReadonlyArray<Topic.Any>, S, SI, E = n
    * @since 0.4.0
    */
   readonly onTimer?: ((timer: Timer.Fired, state: Option.Option<S>) => Effect.Effect<Result<S>, E, R>) | undefined
+  /**
+   * Named stores the transform and `onTimer` read and write
+   * (`KeyValueStore.make`, `WindowStore.make`, `SessionStore.make`): their
+   * writes commit in the record's transaction, and they are restored, kept
+   * and served by standbys with the task's state.
+   *
+   * @since 0.5.0
+   */
+  readonly stores?: ReadonlyArray<StoreDeclaration> | undefined
   readonly rules?: ReadonlyArray<Rule<NoInfer<E>>>
 }): Transformer<Inputs, S, E, R> => ({
   name: options.name,
@@ -397,6 +416,7 @@ export const make = <const Inputs extends ReadonlyArray<Topic.Any>, S, SI, E = n
   stateKey: options.stateKey ?? defaultStateKey,
   transform: options.transform,
   ...(options.onTimer === undefined ? {} : { onTimer: options.onTimer }),
+  ...(options.stores === undefined || options.stores.length === 0 ? {} : { stores: options.stores }),
   rules: options.rules ?? []
 })
 

@@ -60,3 +60,9 @@ export * as TimeWindowedKStream from "./TimeWindowedKStream.ts"
 export * as Windowed from "./Windowed.ts"
 /** @since 0.4.0 */
 export * as Timer from "./Timer.ts"
+/** @since 0.5.0 */
+export * as KeyValueStore from "./KeyValueStore.ts"
+/** @since 0.5.0 */
+export * as WindowStore from "./WindowStore.ts"
+/** @since 0.5.0 */
+export * as SessionStore from "./SessionStore.ts"

@@ -22,6 +22,13 @@ import * as fs from "node:fs/promises"
 import { StateStoreError } from "../SkeinError.ts"
 import * as CommitReceipt from "./CommitReceipt.ts"
 
+/** The bounds of a range scan: from `gte`, to `lt` (exclusive) or `lte` (inclusive). */
+export interface Range {
+  readonly gte: string
+  readonly lt?: string | undefined
+  readonly lte?: string | undefined
+}
+
 /** One write: a value (encoded text) or a delete. */
 export interface StoreWrite {
   readonly key: string
@@ -85,6 +92,8 @@ export interface StateStore<P extends number = never> {
     prefix: string,
     options: { readonly after?: string | undefined; readonly limit: number }
   ) => Effect.Effect<ReadonlyArray<readonly [string, string]>, StateStoreError>
+  /** Every entry whose key lies in `range`, in key order (the UTF-8 bytes of the keys). */
+  readonly range: (range: Range) => Effect.Effect<ReadonlyArray<readonly [string, string]>, StateStoreError>
 }
 
 const attempt = <A>(operation: string, path: string, f: () => Promise<A>) =>
@@ -177,6 +186,15 @@ export const open = <P extends number = never>(
             ? { gte: dataKey(prefix), lt: dataKey(`${prefix}\uffff`), limit }
             : { gt: dataKey(after), lt: dataKey(`${prefix}\uffff`), limit }
           for await (const [key, value] of db.iterator(range)) found.push([key.slice(1), value])
+          return found
+        }),
+      range: ({ gte, lt, lte }) =>
+        attempt("range", path, async () => {
+          const found: Array<readonly [string, string]> = []
+          const bounds = lte === undefined
+            ? { gte: dataKey(gte), lt: lt === undefined ? "e" : dataKey(lt) }
+            : { gte: dataKey(gte), lte: dataKey(lte) }
+          for await (const [key, value] of db.iterator(bounds)) found.push([key.slice(1), value])
           return found
         })
     }

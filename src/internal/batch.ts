@@ -40,6 +40,8 @@ import type { StateCache } from "./StateCache.ts"
 import * as StateCopy from "./stateCopy.ts"
 import * as StateKeyCheck from "./StateKeyCheck.ts"
 import type { StateStore, StoreWrite } from "./StateStore.ts"
+import * as StoreAccess from "./stores/access.ts"
+import * as StoreSchemas from "./stores/schemas.ts"
 import * as Timers from "./timers.ts"
 import * as Tracing from "./tracing.ts"
 
@@ -148,6 +150,8 @@ interface Attempt<S> {
   readonly others?: ReadonlyArray<Cut.OtherChange<S>> | undefined
   /** Changes to the timers of the unit's state key (`Result.timers`), checked. */
   readonly timers?: ReadonlyArray<Timer.Change> | undefined
+  /** Writes to the transformer's named stores (`Transformer.stores`), in order. */
+  readonly stores?: ReadonlyArray<StoreWrite> | undefined
 }
 
 /** Decodes a slice's records with their topic's Schemas and computes their state keys. */
@@ -156,7 +160,7 @@ const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   topic: Topic.Any,
   slice: Slice,
   stateKeys: StateKeyCheck.StateKeyCheck | undefined,
-  timed: boolean
+  reserved: boolean
 ): Array<Entry<Inputs>> => {
   const entries: Array<Entry<Inputs>> = []
   for (const record of slice.records) {
@@ -175,18 +179,21 @@ const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       rawHeaders: headerPairs(record.rawHeaders),
       timestamp: record.timestamp
     } as RecordOf<Inputs>
-    entries.push(readyEntry(transformer, record, value, stateKeys, timed))
+    entries.push(readyEntry(transformer, record, value, stateKeys, reserved))
   }
   return entries
 }
 
-/** A decoded record with its state key; a throwing `stateKey` fails its record (a defect), not the batch. */
+/**
+ * A decoded record with its state key; a throwing `stateKey` fails its record (a defect), not the batch.
+ * `reserved`: the task's store holds timers or named stores, so a state key in their key space fails too.
+ */
 const readyEntry = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
   record: FetchedRecord,
   decoded: RecordOf<Inputs>,
   stateKeys: StateKeyCheck.StateKeyCheck | undefined,
-  timed: boolean
+  reserved: boolean
 ): Entry<Inputs> => {
   let stateKey: string
   try {
@@ -194,10 +201,10 @@ const readyEntry = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   } catch (defect) {
     return { _tag: "KeyDefect", record, defect }
   }
-  if (timed && Timers.isReserved(stateKey)) {
+  if (reserved && Timers.isReserved(stateKey)) {
     const defect = new Error(
       `${transformer.name}: the state key of ${record.topic}/${record.partition}@${record.offset} starts with ` +
-        `"\\u0000skein.", which Skein reserves for a task's timers: give stateKey another prefix`
+        `"\\u0000skein.", which Skein reserves for a task's timers and stores: give stateKey another prefix`
     )
     return { _tag: "KeyDefect", record, defect }
   }
@@ -266,12 +273,18 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     let pending: Timers.Pending | undefined = undefined
     /** Timers fired as the batch began, before its records. */
     const before: Array<Cut.Done<S>> = []
+    const declarations = transformer.stores ?? []
+    const hasStores = declarations.length > 0
+    /** The batch's view of the task's named stores, once checked (a transformer with stores). */
+    let overlay: StoreAccess.Overlay | undefined = undefined
 
     const lanesPerSlice = slices.map((slice) => {
       const topic = topics.get(slice.topic)
       // A transformer sharing its task's state across keys (or with timers) runs its records one after the other.
-      const concurrent = topic !== undefined && topic.keyConcurrency && transformer.sharedState !== true && !timed
-      return topic === undefined ? [] : lanesOf<Inputs, S>(decodeSlice(transformer, topic, slice, options.stateKeys, timed), concurrent)
+      const concurrent = topic !== undefined && topic.keyConcurrency && transformer.sharedState !== true && !timed && !hasStores
+      return topic === undefined
+        ? []
+        : lanesOf<Inputs, S>(decodeSlice(transformer, topic, slice, options.stateKeys, timed || hasStores), concurrent)
     })
     yield* StateKeyCheck.logSplits(options.stateKeys, transformer.name)
 
@@ -384,9 +397,17 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const call = Effect.suspend(() => {
         const copy = copyState(state)
         if (Either.isLeft(copy)) return Effect.fail(new EncodeError({ topic: stateCodecName, cause: copy.left }))
+        const unit = overlay?.unit(source)
+        if (unit === undefined) {
+          return Effect.flatMap(
+            transformer.transform(decoded, copy.right, taskState),
+            (result): Effect.Effect<A, unknown> => settle(result, stateKey, source, trace, then)
+          )
+        }
         return Effect.flatMap(
-          transformer.transform(decoded, copy.right, taskState),
-          (result): Effect.Effect<A, unknown> => settle(result, stateKey, source, trace, then)
+          Effect.locally(transformer.transform(decoded, copy.right, taskState), StoreAccess.current, Option.some(unit)),
+          (result): Effect.Effect<A, unknown> =>
+            settle(result, stateKey, source, trace, (finished) => then({ ...finished, stores: unit.close() }))
         )
       })
       return Option.isSome(options.permits) ? options.permits.value.withPermits(1)(call) : call
@@ -431,6 +452,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     ): Cut.Done<S> => {
       if (finished.change !== undefined) states.set(stateKey, finished.change)
       if (finished.others !== undefined) for (const other of finished.others) states.set(other.key, other.change)
+      if (finished.stores !== undefined) overlay?.apply(finished.stores)
       return {
         offset: entry.record.offset,
         stateKey,
@@ -440,7 +462,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         others: finished.others,
         disposition,
         run,
-        taskWrites: timerWrites(stateKey, finished)
+        taskWrites: timerWrites(stateKey, finished),
+        storeWrites: finished.stores
       }
     }
 
@@ -580,13 +603,21 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           Effect.suspend(() => {
             const copy = copyState(state)
             if (Either.isLeft(copy)) return Effect.fail(new EncodeError({ topic: stateCodecName, cause: copy.left }))
-            return Effect.flatMap(onTimer(fired, copy.right, taskState), (result) => settle(result, entry.key, source, undefined, identity))
+            const unit = overlay?.unit(source)
+            if (unit === undefined) {
+              return Effect.flatMap(onTimer(fired, copy.right, taskState), (result) => settle(result, entry.key, source, undefined, identity))
+            }
+            return Effect.flatMap(
+              Effect.locally(onTimer(fired, copy.right, taskState), StoreAccess.current, Option.some(unit)),
+              (result) => settle(result, entry.key, source, undefined, (finished) => ({ ...finished, stores: unit.close() }))
+            )
           })
         const attemptTimer = (state: Option.Option<S>) =>
           Option.isSome(options.permits) ? options.permits.value.withPermits(1)(call(state)) : call(state)
         const done = (finished: Attempt<S>, disposition: Cut.Done<S>["disposition"]): Cut.Done<S> => {
           if (finished.change !== undefined) states.set(entry.key, finished.change)
           if (finished.others !== undefined) for (const other of finished.others) states.set(other.key, other.change)
+          if (finished.stores !== undefined) overlay?.apply(finished.stores)
           return {
             offset: -1,
             stateKey: entry.key,
@@ -596,6 +627,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             others: finished.others,
             disposition,
             taskWrites: [removal, ...(timerWrites(entry.key, finished) ?? [])],
+            storeWrites: finished.stores,
             fired: 1
           }
         }
@@ -670,13 +702,15 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       return Effect.as(fireDue(timers, due, timers.streamTime, fires), fires).pipe(Effect.map((fires) => {
         const outputs = [...done.outputs]
         const others = [...(done.others ?? [])]
+        const storeWrites = [...(done.storeWrites ?? [])]
         for (const f of fires) {
           for (const output of f.outputs) outputs.push(output)
+          if (f.storeWrites !== undefined) for (const write of f.storeWrites) storeWrites.push(write)
           if (f.change !== undefined) others.push({ key: f.stateKey, change: f.change, encoded: f.encoded })
           if (f.others !== undefined) for (const other of f.others) others.push(other)
           if (f.taskWrites !== undefined) for (const write of f.taskWrites) taskWrites.push(write)
         }
-        return { ...done, outputs, others, taskWrites, fired: (done.fired ?? 0) + fires.length }
+        return { ...done, outputs, others, taskWrites, storeWrites, fired: (done.fired ?? 0) + fires.length }
       }))
     }
 
@@ -688,7 +722,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
      * fire: stream-time ones left due (a batch cut short), then wall-clock
      * ones due by the `Clock`.
      */
-    const prelude: Effect.Effect<void, unknown, R> = !timed ? Effect.void : Effect.gen(function*() {
+    const timersPrelude: Effect.Effect<void, unknown, R> = !timed ? Effect.void : Effect.gen(function*() {
       if (options.timers === undefined || Option.isNone(store)) {
         return yield* Effect.dieMessage(
           `${transformer.name} has onTimer but no state: timers are kept in the task's state store; give it a state ` +
@@ -706,6 +740,30 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const now = yield* Clock.currentTimeMillis
       yield* fireDue(timers, timers.due("wall-clock", now), now, before)
     })
+
+    /**
+     * As the batch begins (a transformer with named stores): the stores are
+     * checked against what the task's store holds (once per task; a changed
+     * declaration dies with the fix), and the batch's view of them is made.
+     * A new store's declaration commits with the batch's first unit.
+     */
+    const storesPrelude: Effect.Effect<void, unknown> = !hasStores ? Effect.void : Effect.gen(function*() {
+      if (Option.isNone(store)) {
+        return yield* Effect.dieMessage(
+          `${transformer.name} has stores but no state: named stores are kept in the task's state store; declare it ` +
+            "with Transformer.make"
+        )
+      }
+      const where = { transformer: transformer.name, partition: taskPartition }
+      const declared = yield* StoreSchemas.check(store.value, declarations, where)
+      const view = new StoreAccess.Overlay(store.value, declarations, where)
+      overlay = view
+      if (declared.length > 0) {
+        view.apply(declared)
+        before.push({ offset: -1, stateKey: "", outputs: [], change: undefined, disposition: "processed", storeWrites: declared })
+      }
+    })
+    const prelude = Effect.zipRight(storesPrelude, timersPrelude)
 
     /** A lane's records in order: each finished record's continuation starts the next (one `flatMap` a record). */
     const runLane = (lane: Lane<Inputs, S>): Effect.Effect<void, unknown, R> => {

@@ -12,6 +12,7 @@
  */
 import type { Option } from "effect"
 import type { EncodedRecord } from "../Topic.ts"
+import type { StoreWrite } from "./StateStore.ts"
 import type * as Timers from "./timers.ts"
 
 /** What a finished record produced. */
@@ -32,6 +33,8 @@ export interface Done<S> {
   readonly taskWrites?: ReadonlyArray<Timers.Write> | undefined
   /** Timers fired in this unit (after the record, or the timer itself). */
   readonly fired?: number | undefined
+  /** Writes to the transformer's named stores, in order, applied after `taskWrites`. */
+  readonly storeWrites?: ReadonlyArray<StoreWrite> | undefined
 }
 
 /** A change to another state key of the task, as `Done.change` and `Done.encoded` are for the record's own. */
@@ -116,6 +119,7 @@ export const cut = <S>(slices: ReadonlyArray<SliceProgress<S>>, before: Readonly
         taskWrites.push(write)
       }
     }
+    if (done.storeWrites !== undefined) for (const write of done.storeWrites) encoded.set(write.key, write.value)
     fired += done.fired ?? 0
   }
   for (const done of before) keep(done)

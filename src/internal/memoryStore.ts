@@ -8,6 +8,7 @@
  */
 import { Effect } from "effect"
 import * as CommitReceipt from "./CommitReceipt.ts"
+import { compare } from "./stores/keys.ts"
 import type { Checkpoint, StateStore } from "./StateStore.ts"
 
 /** A store kept in memory for task `partition` (as `StateStore.open`); `path` only names it in errors. */
@@ -45,6 +46,15 @@ export const make = <P extends number = never>(path: string, partition?: P): Sta
           .sort()
           .slice(0, limit)
           .map((key) => [key, data.get(key) ?? ""] as const)
+      ),
+    // In LevelDB's order (the keys' UTF-8 bytes), as the store on disk scans.
+    range: ({ gte, lt, lte }) =>
+      Effect.sync(() =>
+        [...data.entries()]
+          .filter(([key]) =>
+            compare(key, gte) >= 0 && (lte === undefined ? lt === undefined || compare(key, lt) < 0 : compare(key, lte) <= 0)
+          )
+          .sort(([a], [b]) => compare(a, b))
       )
   }
 }
