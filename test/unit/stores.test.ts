@@ -9,7 +9,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Option, Schema } from "effect"
-import { ErrorRule, KeyValueStore, SessionStore, Topic, Transformer, WindowStore } from "../../src/index.ts"
+import { ErrorRule, KeyValueStore, SessionStore, Timer, Topic, Transformer, WindowStore } from "../../src/index.ts"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -234,6 +234,49 @@ describe("stores: KeyValueStore through the TestDriver", () => {
       assert.include(Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "", `KeyValueStore "other" is not one of its stores`)
       const outside = yield* Effect.exit(Entries.get("k"))
       assert.include(Exit.isFailure(outside) ? Cause.pretty(outside.cause) : "", "was used outside a transform")
+    }))
+})
+
+describe("stores: with timers and state keys", () => {
+  it.scoped("onTimer reads and writes stores, in the transaction of the unit that fired it", () =>
+    Effect.gen(function*() {
+      const Seen = KeyValueStore.make({ name: "seen", key: Schema.String, value: Schema.Number })
+      const Expiring = Transformer.make({
+        name: "expiring",
+        inputs: [Clicks],
+        state: Schema.Null,
+        stores: [Seen],
+        transform: (record) =>
+          Effect.as(Seen.put(record.key ?? "", record.value), { timers: [Timer.streamTime("expire", record.timestamp + 100)] }),
+        onTimer: (timer) =>
+          Effect.gen(function*() {
+            const before = yield* Seen.all
+            yield* Seen.delete(timer.key)
+            const after = yield* Seen.all
+            return { emit: [Topic.record(Results, timer.key, `${before.length}->${after.map((e) => e.key).join("")}`)] }
+          })
+      })
+      const driver = yield* TestDriver.make(Expiring)
+      yield* driver.pipeAll(Clicks, [{ key: "a", value: 1, timestamp: 0 }, { key: "b", value: 2, timestamp: 50 }])
+      yield* driver.pipe(Clicks, "c", 3, { timestamp: 120 }) // a's timer fires after c's record: a, b, c seen, a deleted
+      assert.deepStrictEqual(yield* answers(driver), ["3->bc"])
+      yield* driver.advanceStreamTime(1_000)
+      assert.deepStrictEqual(yield* answers(driver), ["3->bc", "2->c", "1->"])
+    }))
+
+  it.scoped("a state key in the stores' reserved key space fails its record, naming the fix", () =>
+    Effect.gen(function*() {
+      const Sneaky = Transformer.make({
+        name: "sneaky",
+        inputs: [Commands],
+        state: Schema.Null,
+        stores: [Entries],
+        stateKey: () => `${Keys.namespace("entries")}k`,
+        transform: () => Effect.succeed({ state: Transformer.set(null) })
+      })
+      const driver = yield* TestDriver.make(Sneaky)
+      const exit = yield* Effect.exit(driver.pipe(Commands, "c", { op: "all" }))
+      assert.include(Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "", "reserves for a task's timers and stores")
     }))
 })
 
