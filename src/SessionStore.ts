@@ -130,6 +130,7 @@ export const make = <K, V, VI>(options: {
     findSessions: (key, earliestEnd, latestStart) =>
       Effect.gen(function*() {
         const running = yield* Typed.access(store)
+        if (Number.isNaN(earliestEnd) || Number.isNaN(latestStart)) return []
         const keyText = yield* Typed.encodeKey(store, key)
         const from = Keys.encodeTime(Math.max(0, Math.min(Number.MAX_SAFE_INTEGER, Math.ceil(earliestEnd))))
         const gte = entryKey(keyText, from + Keys.encodeTime(0))

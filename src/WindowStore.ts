@@ -61,7 +61,7 @@ export interface WindowStore<K, V> extends Typed.Typed<K, V> {
   readonly put: (key: K, start: number, value: V) => Effect.Effect<void, WriteError>
   /** Deletes the key's window starting at `start`. */
   readonly remove: (key: K, start: number) => Effect.Effect<void, EncodeError>
-  /** The key's windows starting from `from` to `to` (both included), in start order. */
+  /** The key's windows starting from `from` to `to` (both included), in start order (none when `from` is after `to`). */
   readonly fetch: (key: K, from: number, to: number) => Effect.Effect<ReadonlyArray<Entry<K, V>>, ReadError>
 }
 
@@ -116,10 +116,13 @@ export const make = <K, V, VI>(options: {
     fetch: (key, from, to) =>
       Effect.gen(function*() {
         const running = yield* Typed.access(store)
-        if (from > to) return []
+        // Bounds are a query, not stored times: any numbers, clamped to the times a window can start at.
+        const first = Math.max(0, Math.ceil(from))
+        const last = Math.min(Number.MAX_SAFE_INTEGER, Math.floor(to))
+        if (!(first <= last)) return []
         const keyText = yield* Typed.encodeKey(store, key)
-        const gte = entryKey(keyText, yield* time("fetch's from", Math.max(0, from)))
-        const lte = entryKey(keyText, yield* time("fetch's to", to))
+        const gte = entryKey(keyText, Keys.encodeTime(first))
+        const lte = entryKey(keyText, Keys.encodeTime(last))
         const found = yield* running.range({ gte, lte })
         // A longer key that starts with this one and a NUL sorts in the range too: only this key's entries are the key's windows.
         const width = entryKey(keyText, "").length + Keys.timeWidth

@@ -336,6 +336,14 @@ describe("stores: WindowStore and SessionStore through the TestDriver", () => {
             const start = record.timestamp - (record.timestamp % 1000)
             yield* PerWindow.put(key, start, Option.getOrElse(yield* PerWindow.get(key, start), () => 0) + record.value)
             const windows = yield* PerWindow.fetch(key, start - 2000, start)
+            // Bounds are any numbers: clamped, and none when from is after to.
+            assert.deepStrictEqual(yield* PerWindow.fetch(key, -5, -1), [])
+            assert.deepStrictEqual(yield* PerWindow.fetch(key, start + 1, start), [])
+            assert.deepStrictEqual(
+              (yield* PerWindow.fetch(key, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY)).map((w) => w.start),
+              (yield* PerWindow.fetch(key, 0, Number.MAX_SAFE_INTEGER)).map((w) => w.start)
+            )
+            assert.deepStrictEqual((yield* PerWindow.fetch(key, start - 0.5, start + 0.5)).map((w) => w.start), [start])
             return { emit: [Topic.record(Results, key, windows.map((w) => `${w.start}:${w.value}`).join(","))] }
           })
       })
