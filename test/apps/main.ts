@@ -58,7 +58,20 @@ export const runAppWith = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     )
     return yield* Runner.runWithStats(transformer, stats)
   }).pipe(Effect.scoped, Effect.provide(SkeinConfig.layerConfig()), Effect.provide(layer))
+  runUntilSignalled(program)
+}
 
+/** Prints a JSON status line on stdout, as the apps under test do (`event`, plus `ts`). */
+export const statusLine = (event: Record<string, unknown>): Effect.Effect<void> => line(event)
+
+/** The runtime this process runs under: `node`, `bun` or `deno`. */
+export const currentRuntime = runtimeName
+
+/**
+ * Runs `program` until SIGTERM/SIGINT interrupts it (exit 0, after a `stopping` and a `stopped`
+ * line), or it fails (exit 1 after a `failed` line: "let it crash", the harness restarts it).
+ */
+export const runUntilSignalled = (program: Effect.Effect<unknown, unknown>): void => {
   const fiber = Effect.runFork(program)
   let stopping = false
   const stop = (signal: string) => {

@@ -57,3 +57,10 @@ export const audit = (previous: AuditState | undefined, record: Aggregate): Audi
   updates: (previous?.updates ?? 0) + 1,
   countSum: (previous?.countSum ?? 0) + record.count
 })
+
+/**
+ * The windowed app's second key of a driver record: read from its value (`v` modulo `groups`),
+ * so grouping by it moves records across partitions (a repartition topic). `g00`..`g<groups-1>`.
+ */
+export const windowGroup = (v: number, groups: number): string =>
+  `g${String(((v % groups) + groups) % groups).padStart(String(groups - 1).length, "0")}`

@@ -2,15 +2,18 @@
  * The chaos harness: exactly-once under SIGKILLs, bounces and broker kills.
  *
  *   npm run chaos -- --app extract [--kills N] [--instances N]   (extractors: test/apps/extractChaos.ts)
- *   npm run chaos -- [--app echo|aggregate|pipeline|all] [--instances N] [--kills N] [--bounces N]
+ *   npm run chaos -- [--app echo|aggregate|pipeline|windowed|all[,...]] [--instances N] [--kills N] [--bounces N]
  *                    [--broker-kills N] [--records N] [--runtimes node,bun,deno]
  *                    [--rate R] [--max-poll-records N] [--partitions N] [--keys N] [--seed S]
  *                    [--catch-up-timeout SECONDS] [--pauses N] [--txn-kills N]
+ *                    [--window SECONDS] [--grace SECONDS] [--groups N]
  *
  * Defaults: --app all --instances 3 --records 10000 --runtimes node, rate
  * records/60 per second (50..400), --max-poll-records 50 (500 above 50,000
  * records), 6 partitions, 20,000 keys, --catch-up-timeout 300 (seconds
- * without any progress after the driver is done).
+ * without any progress after the driver is done). The windowed app
+ * (`--app windowed`, or `--app all,windowed` with the others; not part of
+ * `all`): --window 10, --grace half the driving time (at least 30), --groups 50.
  *
  * It starts what it needs: a local single-node broker (a 3-node cluster when
  * --broker-kills > 0) unless KAFKA_BROKERS is set; the input and output
@@ -25,7 +28,7 @@
  * and exits 1 if any app fails.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Duration, Effect, Exit, Fiber, Option, Ref } from "effect"
+import { Cause, Duration, Effect, Either, Exit, Fiber, Option, Ref } from "effect"
 import kafkajs from "kafkajs"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -34,12 +37,19 @@ import * as Path from "node:path"
 import { LocalKafka } from "../../src/testing/index.ts"
 import * as Driver from "./driver.ts"
 import * as Faults from "./faults.ts"
+import { Topology } from "../../src/index.ts"
+import { windowedTopology } from "../apps/windowedTopology.ts"
+import type { WindowedSettings } from "../apps/windowedTopology.ts"
 import type { AppSpec, Fleet, RuntimeName } from "./instances.ts"
 import { makeFleet, runtimeNames, statusOf } from "./instances.ts"
 import * as Verifier from "./verifier.ts"
+import * as WindowedVerifier from "./windowedVerifier.ts"
 import * as Wire from "./wire.ts"
 
-export type AppName = "echo" | "aggregate" | "pipeline"
+export type AppName = "echo" | "aggregate" | "pipeline" | "windowed"
+
+/** The apps `--app all` runs. */
+export const allApps: ReadonlyArray<AppName> = ["echo", "aggregate", "pipeline"]
 
 export interface ChaosOptions {
   readonly apps: ReadonlyArray<AppName>
@@ -62,6 +72,8 @@ export interface ChaosOptions {
   readonly catchUpTimeout: Duration.Duration
   /** Existing brokers (KAFKA_BROKERS): nothing is started. */
   readonly brokers: Option.Option<ReadonlyArray<string>>
+  /** The windowed app's tumbling windows: their size and grace (event time), and its second keys. */
+  readonly windowed: { readonly windowMs: number; readonly graceMs: number; readonly groups: number }
 }
 
 /** The verdict on one app. */
@@ -86,9 +98,10 @@ export const summaryLine = (r: AppResult): string =>
 // arguments
 
 const usage =
-  "usage: npm run chaos -- [--app echo|aggregate|pipeline|all] [--instances N] [--kills N] [--bounces N] " +
+  "usage: npm run chaos -- [--app echo|aggregate|pipeline|windowed|all[,...]] [--instances N] [--kills N] [--bounces N] " +
   "[--broker-kills N] [--records N] [--runtimes node,bun,deno] [--rate R] [--max-poll-records N] " +
-  "[--partitions N] [--keys N] [--seed S] [--catch-up-timeout SECONDS] [--pauses N] [--txn-kills N]"
+  "[--partitions N] [--keys N] [--seed S] [--catch-up-timeout SECONDS] [--pauses N] [--txn-kills N] " +
+  "[--window SECONDS] [--grace SECONDS] [--groups N]"
 
 export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): ChaosOptions => {
   const values = new Map<string, string>()
@@ -115,7 +128,10 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): 
     "seed",
     "catch-up-timeout",
     "pauses",
-    "txn-kills"
+    "txn-kills",
+    "window",
+    "grace",
+    "groups"
   ]
   for (const name of values.keys()) if (!known.includes(name)) throw new Error(`unknown option --${name}\n${usage}`)
   const int = (name: string, fallback: number, min = 0) => {
@@ -125,20 +141,20 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): 
     if (!Number.isInteger(n) || n < min) throw new Error(`--${name} must be an integer >= ${min}, got ${raw}`)
     return n
   }
-  const app = values.get("app") ?? "all"
-  const apps: ReadonlyArray<AppName> = app === "all"
-    ? ["echo", "aggregate", "pipeline"]
-    : app === "echo" || app === "aggregate" || app === "pipeline"
-    ? [app]
-    : (() => {
-      throw new Error(`--app must be echo, aggregate, pipeline or all, got ${app}`)
-    })()
+  // One app, `all`, or a comma-separated list (`all,windowed`: every app).
+  const appsOf = (app: string): ReadonlyArray<AppName> => {
+    if (app === "all") return allApps
+    if (app === "echo" || app === "aggregate" || app === "pipeline" || app === "windowed") return [app]
+    throw new Error(`--app takes echo, aggregate, pipeline, windowed or all (or a comma-separated list), got ${app}`)
+  }
+  const apps: ReadonlyArray<AppName> = [...new Set((values.get("app") ?? "all").split(",").map((a) => a.trim()).flatMap(appsOf))]
   const runtimes = (values.get("runtimes") ?? "node").split(",").map((r) => r.trim()).filter((r) => r !== "")
   const badRuntime = runtimes.find((r) => !runtimeNames.some((n) => n === r))
   if (badRuntime !== undefined || runtimes.length === 0) {
     throw new Error(`--runtimes takes node,bun,deno; got ${values.get("runtimes")}`)
   }
   const records = int("records", 10_000, 1)
+  const rate = int("rate", Math.max(50, Math.min(400, Math.ceil(records / 60))), 1)
   const brokers = (env["KAFKA_BROKERS"] ?? "").split(",").map((b) => b.trim()).filter((b) => b !== "")
   return {
     apps,
@@ -150,7 +166,7 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): 
     transactionKills: int("txn-kills", 0),
     records,
     runtimes: runtimes as ReadonlyArray<RuntimeName>,
-    rate: int("rate", Math.max(50, Math.min(400, Math.ceil(records / 60))), 1),
+    rate,
     // Small batches keep a transaction open nearly all the time (kills land inside one);
     // long runs take bigger ones to get through in time on a small machine.
     maxPollRecords: int("max-poll-records", records > 50_000 ? 500 : 50, 1),
@@ -158,7 +174,14 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): 
     keys: int("keys", 20_000, 1),
     seed: int("seed", Math.floor(Math.random() * 1_000_000)),
     catchUpTimeout: Duration.seconds(int("catch-up-timeout", 300, 1)),
-    brokers: brokers.length > 0 ? Option.some(brokers) : Option.none()
+    brokers: brokers.length > 0 ? Option.some(brokers) : Option.none(),
+    windowed: {
+      windowMs: int("window", 10, 1) * 1000,
+      // Covers how far apart in event time the upstream tasks get (a killed or frozen instance's
+      // tasks stall while the others go on): a record later than that is late, and fails the run.
+      graceMs: int("grace", Math.max(30, Math.ceil(records / rate / 2))) * 1000,
+      groups: int("groups", 50, 1)
+    }
   }
 }
 
@@ -183,7 +206,46 @@ interface Group {
   readonly input: string
   readonly output: string
   readonly changelog: Option.Option<string>
+  /** Its consumer groups and the topics each reads: all consumed means caught up. */
+  readonly consumers: ReadonlyArray<{ readonly groupId: string; readonly topics: ReadonlyArray<string> }>
+  /** Topics it writes in transactions besides the output and the changelog (repartition, dead letters). */
+  readonly internal: ReadonlyArray<string>
+  /** The windowed app's settings and the topics only it has. */
+  readonly windowed: Option.Option<WindowedGroup>
 }
+
+interface WindowedGroup {
+  readonly settings: WindowedSettings
+  readonly deadLetters: string
+  readonly changelogs: ReadonlyArray<string>
+}
+
+/**
+ * The windowed app's consumer groups (one per sub-topology, `{applicationId}-{sub-topology}`),
+ * internal topics and changelogs, as its topology compiles under `applicationId`.
+ */
+const windowedLayout = (settings: WindowedSettings, applicationId: string) =>
+  Either.map(Topology.compile(windowedTopology(settings), applicationId), (compiled) => ({
+    consumers: compiled.subTopologies.map((sub) => ({
+      groupId: `${applicationId}-${sub.name}`,
+      topics: sub.transformer.inputs.map((topic) => topic.name)
+    })),
+    repartitions: compiled.internalTopics.map((topic) => topic.name),
+    changelogs: compiled.subTopologies.flatMap((sub) =>
+      // A stateful sub-topology (its transformer's `state` is Some) has a changelog.
+      "state" in sub.transformer && Option.isOption(sub.transformer.state) && Option.isSome(sub.transformer.state)
+        ? [`${applicationId}-${sub.name}-${sub.transformer.name}-changelog`]
+        : []
+    )
+  }))
+
+/**
+ * The event time the driver stamps record `id` with for the windowed app: `base` plus the
+ * record's place in the driving schedule, up to 2 s earlier (out of order within a partition).
+ */
+const eventTimeOf = (base: number, rate: number) => (id: number): number =>
+  base + Math.floor((id * 1000) / rate) - (Math.imul(id + 1, 0x9e3779b1) >>> 0) % 2000
+
 
 const createTopics = (
   brokers: ReadonlyArray<string>,
@@ -207,6 +269,36 @@ const createTopics = (
     } finally {
       await admin.disconnect()
     }
+  })
+
+/**
+ * Closes the windowed app's last windows: one record per second key (a group's records are in
+ * one repartition partition, so every partition holding a window gets one), stamped past the
+ * last window's end plus the grace, on the closers topic (keys `closer-<g>`, `v` = g). The
+ * closers' own windows never close: they emit nothing. Returns their event time.
+ */
+const sendClosers = (brokers: ReadonlyArray<string>, topic: string, options: ChaosOptions, lastEventTime: number) =>
+  Effect.promise(async () => {
+    const { windowMs, graceMs, groups } = options.windowed
+    const closeAt = Math.floor(lastEventTime / windowMs) * windowMs + windowMs + graceMs + 1000
+    const producer = new kafkajs.Kafka({ brokers: [...brokers], logLevel: kafkajs.logLevel.NOTHING })
+      .producer({ idempotent: true, maxInFlightRequests: 1 })
+    await producer.connect()
+    try {
+      // One send per partition (FINDINGS.md #2).
+      for (let p = 0; p < options.partitions; p++) {
+        const messages = Array.from({ length: groups }, (_, g) => g).filter((g) => g % options.partitions === p).map((g) => ({
+          key: `closer-${g}`,
+          value: JSON.stringify({ id: -1 - g, seq: 1, v: g }),
+          partition: p,
+          timestamp: String(closeAt)
+        }))
+        if (messages.length > 0) await producer.send({ topic, acks: -1, messages })
+      }
+    } finally {
+      await producer.disconnect()
+    }
+    return closeAt
   })
 
 /** Occurrences of `text` in the log files of `dir` whose name starts with `prefix`. */
@@ -282,7 +374,10 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
         },
         input: from,
         output: to,
-        changelog: Option.map(store, (name) => `${applicationId}-${name}-changelog`)
+        changelog: Option.map(store, (name) => `${applicationId}-${name}-changelog`),
+        consumers: [{ groupId: applicationId, topics: [from] }],
+        internal: [],
+        windowed: Option.none()
       })
     }
     for (const app of options.apps) {
@@ -294,8 +389,61 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
         group("pipeline-1", "pipeline", "test/apps/pipeline.ts", ["--stage", "1"], input, `${runId}-pipeline-mid`, Option.some("aggregate"))
         group("pipeline-2", "pipeline", "test/apps/pipeline.ts", ["--stage", "2"], `${runId}-pipeline-mid`, `${runId}-pipeline-out`, Option.some("audit"))
       }
+      if (app === "windowed") {
+        const applicationId = `${runId}-windowed`
+        const settings: WindowedSettings = {
+          input,
+          closers: `${runId}-windowed-closers`,
+          output: `${runId}-windowed-out`,
+          ...options.windowed
+        }
+        const deadLetters = `${runId}-windowed-dead-letters`
+        const layout = yield* windowedLayout(settings, applicationId)
+        groups.push({
+          spec: {
+            label: "windowed",
+            app,
+            file: "test/apps/windowed.ts",
+            args: [],
+            env: {
+              ...common,
+              SKEIN_APPLICATION_ID: applicationId,
+              SKEIN_DEAD_LETTER_TOPIC: deadLetters,
+              CHAOS_INPUT_TOPIC: settings.input,
+              CHAOS_CLOSERS_TOPIC: settings.closers,
+              CHAOS_OUTPUT_TOPIC: settings.output,
+              CHAOS_WINDOW_MS: String(settings.windowMs),
+              CHAOS_GRACE_MS: String(settings.graceMs),
+              CHAOS_GROUPS: String(settings.groups)
+            }
+          },
+          input,
+          output: settings.output,
+          changelog: Option.none(),
+          consumers: layout.consumers,
+          internal: [...layout.repartitions, ...layout.changelogs, deadLetters],
+          windowed: Option.some({ settings, deadLetters, changelogs: layout.changelogs })
+        })
+      }
     }
-    yield* createTopics(brokers, [input, ...groups.map((g) => g.output)], options.partitions, replication)
+    const windowedGroup = groups.find((g) => Option.isSome(g.windowed))
+    yield* createTopics(
+      brokers,
+      [
+        input,
+        ...groups.map((g) => g.output),
+        ...groups.flatMap((g) => Option.match(g.windowed, { onNone: () => [], onSome: (w) => [w.settings.closers, w.deadLetters] }))
+      ],
+      options.partitions,
+      replication
+    )
+    if (windowedGroup !== undefined) {
+      const { windowMs, graceMs, groups: keys } = options.windowed
+      yield* say(
+        `[${elapsed(t0)}] windowed: tumbling ${windowMs / 1000} s windows of event time, grace ${graceMs / 1000} s, ` +
+          `${keys} second keys; final results only`
+      )
+    }
 
     const wire = yield* Wire.make(brokers)
     const admin = yield* Verifier.groupAdmin(brokers)
@@ -325,6 +473,9 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
     // -- drive, inject faults, report progress
     const progress = yield* Ref.make<Driver.DriverProgress>({ acked: 0, retries: 0 })
     const driveSeconds = options.records / options.rate
+    // The windowed app's event time: the driving schedule, from the window boundary before now.
+    const eventBase = Math.floor(Date.now() / options.windowed.windowMs) * options.windowed.windowMs
+    const eventTime = eventTimeOf(eventBase, options.rate)
     const driver = yield* Effect.fork(Driver.drive({
       brokers,
       topic: input,
@@ -332,13 +483,14 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
       records: options.records,
       rate: options.rate,
       keys: options.keys,
-      seed: options.seed
+      seed: options.seed,
+      ...(windowedGroup === undefined ? {} : { eventTime })
     }, progress))
     const faults = yield* Effect.fork(Faults.run({
       fleet,
       specs: groups.map((g) => g.spec),
       transactionalTopics: (spec) =>
-        groups.filter((g) => g.spec === spec).flatMap((g) => [g.output, ...Option.toArray(g.changelog)]),
+        groups.filter((g) => g.spec === spec).flatMap((g) => [g.output, ...Option.toArray(g.changelog), ...g.internal]),
       wire,
       cluster,
       plan: {
@@ -355,11 +507,17 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
       say: (line) => say(`[${elapsed(t0)}] ${line}`)
     }))
 
-    const lags = Effect.forEach(groups, (g) =>
-      Verifier.lag(admin, wire, g.spec.env["SKEIN_APPLICATION_ID"] ?? "", g.input).pipe(
-        Effect.map((n) => [g.spec.label, n] as const),
-        Effect.orElseSucceed(() => [g.spec.label, -1] as const)
-      ))
+    // Per consumer group (the windowed app has one per sub-topology: `<label>.<i>`), what it has not consumed yet.
+    const lags = Effect.forEach(
+      groups.flatMap((g) =>
+        g.consumers.map((c, i) => ({ label: g.consumers.length === 1 ? g.spec.label : `${g.spec.label}.${i}`, consumer: c }))
+      ),
+      ({ consumer, label }) =>
+        Effect.forEach(consumer.topics, (topic) => Verifier.lag(admin, wire, consumer.groupId, topic)).pipe(
+          Effect.map((ns) => [label, ns.reduce((a, b) => a + b, 0)] as const),
+          Effect.orElseSucceed(() => [label, -1] as const)
+        )
+    )
     const report = Effect.gen(function*() {
       const p = yield* Ref.get(progress)
       const l = yield* lags
@@ -379,13 +537,16 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
     const counts = yield* Fiber.join(faults)
     yield* say(`[${elapsed(t0)}] faults done: ${counts.errors.length === 0 ? "no errors" : counts.errors.join("; ")}`)
 
-    // -- catch up: every group has consumed all of its input (stage 2 after stage 1)
+    // -- catch up: every group has consumed all of its input (stage 2 after stage 1); then the
+    // windowed app gets its closers, and everything has consumed them too
+    const closersAt = new Map<number, number>()
     const caughtUp = yield* Effect.gen(function*() {
       // Wait as long as the apps make progress; give up after catchUpTimeout without any.
       const stall = Duration.toMillis(options.catchUpTimeout)
       let best = Number.POSITIVE_INFINITY
       let progressAt = Date.now()
       let zeros = 0
+      let closersSent = windowedGroup === undefined
       while (Date.now() - progressAt < stall) {
         for (const instance of fleet.instances) if (!instance.extra && instance.phase === "killed") yield* fleet.start(instance)
         const l = yield* lags
@@ -395,6 +556,17 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
           progressAt = Date.now()
         }
         zeros = l.every(([, n]) => n === 0) ? zeros + 1 : 0
+        if (zeros >= 2 && !closersSent && windowedGroup !== undefined) {
+          // Every input record is in the repartition topic, committed: the closers come after all of them.
+          for (const e of yield* wire.ends(windowedGroup.output)) closersAt.set(e.partition, e.highWatermark)
+          const closers = Option.match(windowedGroup.windowed, { onNone: () => "", onSome: (w) => w.settings.closers })
+          const closeAt = yield* sendClosers(brokers, closers, options, eventTime(options.records - 1) + 2000)
+          yield* say(`[${elapsed(t0)}] windowed: input consumed; closers sent at event time ${closeAt}`)
+          closersSent = true
+          zeros = 0
+          best = Number.POSITIVE_INFINITY
+          progressAt = Date.now()
+        }
         if (zeros >= 2) return true
         yield* Effect.sleep(Duration.seconds(1))
       }
@@ -412,11 +584,11 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
       { concurrency: "unbounded" }
     ).pipe(Effect.map((lists) => lists.flat()))
     if (unclean.length > 0) yield* say(`[${elapsed(t0)}] did not stop within 30 s of SIGTERM: ${unclean.join(", ")}`)
-    const topics = [...new Set(groups.flatMap((g) => [g.output, ...Option.toArray(g.changelog)]))]
+    const topics = [...new Set(groups.flatMap((g) => [g.output, ...Option.toArray(g.changelog), ...g.internal]))]
     const quiet = yield* Verifier.awaitQuiescence({
       admin,
       wire,
-      groups: groups.map((g) => g.spec.env["SKEIN_APPLICATION_ID"] ?? ""),
+      groups: groups.flatMap((g) => g.consumers.map((c) => c.groupId)),
       topics,
       timeout: Duration.seconds(90)
     })
@@ -426,7 +598,8 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
     )
 
     // -- verify
-    const truth = Verifier.readInput(yield* wire.read(input))
+    const inputLogs = yield* wire.read(input)
+    const truth = Verifier.readInput(inputLogs)
     yield* say(
       `[${elapsed(t0)}] input: ${truth.records} records, ${truth.byKey.size} keys` +
         (truth.repeated > 0 ? `, ${truth.repeated} written twice by driver retries` : "") +
@@ -444,6 +617,19 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
       for (const g of mine) {
         const logs = yield* wire.read(g.output)
         const label = g.spec.label
+        if (Option.isSome(g.windowed)) {
+          const w = g.windowed.value
+          checks.push(WindowedVerifier.checkWindowed({
+            name: label,
+            expected: WindowedVerifier.expectedWindows(inputLogs, w.settings.windowMs, w.settings.groups),
+            windowMs: w.settings.windowMs,
+            output: logs,
+            deadLetters: yield* wire.read(w.deadLetters),
+            closersAt
+          }))
+          for (const changelog of w.changelogs) checks.push(Verifier.checkLog(`${label} changelog`, yield* wire.read(changelog)))
+          continue
+        }
         if (label === "echo") checks.push(Verifier.checkEcho(label, truth, logs))
         else if (label === "pipeline-2") checks.push(Verifier.checkAudited(label, truth, logs))
         else checks.push(Verifier.checkAggregate(label, truth, logs))

@@ -3,7 +3,8 @@
  * rate. Keys are `k00000`..`k19999` (uniformly random, seeded); every value
  * carries a unique `id` (0, 1, 2, ...), the key's sequence number `seq`
  * (1-based) and a number `v` in [-1000, 1000] to aggregate. Key `kN` always
- * goes to partition `N % partitions`.
+ * goes to partition `N % partitions`. With `eventTime`, each record's timestamp
+ * is `eventTime(id)` (the windowed app's event time), else the producer's clock.
  *
  * The input topic itself is the record of truth: the verifier reads it back.
  * The driver's idempotent producer (acks=all) rides out broker restarts; if a
@@ -29,6 +30,8 @@ export interface DriverOptions {
   readonly rate: number
   readonly keys?: number
   readonly seed?: number
+  /** The timestamp of record `id` (ms since the epoch); the producer's clock when absent. */
+  readonly eventTime?: (id: number) => number
 }
 
 export interface DriverProgress {
@@ -70,7 +73,8 @@ export const drive = (options: DriverOptions, progress: Ref.Ref<DriverProgress>)
       return {
         key: keyName(keyIndex),
         value: JSON.stringify({ id, seq, v }),
-        partition: keyIndex % options.partitions
+        partition: keyIndex % options.partitions,
+        ...(options.eventTime === undefined ? {} : { timestamp: String(options.eventTime(id)) })
       }
     }
     const kafka = new kafkajs.Kafka({

@@ -7,8 +7,9 @@ import { assert, describe, it } from "@effect/vitest"
 import type { LogBatch, PartitionLog } from "./wire.ts"
 import { resolveTransactions } from "./wire.ts"
 import * as Verifier from "./verifier.ts"
+import * as WindowedVerifier from "./windowedVerifier.ts"
 
-const record = (offset: number, key: string, value: unknown) => ({ offset, key, value: JSON.stringify(value) })
+const record = (offset: number, key: string, value: unknown) => ({ offset, timestamp: 0, key, value: JSON.stringify(value) })
 
 const plain = (partition: number, records: ReadonlyArray<{ readonly key: string; readonly value: unknown }>): PartitionLog =>
   resolveTransactions("t", partition, [{
@@ -98,6 +99,72 @@ describe("verifier", () => {
     assert.strictEqual(Verifier.checkAudited("p", input, [plain(0, audited)]).stateMismatches, 0)
     const miscounted = audited.map((r, i) => (i === 3 ? { key: r.key, value: { ...r.value, countSum: 7 } } : r))
     assert.strictEqual(Verifier.checkAudited("p", input, [plain(0, miscounted)]).stateMismatches, 1)
+  })
+})
+
+describe("windowed verifier", () => {
+  const W = 10_000
+  const stamped = (partition: number, records: ReadonlyArray<{ readonly key: string; readonly value: unknown; readonly timestamp: number }>) =>
+    resolveTransactions("t", partition, [{
+      baseOffset: 0,
+      lastOffset: records.length - 1,
+      producerId: -1n,
+      transactional: false,
+      control: false,
+      controlType: -1,
+      records: records.map((r, i) => ({ offset: i, timestamp: r.timestamp, key: r.key, value: JSON.stringify(r.value) }))
+    }], { highWatermark: records.length, lastStableOffset: records.length })
+  // Two second keys (v modulo 2: g0, g1); windows [0, 10 s) and [10 s, 20 s); out of order in event time.
+  const windowedInput = [
+    stamped(0, [
+      { key: "a", value: { id: 0, seq: 1, v: 4 }, timestamp: 1_000 }, // g0 @0
+      { key: "a", value: { id: 2, seq: 2, v: 3 }, timestamp: 12_000 }, // g1 @10000
+      { key: "a", value: { id: 3, seq: 3, v: -2 }, timestamp: 9_500 } // g0 @0, late in offset order
+    ]),
+    stamped(1, [{ key: "b", value: { id: 1, seq: 1, v: 7 }, timestamp: 11_000 }]) // g1 @10000
+  ]
+  const expected = WindowedVerifier.expectedWindows(windowedInput, W, 2)
+  const result = (group: string, start: number, count: number, timestamp: number) => ({
+    key: JSON.stringify({ key: group, window: { start, end: start + W } }),
+    value: count,
+    timestamp
+  })
+  const g0 = result("g0", 0, 2, 9_500)
+  const g1 = result("g1", 10_000, 2, 12_000)
+  const check = (output: ReadonlyArray<{ readonly key: string; readonly value: unknown; readonly timestamp: number }>, deadLetters = 0) => {
+    const c = WindowedVerifier.checkWindowed({
+      name: "windowed",
+      expected,
+      windowMs: W,
+      output: [stamped(0, output)],
+      deadLetters: [stamped(0, Array.from({ length: deadLetters }, (_, i) => ({ key: "x", value: i, timestamp: 0 })))],
+      closersAt: new Map([[0, 1]])
+    })
+    return [c.duplicates, c.lost, c.stateMismatches]
+  }
+
+  it("expects one final result per second key and window: the count of its input records, the latest event time", () => {
+    assert.deepStrictEqual(
+      [...expected.values()].map((w) => [w.group, w.start, w.count, w.maxTimestamp]),
+      [["g0", 0, 2, 9_500], ["g1", 10_000, 2, 12_000]]
+    )
+    assert.deepStrictEqual(check([g0, g1]), [0, 0, 0])
+    assert.deepStrictEqual(check([g1, g0]), [0, 0, 0])
+  })
+
+  it("counts a window emitted twice, a window never emitted, a wrong count, end or timestamp, and a window not in the input", () => {
+    assert.deepStrictEqual(check([g0, g1, g0]), [1, 0, 0])
+    assert.deepStrictEqual(check([g0]), [0, 1, 0])
+    assert.deepStrictEqual(check([result("g0", 0, 1, 9_500), g1]), [0, 0, 1])
+    assert.deepStrictEqual(check([result("g0", 0, 2, 1_000), g1]), [0, 0, 1])
+    assert.deepStrictEqual(check([{ ...g0, key: JSON.stringify({ key: "g0", window: { start: 0, end: 20_000 } }) }, g1]), [0, 0, 1])
+    // A closer's window (the closers' own windows never close) or any window the input has not.
+    assert.deepStrictEqual(check([g0, g1, result("g1", 60_000, 1, 61_000)]), [0, 0, 1])
+    assert.deepStrictEqual(check([g0, g1, { key: "not json", value: 1, timestamp: 0 }]), [0, 0, 1])
+  })
+
+  it("fails a run whose records went to the dead letter topic as late", () => {
+    assert.deepStrictEqual(check([g0, g1], 2), [0, 0, 2])
   })
 })
 

@@ -1,6 +1,7 @@
 /**
  * A raw Kafka reader for the verifier: the Kafka wire protocol spoken over
- * `node:net` (Metadata v4, Fetch v4), and the record batch format v2 parsed
+ * `node:net` (Metadata v4, Fetch v4, ListOffsets v1 for where a partition
+ * starts), and the record batch format v2 parsed
  * by hand. It shares no code with Skein or kafkajs, so a bug there cannot
  * hide itself here.
  *
@@ -239,7 +240,9 @@ class Connection {
 // protocol messages
 
 const API_FETCH = 1
+const API_LIST_OFFSETS = 2
 const API_METADATA = 3
+const OFFSET_OUT_OF_RANGE = 1
 
 interface PartitionMetadata {
   readonly partition: number
@@ -333,12 +336,38 @@ const parseFetch = (body: Buffer): FetchedPartition => {
   return found
 }
 
+/** ListOffsets v1 for the partition's earliest offset (timestamp -2): where its log starts. */
+const earliestRequest = (topic: string, partition: number) =>
+  new Writer()
+    .int32(-1) // replica id
+    .array([topic], (w, t) => w.string(t).array([partition], (pw, p) => pw.int32(p).int64(-2n)))
+    .build()
+
+const parseListOffsets = (body: Buffer): { readonly error: number; readonly offset: bigint } => {
+  const r = new Reader(body)
+  const topics = r.array((t) => {
+    t.string()
+    return t.array((p) => {
+      p.int32() // partition
+      const error = p.int16()
+      p.int64() // timestamp
+      const offset = p.int64()
+      return { error, offset }
+    })
+  })
+  const found = topics[0]?.[0]
+  if (found === undefined) throw fail("list offsets response without the partition")
+  return found
+}
+
 // ---------------------------------------------------------------------------
 // record batches
 
 /** One data record as stored in the log. */
 export interface LogRecord {
   readonly offset: number
+  /** The record's timestamp (CreateTime; the batch's max timestamp for LogAppendTime). */
+  readonly timestamp: number
   readonly key: string | null
   readonly value: string | null
 }
@@ -355,17 +384,18 @@ export interface LogBatch {
   readonly records: ReadonlyArray<LogRecord>
 }
 
-const parseRecords = (r: Reader, count: number, baseOffset: number): Array<{
+const parseRecords = (r: Reader, count: number, baseOffset: number, timestampOf: (delta: number) => number): Array<{
   offset: number
+  timestamp: number
   key: Buffer | null
   value: Buffer | null
 }> => {
-  const out: Array<{ offset: number; key: Buffer | null; value: Buffer | null }> = []
+  const out: Array<{ offset: number; timestamp: number; key: Buffer | null; value: Buffer | null }> = []
   for (let i = 0; i < count; i++) {
     const length = r.varint()
     const end = r.offset + length
     r.int8() // attributes
-    r.varint() // timestamp delta
+    const timestamp = timestampOf(r.varint())
     const offsetDelta = r.varint()
     const keyLength = r.varint()
     const key = keyLength < 0 ? null : r.bytes(keyLength)
@@ -379,7 +409,7 @@ const parseRecords = (r: Reader, count: number, baseOffset: number): Array<{
       if (hv > 0) r.bytes(hv)
     }
     if (r.offset !== end) throw fail(`record length mismatch at offset ${baseOffset + offsetDelta}`)
-    out.push({ offset: baseOffset + offsetDelta, key, value })
+    out.push({ offset: baseOffset + offsetDelta, timestamp, key, value })
   }
   return out
 }
@@ -400,8 +430,8 @@ export const parseBatches = (data: Buffer): Array<LogBatch> => {
     r.uint32() // crc
     const attributes = r.int16()
     const lastOffsetDelta = r.int32()
-    r.int64() // base timestamp
-    r.int64() // max timestamp
+    const baseTimestamp = Number(r.int64())
+    const maxTimestamp = Number(r.int64())
     const producerId = r.int64()
     r.int16() // producer epoch
     r.int32() // base sequence
@@ -413,7 +443,8 @@ export const parseBatches = (data: Buffer): Array<LogBatch> => {
     if (compression === 0) body = r
     else if (compression === 1) body = new Reader(Zlib.gunzipSync(r.bytes(r.remaining)))
     else throw fail(`unsupported compression codec ${compression} at offset ${baseOffset}`)
-    const raw = parseRecords(body, count, baseOffset)
+    const logAppendTime = (attributes & 0x08) !== 0
+    const raw = parseRecords(body, count, baseOffset, (delta) => (logAppendTime ? maxTimestamp : baseTimestamp + delta))
     let controlType = -1
     if (control) {
       const key = raw[0]?.key
@@ -429,6 +460,7 @@ export const parseBatches = (data: Buffer): Array<LogBatch> => {
       controlType,
       records: control ? [] : raw.map((x) => ({
         offset: x.offset,
+        timestamp: x.timestamp,
         key: x.key === null ? null : x.key.toString("utf8"),
         value: x.value === null ? null : x.value.toString("utf8")
       }))
@@ -598,15 +630,41 @@ export const make = (brokers: ReadonlyArray<string>): Effect.Effect<WireClient, 
       return `${broker.host}:${broker.port}`
     }
 
-    const fetchOnce = async (topic: string, partition: number, offset: bigint, isolation: Isolation, maxBytes: number) => {
+    const fetchRaw = async (topic: string, partition: number, offset: bigint, isolation: Isolation, maxBytes: number) => {
       const { meta, partitions } = await topicMetadata(topic)
       const p = partitions.find((x) => x.partition === partition)
       if (p === undefined) throw fail(`${topic} has no partition ${partition}`)
-      const result = parseFetch(
+      return parseFetch(
         await call(leaderAddress(meta, p), API_FETCH, 4, fetchRequest(topic, partition, offset, isolation, maxBytes))
       )
-      if (result.error !== NO_ERROR) throw fail(`fetch ${topic}-${partition}@${offset}: error ${result.error}`)
-      return result
+    }
+
+    /** Where the partition's log starts (above 0 once records were deleted: a purged repartition topic). */
+    const earliestOnce = async (topic: string, partition: number): Promise<bigint> => {
+      const { meta, partitions } = await topicMetadata(topic)
+      const p = partitions.find((x) => x.partition === partition)
+      if (p === undefined) throw fail(`${topic} has no partition ${partition}`)
+      const result = parseListOffsets(await call(leaderAddress(meta, p), API_LIST_OFFSETS, 1, earliestRequest(topic, partition)))
+      if (result.error !== NO_ERROR) throw fail(`earliest offset of ${topic}-${partition}: error ${result.error}`)
+      return result.offset
+    }
+
+    /**
+     * A fetch at `offset`, or at the log's start when the records before it were deleted (a
+     * purged repartition topic); `from` is where it read.
+     */
+    const fetchOnce = async (topic: string, partition: number, offset: bigint, isolation: Isolation, maxBytes: number) => {
+      let from = offset
+      let result = await fetchRaw(topic, partition, from, isolation, maxBytes)
+      if (result.error === OFFSET_OUT_OF_RANGE) {
+        const earliest = await earliestOnce(topic, partition)
+        if (earliest > offset) {
+          from = earliest
+          result = await fetchRaw(topic, partition, from, isolation, maxBytes)
+        }
+      }
+      if (result.error !== NO_ERROR) throw fail(`fetch ${topic}-${partition}@${from}: error ${result.error}`)
+      return { ...result, from }
     }
 
     // Leaders move while brokers restart: retry a while.
@@ -640,6 +698,8 @@ export const make = (brokers: ReadonlyArray<string>): Effect.Effect<WireClient, 
           const at = offset
           const result = yield* retrying(`fetch ${topic}-${partition}@${at}`, () =>
             fetchOnce(topic, partition, at, 0, 8 * 1024 * 1024))
+          // Records before the log's start were deleted (a purged repartition topic): read from there.
+          offset = result.from
           if (hw < 0n) {
             hw = result.highWatermark
             lso = result.lastStableOffset
