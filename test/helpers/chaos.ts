@@ -74,14 +74,17 @@ export const assertAllPass = (run: CliRun, records: number, apps: ReadonlyArray<
   return lines
 }
 
+/** The apps of `singleBrokerChaosArgs`' run, in the order of their verdict lines. */
+export const singleBrokerChaosApps: ReadonlyArray<string> = ["echo", "aggregate", "pipeline", "windowed"]
+
 /**
- * The chaos run of the default suite and of the random-seed soak: every app on node, bun and
- * deno, two instances, 8 SIGKILLs (one inside an open transaction, by event), 4 bounces and 2
- * pauses, `records` records at 50 a second, under `seed`'s fault schedule.
+ * The chaos run of the default suite and of the random-seed soak: every app (the windowed one
+ * too) on node, bun and deno, two instances, 8 SIGKILLs (one inside an open transaction, by
+ * event), 4 bounces and 2 pauses, `records` records at 50 a second, under `seed`'s fault schedule.
  */
 export const singleBrokerChaosArgs = (records: number, seed: number): ReadonlyArray<string> => [
   "--app",
-  "all",
+  "all,windowed",
   "--instances",
   "2",
   "--kills",

@@ -13,7 +13,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { inject } from "vitest"
-import { abortedTransactions, assertAllPass, runCli, singleBrokerChaosArgs } from "../helpers/chaos.ts"
+import { abortedTransactions, assertAllPass, runCli, singleBrokerChaosApps, singleBrokerChaosArgs } from "../helpers/chaos.ts"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -37,7 +37,7 @@ describe("chaos under random seeds", () => {
           singleBrokerChaosArgs(records, seed),
           { KAFKA_BROKERS: process.env["KAFKA_BROKERS"] ?? inject("kafkaBrokers") }
         )
-        const lines = assertAllPass(run, records)
+        const lines = assertAllPass(run, records, singleBrokerChaosApps)
         assert.strictEqual(lines.reduce((n, l) => n + l.kills, 0), 8)
         assert.strictEqual(lines.reduce((n, l) => n + l.bounces, 0), 4)
         assert.include(run.output, "1/1 kills inside an open transaction ended in its abort", run.output.slice(-4000))
