@@ -72,7 +72,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   hooks: RunnerHooks = {}
 ): Effect.Effect<RunnerResources, RunnerError, Scope.Scope> =>
   Effect.gen(function*() {
-    yield* validateConfig(config, stats, transformer.rules, transformer.name)
+    yield* validateConfig(config, stats, transformer)
     yield* Faults.announce
     yield* stats.begin(config.applicationId, transformer.name)
     if (config.healthPort !== undefined) {

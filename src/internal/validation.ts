@@ -12,14 +12,39 @@ import type { RunnerError } from "../SkeinError.ts"
 import type { KafkaAdmin } from "./kafka/admin.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 
+/** What `validateConfig` reads of the transformer. */
+export interface CheckedTransformer {
+  readonly name: string
+  readonly rules: ReadonlyArray<{ readonly then: string }>
+  readonly state: Option.Option<unknown>
+  readonly onTimer?: unknown
+  readonly stores?: ReadonlyArray<unknown> | undefined
+}
+
 /** Checks settings that cannot work together; the message says how to fix them. */
 export const validateConfig = (
   config: SkeinConfig,
   stats: RunnerStats,
-  rules: ReadonlyArray<{ readonly then: string }>,
-  transformerName: string
+  transformer: CheckedTransformer
 ): Effect.Effect<void, ConfigurationError> => {
+  const { name: transformerName, rules } = transformer
   const problems: Array<ConfigurationError> = []
+  if (Option.isNone(transformer.state) && transformer.onTimer !== undefined) {
+    problems.push(
+      new ConfigurationError({
+        problem: `Transformer ${transformerName} has onTimer but no state: timers are kept in the task's state store`,
+        fix: "Declare it with Transformer.make (a state Schema), or drop onTimer"
+      })
+    )
+  }
+  if (Option.isNone(transformer.state) && (transformer.stores?.length ?? 0) > 0) {
+    problems.push(
+      new ConfigurationError({
+        problem: `Transformer ${transformerName} has stores but no state: stores are kept in the task's state store`,
+        fix: "Declare it with Transformer.make (a state Schema), or drop stores"
+      })
+    )
+  }
   if (stats.phase !== "starting") {
     problems.push(
       new ConfigurationError({

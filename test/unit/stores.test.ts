@@ -127,7 +127,10 @@ const run = (command: Command) =>
     }
   })
 
-const kvTransformer = (rules: ReadonlyArray<Transformer.Rule<Refused>>) =>
+/** What the kv transform fails with: `Refused`, or a store's own errors. */
+type KvError = Effect.Effect.Error<ReturnType<typeof run>>
+
+const kvTransformer = (rules: ReadonlyArray<Transformer.Rule<KvError>>) =>
   Transformer.make({
     name: "kv",
     inputs: [Commands],
@@ -246,7 +249,8 @@ describe("stores: with timers and state keys", () => {
         inputs: [Clicks],
         state: Schema.Null,
         stores: [Seen],
-        transform: (record) =>
+        // Its errors are both kinds of a store's: `onTimer` reads too.
+        transform: (record): Effect.Effect<Transformer.Result<null>, KeyValueStore.ReadError | KeyValueStore.WriteError> =>
           Effect.as(Seen.put(record.key ?? "", record.value), { timers: [Timer.streamTime("expire", record.timestamp + 100)] }),
         onTimer: (timer) =>
           Effect.gen(function*() {
