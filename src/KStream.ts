@@ -35,6 +35,8 @@ import { Effect } from "effect"
 import { dual } from "effect/Function"
 import type { Pipeable } from "effect/Pipeable"
 import * as Graph from "./internal/streams/graph.ts"
+import * as KeyText from "./internal/streams/keyText.ts"
+import type { JoinWindows } from "./JoinWindows.ts"
 import * as Topic from "./Topic.ts"
 import type { InputRecord } from "./Transformer.ts"
 import type { KGroupedStream } from "./internal/streams/grouped.ts"
@@ -662,6 +664,152 @@ export const to: {
     }, options?.name)
   })
 )
+
+/**
+ * The codecs a stream-stream join keeps each side's values with (Kafka
+ * Streams' `StreamJoined`): `value` this stream's, `otherValue` the other's.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface StreamJoined<V, VO> extends Named {
+  readonly value: Topic.AnyCodec<V>
+  readonly otherValue: Topic.AnyCodec<VO>
+}
+
+const windowedJoinOf = <K, V, E, R, VO, VR, E2, R2>(
+  kind: Graph.StreamJoin["kind"],
+  self: KStream<K, V, E, R>,
+  other: KStream<K, VO, E2, R2>,
+  joiner: (value: V | null, otherValue: VO | null, key: K | null) => VR,
+  windows: JoinWindows,
+  options: StreamJoined<V, VO>
+): KStream<K, VR, E | E2, R | R2> =>
+  fromNode(Graph.streamJoin(
+    self.node,
+    other.node,
+    kind,
+    windows,
+    // The join hands each side the values its stream carried (`V`, `VO`), or `null` where the kind allows none.
+    (left, right, key) => joiner(left as V | null, right as VO | null, key as K | null),
+    { left: KeyText.make(options.value), right: KeyText.make(options.otherValue) },
+    options.name
+  ))
+
+/**
+ * Each record joined with the `other` stream's records of its key whose
+ * timestamps are in its window (`JoinWindows`: at most `before` earlier and
+ * `after` later; Kafka Streams' stream-stream `join`): one output per pair,
+ * at once, with the larger timestamp of the two. Records of both streams
+ * are kept in the task's state for the window plus grace (`options`'
+ * codecs). The streams must be co-partitioned (equal partition counts,
+ * checked by `Topology.run`), their keys unchanged since their sources
+ * (`KStream.repartition` after a `selectKey`), and both key codecs must
+ * write a key the same way. A record without a key or a value is dropped,
+ * counted in `skein_streams_dropped_records_total` and logged.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { JoinWindows, KStream, Topic } from "skein"
+ *
+ * const paid = KStream.from(Orders).pipe(
+ *   KStream.windowedJoin(KStream.from(Payments), (order, payment) => ({ order, payment }),
+ *     JoinWindows.ofTimeDifferenceAndGrace("10 minutes", "1 minute"),
+ *     { value: Topic.json(Order), otherValue: Topic.json(Payment), name: "paid" })
+ * )
+ * ```
+ *
+ * @since 0.4.0
+ * @category joins
+ */
+export const windowedJoin: {
+  <K, V, VO, VR, E2, R2>(
+    other: KStream<K, VO, E2, R2>,
+    joiner: (value: V, otherValue: VO, key: K) => VR,
+    windows: JoinWindows,
+    options: StreamJoined<V, VO>
+  ): <E, R>(self: KStream<K, V, E, R>) => KStream<K, VR, E | E2, R | R2>
+  <K, V, E, R, VO, VR, E2, R2>(
+    self: KStream<K, V, E, R>,
+    other: KStream<K, VO, E2, R2>,
+    joiner: (value: V, otherValue: VO, key: K) => VR,
+    windows: JoinWindows,
+    options: StreamJoined<V, VO>
+  ): KStream<K, VR, E | E2, R | R2>
+} = dual(5, <K, V, E, R, VO, VR, E2, R2>(
+  self: KStream<K, V, E, R>,
+  other: KStream<K, VO, E2, R2>,
+  joiner: (value: V, otherValue: VO, key: K) => VR,
+  windows: JoinWindows,
+  options: StreamJoined<V, VO>
+): KStream<K, VR, E | E2, R | R2> =>
+  // An inner join calls its joiner only with both values and a key.
+  windowedJoinOf("inner", self, other, (v, o, k) => joiner(v as V, o as VO, k as K), windows, options))
+
+/**
+ * As `windowedJoin`, and each record of this stream without a partner is
+ * joined with `null` (`l + null`) once its window plus grace has closed
+ * (never before, and never in addition to a join: Kafka Streams since 3.1,
+ * without its deviations listed in docs/streams.md). A record without a key
+ * is joined with `null` at once (Kafka Streams since KIP-962).
+ *
+ * @since 0.4.0
+ * @category joins
+ */
+export const windowedLeftJoin: {
+  <K, V, VO, VR, E2, R2>(
+    other: KStream<K, VO, E2, R2>,
+    joiner: (value: V, otherValue: VO | null, key: K | null) => VR,
+    windows: JoinWindows,
+    options: StreamJoined<V, VO>
+  ): <E, R>(self: KStream<K, V, E, R>) => KStream<K, VR, E | E2, R | R2>
+  <K, V, E, R, VO, VR, E2, R2>(
+    self: KStream<K, V, E, R>,
+    other: KStream<K, VO, E2, R2>,
+    joiner: (value: V, otherValue: VO | null, key: K | null) => VR,
+    windows: JoinWindows,
+    options: StreamJoined<V, VO>
+  ): KStream<K, VR, E | E2, R | R2>
+} = dual(5, <K, V, E, R, VO, VR, E2, R2>(
+  self: KStream<K, V, E, R>,
+  other: KStream<K, VO, E2, R2>,
+  joiner: (value: V, otherValue: VO | null, key: K | null) => VR,
+  windows: JoinWindows,
+  options: StreamJoined<V, VO>
+): KStream<K, VR, E | E2, R | R2> =>
+  // A left join always has this stream's value.
+  windowedJoinOf("left", self, other, (v, o, k) => joiner(v as V, o, k), windows, options))
+
+/**
+ * As `windowedLeftJoin`, for the records of both streams: a record of either
+ * without a partner is joined with `null` for the other side once its window
+ * plus grace has closed (`l + null`, `null + r`).
+ *
+ * @since 0.4.0
+ * @category joins
+ */
+export const windowedOuterJoin: {
+  <K, V, VO, VR, E2, R2>(
+    other: KStream<K, VO, E2, R2>,
+    joiner: (value: V | null, otherValue: VO | null, key: K | null) => VR,
+    windows: JoinWindows,
+    options: StreamJoined<V, VO>
+  ): <E, R>(self: KStream<K, V, E, R>) => KStream<K, VR, E | E2, R | R2>
+  <K, V, E, R, VO, VR, E2, R2>(
+    self: KStream<K, V, E, R>,
+    other: KStream<K, VO, E2, R2>,
+    joiner: (value: V | null, otherValue: VO | null, key: K | null) => VR,
+    windows: JoinWindows,
+    options: StreamJoined<V, VO>
+  ): KStream<K, VR, E | E2, R | R2>
+} = dual(5, <K, V, E, R, VO, VR, E2, R2>(
+  self: KStream<K, V, E, R>,
+  other: KStream<K, VO, E2, R2>,
+  joiner: (value: V | null, otherValue: VO | null, key: K | null) => VR,
+  windows: JoinWindows,
+  options: StreamJoined<V, VO>
+): KStream<K, VR, E | E2, R | R2> => windowedJoinOf("outer", self, other, joiner, windows, options))
 
 /**
  * True for a `KStream`.

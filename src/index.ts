@@ -49,6 +49,8 @@ export * as Topology from "./Topology.ts"
 /** @since 0.4.0 */
 export * as TimeWindows from "./TimeWindows.ts"
 /** @since 0.4.0 */
+export * as JoinWindows from "./JoinWindows.ts"
+/** @since 0.4.0 */
 export * as SessionWindows from "./SessionWindows.ts"
 /** @since 0.4.0 */
 export * as SessionWindowedKStream from "./SessionWindowedKStream.ts"

@@ -4,13 +4,15 @@
  * changelog written in the task's transactions, then each order is joined
  * with its customer's value exactly once, read committed. A join whose
  * inputs have different partition counts fails at startup, naming both
- * topics and the fix, before it reads anything. The differential test against
- * Kafka Streams is join-driver.test.ts (in process).
+ * topics and the fix, before it reads anything. A stream-stream inner join
+ * joins each order with its payment, once. The differential tests against
+ * Kafka Streams are join-driver.test.ts and stream-join-driver.test.ts (in
+ * process).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Fiber, Option, Schema } from "effect"
 import { applicationIdOf } from "../../src/internal/runAll.ts"
-import { KStream, KTable, SkeinConfig, Topic, Topology, Transformer } from "../../src/index.ts"
+import { JoinWindows, KStream, KTable, SkeinConfig, Topic, Topology, Transformer } from "../../src/index.ts"
 import { brokers, caughtUp, createTopics, eventually, produceRaw, readCommitted, unique } from "../helpers/kafka.ts"
 
 const joinOf = (customers: string, orders: string, output: string) => {
@@ -66,6 +68,43 @@ describe("streams: a stream-table join on a broker", () => {
       assert.include(latest.get("c4") ?? "", "r4b")
       assert.strictEqual([...latest.values()].filter((v) => v !== null).length, 9)
     }), 120_000)
+
+  it.scopedLive("a stream-stream inner join: each order joined with its payment within the window, exactly once", () =>
+    Effect.gen(function*() {
+      const applicationId = unique("stream-join-app")
+      const orders = unique("orders")
+      const payments = unique("payments")
+      const output = unique("paid")
+      yield* createTopics([{ name: orders, partitions: 2 }, { name: payments, partitions: 2 }, { name: output, partitions: 2 }])
+      const Orders = Topic.make({ name: orders, key: Schema.String, value: Schema.String })
+      const Payments = Topic.make({ name: payments, key: Schema.String, value: Schema.String })
+      const Output = Topic.make({ name: output, key: Schema.String, value: Schema.String })
+      const topology = Topology.make("paid", [
+        KStream.from(Orders).pipe(
+          KStream.windowedJoin(KStream.from(Payments), (o, p) => `${o}+${p}`, JoinWindows.ofTimeDifferenceAndGrace("1 minute", "1 minute"), {
+            value: Schema.String,
+            otherValue: Schema.String,
+            name: "paid"
+          }),
+          KStream.to(Output)
+        )
+      ])
+      const fiber = yield* Effect.forkScoped(
+        Topology.run(topology).pipe(Effect.provide(SkeinConfig.layer({ applicationId, brokers: brokers() })))
+      )
+      const base = Date.now()
+      // Orders o0..o10 and payments for o0..o9 (500 ms after their order) and o11: 10 pairs, 2 without a partner.
+      yield* produceRaw(orders, Array.from({ length: 11 }, (_, i) => ({ key: `o${i}`, value: `order${i}`, timestamp: String(base + i * 1000) })))
+      yield* produceRaw(payments, [...Array.from({ length: 10 }, (_, i) => i), 11].map((i) => ({
+        key: `o${i}`,
+        value: `pay${i}`,
+        timestamp: String(base + i * 1000 + 500)
+      })))
+      yield* eventually(Effect.map(readCommitted(output), (records) => records.length >= 10), { timeout: 60_000, what: "10 joined orders" })
+      assert.ok(Option.isNone(yield* Fiber.poll(fiber)), "the topology is still running")
+      const joined = (yield* readCommitted(output)).map((r) => `${r.key}=${r.value}@${r.timestamp - base}`).sort()
+      assert.deepStrictEqual(joined, Array.from({ length: 10 }, (_, i) => `o${i}=order${i}+pay${i}@${i * 1000 + 500}`).sort())
+    }), 60_000)
 
   it.scopedLive("a join of inputs with different partition counts fails at startup, naming both topics and the fix", () =>
     Effect.gen(function*() {

@@ -22,12 +22,14 @@ export const check = (
     if (counts.size <= 1) continue
     const list = (topics: ReadonlyArray<string>) =>
       topics.map((topic) => `${topic} (${partitionCounts.get(topic) ?? "unknown"} partitions)`).join(", ")
+    const [left, right] = join.labels ?? ["stream", "table"]
     return Either.left(
       new ConfigurationError({
-        problem: `The join "${join.name}" reads the stream ${list(join.streamTopics)} and the table ${list(join.tableTopics)}: ` +
-          "a join needs its inputs co-partitioned (equal partition counts), so that a key's stream and table records meet in one task",
-        fix: `Give both topics the same partition count, or repartition the stream to the table's count before the join ` +
-          `(KStream.repartition({ key, value, partitions: ${partitionCounts.get(join.tableTopics[0] ?? "") ?? "N"} }) or a groupBy)`
+        problem: `The join "${join.name}" reads the ${left} ${list(join.streamTopics)} and the ${right} ${list(join.tableTopics)}: ` +
+          `a join needs its inputs co-partitioned (equal partition counts), so that a key's ${left} and ${right} records meet in one task`,
+        fix: `Give both topics the same partition count, or repartition the ${left} to the ${right}'s count before the join ` +
+          `(KStream.repartition({ key, value, partitions: ${partitionCounts.get(join.tableTopics[0] ?? "") ?? "N"} })` +
+          `${join.labels === undefined ? " or a groupBy" : ""})`
       })
     )
   }

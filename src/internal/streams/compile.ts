@@ -19,6 +19,7 @@ import { applicationIdOf } from "../runAll.ts"
 import { defaultStateKey } from "../StateKeyCheck.ts"
 import * as StateCopy from "../stateCopy.ts"
 import { ConfigurationError, EncodeError, InvalidTimestamp, OperatorFailed } from "../../SkeinError.ts"
+import * as JoinWindows from "../../JoinWindows.ts"
 import * as SessionWindows from "../../SessionWindows.ts"
 import * as SlidingWindows from "../../SlidingWindows.ts"
 import * as TimeWindows from "../../TimeWindows.ts"
@@ -28,6 +29,7 @@ import * as Graph from "./graph.ts"
 import type { KeyText } from "./keyText.ts"
 import * as SessionAggregate from "./sessionAggregate.ts"
 import * as SlidingAggregate from "./slidingAggregate.ts"
+import * as StreamStreamJoin from "./streamStreamJoin.ts"
 import * as WindowAggregate from "./windowAggregate.ts"
 
 /** A repartition topic the topology needs, and how many partitions it gets. */
@@ -66,6 +68,8 @@ export interface JoinInputs {
   readonly name: string
   readonly streamTopics: ReadonlyArray<string>
   readonly tableTopics: ReadonlyArray<string>
+  /** What the sides are, for messages; unset: a stream and a table. */
+  readonly labels?: readonly [left: string, right: string]
 }
 
 /** Kafka Streams' prefixes of generated names. */
@@ -106,6 +110,8 @@ const prefixOf = (node: Graph.Node): string => {
       return node.kind === "filter" ? "KTABLE-FILTER" : "KTABLE-MAPVALUES"
     case "Join":
       return node.kind === "inner" ? "KSTREAM-JOIN" : "KSTREAM-LEFTJOIN"
+    case "StreamJoin":
+      return node.kind === "inner" ? "KSTREAM-JOIN" : node.kind === "left" ? "KSTREAM-LEFTJOIN" : "KSTREAM-OUTERJOIN"
   }
 }
 
@@ -162,6 +168,12 @@ export const compile = (
         : Either.map(TimeWindows.validate(windows, `"${names.get(node)}"`), () => undefined)
       if (Either.isLeft(valid)) return Either.left(valid.left)
     }
+  }
+
+  for (const node of nodes) {
+    if (node._tag !== "StreamJoin") continue
+    const checked = checkStreamJoin(node, names.get(node)!)
+    if (Either.isLeft(checked)) return Either.left(checked.left)
   }
 
   for (const node of nodes) {
@@ -290,6 +302,14 @@ export const compile = (
       )
     }
     const tables = groupNodes.filter((n): n is Graph.TableSource => n._tag === "TableSource")
+    const streamJoins = groupNodes.filter((n): n is Graph.StreamJoin => n._tag === "StreamJoin")
+    if (streamJoins.length > 0 && (streamJoins.length > 1 || aggregates.length > 0 || tables.length > 0 || groupNodes.some((n) => n._tag === "Join"))) {
+      return fail(
+        `Topology "${topologyName}" keeps the stream-stream join "${names.get(streamJoins[0]!)}" in one sub-topology with ` +
+          "another join, a table or an aggregation, and a stream-stream join keeps its sub-topology's state to itself",
+        "Repartition between them (KStream.repartition after the join, with its own name)"
+      )
+    }
     if (tables.length + aggregates.length > 1) {
       const stateful = [...tables, ...aggregates].map((n) => `"${names.get(n)}"`).join(", ")
       return fail(
@@ -318,6 +338,7 @@ export const compile = (
       children: (node) => children.get(node) ?? [],
       writer: (node) => boundaryOut(node) ? internal.get(node) : undefined,
       aggregate: aggregates[0],
+      streamJoin: streamJoins[0],
       aggregateName: aggregates[0] === undefined ? "" : names.get(aggregates[0])!,
       table: tables[0],
       applicationId,
@@ -346,11 +367,18 @@ export const compile = (
       : boundaries.has(node)
       ? [internalTopicOf.get(node)!]
       : Graph.parentsOf(node).flatMap(topicsOf)
-  const joins = nodes.filter((n): n is Graph.Join => n._tag === "Join").map((join): JoinInputs => ({
-    name: names.get(join)!,
-    streamTopics: [...new Set(topicsOf(join.stream))],
-    tableTopics: [...new Set(topicsOf(join.table))]
-  }))
+  const joins = nodes.flatMap((node): Array<JoinInputs> =>
+    node._tag === "StreamJoin"
+      ? [{
+        name: names.get(node)!,
+        streamTopics: [...new Set(topicsOf(node.left))],
+        tableTopics: [...new Set(topicsOf(node.right))],
+        labels: ["left stream", "right stream"]
+      }]
+      : node._tag === "Join"
+      ? [{ name: names.get(node)!, streamTopics: [...new Set(topicsOf(node.stream))], tableTopics: [...new Set(topicsOf(node.table))] }]
+      : []
+  )
   return Either.right({ subTopologies, internalTopics, names, children, members, internalTopicOf, joins })
 }
 
@@ -377,6 +405,8 @@ interface TransformerParts {
   /** The internal topic a boundary of another sub-topology is written to, from this one. */
   readonly writer: (node: Graph.Node) => Graph.InternalTopic | undefined
   readonly aggregate: Graph.Aggregate | undefined
+  /** The sub-topology's stream-stream join: then it has no other join, table or aggregation. */
+  readonly streamJoin: Graph.StreamJoin | undefined
   readonly aggregateName: string
   /** A table read from a topic, kept as the sub-topology's state (at most one of it and `aggregate`). */
   readonly table: Graph.TableSource | undefined
@@ -449,6 +479,7 @@ interface TableAccess {
 }
 
 const makeTransformer = (parts: TransformerParts): Transformer.Any => {
+  if (parts.streamJoin !== undefined) return streamJoinTransformer(parts, parts.streamJoin)
   const { aggregate, table } = parts
   if (table !== undefined) {
     return table.use<Transformer.Any>(<V, I>(value: Schema.Schema<V, I>) => {
@@ -590,6 +621,67 @@ const windowedTransformer = <A, I>(
 }
 
 /**
+ * The transformer of a sub-topology with a stream-stream join: its state is
+ * the task's (`streamStreamJoin.ts`), shared across keys.
+ */
+const streamJoinTransformer = (
+  parts: TransformerParts,
+  node: Graph.StreamJoin
+): Transformer.Transformer<ReadonlyArray<Topic.Any>, StreamStreamJoin.State, unknown, unknown> => {
+  const name = parts.nameOf(node)
+  const operator: StreamStreamJoin.Operator = {
+    kind: node.kind,
+    windows: node.windows,
+    joiner: guarded(name, "joiner", node.joiner),
+    keyText: (topic) => parts.keyTexts.get(topic)!,
+    values: node.values
+  }
+  return {
+    name: parts.name,
+    inputs: parts.inputs,
+    state: Option.some(Topic.json(StreamStreamJoin.stateSchema)),
+    // Its own state key is never written: the join's state is the task's (`Result.others`).
+    stateKey: (record) => `j${defaultStateKey(record)}`,
+    sharedState: true,
+    rules: parts.rules,
+    transform: (record, _state, task) => {
+      if (task === undefined) return Effect.dieMessage("Skein invariant broken: a stream-stream join ran without its task's state")
+      return Effect.flatMap(StreamStreamJoin.Context.load(task), (context) => {
+        const join: StreamJoinStep = (side, keyed, forward, dropped) =>
+          StreamStreamJoin.process(operator, context, side, keyed, record.topic, forward, dropped)
+        return Effect.map(runRecord(parts, record, undefined, undefined, undefined, join), (emit) => ({ emit, ...context.result() }))
+      })
+    }
+  }
+}
+
+/** What a stream-stream join does with a record of one side that reached it. */
+type StreamJoinStep = (
+  side: StreamStreamJoin.Side,
+  record: Graph.StreamRecord,
+  forward: (record: Graph.StreamRecord) => Effect.Effect<void, unknown, unknown>,
+  dropped: (why: string) => Effect.Effect<void>
+) => Effect.Effect<void, unknown, unknown>
+
+/** Fails for a stream-stream join whose inputs may be re-keyed, that joins a stream with itself, or whose window is invalid. */
+const checkStreamJoin = (node: Graph.StreamJoin, name: string): Either.Either<void, ConfigurationError> => {
+  if (node.left === node.right) {
+    return fail(
+      `The stream-stream join "${name}" joins a stream with itself`,
+      "Join two streams: branch the stream first (KStream.filter or KStream.mapValues on each side)"
+    )
+  }
+  if (Graph.keyChanged(node.left) || Graph.keyChanged(node.right)) {
+    return fail(
+      `The stream-stream join "${name}" follows an operator that may change a stream's key (selectKey, map, flatMap), ` +
+        "so a key's records of the two streams may not be in one task",
+      "Repartition the re-keyed stream by its new key before the join: KStream.repartition({ key, value })"
+    )
+  }
+  return Either.map(JoinWindows.validate(node.windows, `"${name}"`), () => undefined)
+}
+
+/**
  * What a user function given to an aggregation threw, on its way to the
  * record's boundary (`runRecord`). An aggregation calls its functions deep in
  * synchronous code (window bookkeeping); the throw carries the operator out
@@ -661,7 +753,8 @@ const runRecord = (
   input: Transformer.RecordOf<ReadonlyArray<Topic.Any>>,
   aggregator: Aggregator | undefined,
   observe?: (timestamp: number) => Effect.Effect<void, unknown>,
-  table?: TableAccess
+  table?: TableAccess,
+  streamJoin?: StreamJoinStep
 ): Effect.Effect<Array<Topic.OutputRecord>, unknown, unknown> => {
   const emit: Array<Topic.OutputRecord> = []
 
@@ -759,6 +852,12 @@ const runRecord = (
         }
         return visitTableChildren(node, { ...record, value })
       }
+      case "StreamJoin": {
+        if (streamJoin === undefined) return Effect.dieMessage("Skein invariant broken: a stream-stream join ran outside its sub-topology")
+        const side = from === node.left ? "left" : from === node.right ? "right" : undefined
+        if (side === undefined) return Effect.dieMessage("Skein invariant broken: a stream-stream join reached from neither side")
+        return streamJoin(side, record, (r) => visitChildren(node, r), (why) => dropped(node, why))
+      }
       case "Join": {
         // Only stream records join: a table change never reaches a join (`visitTableChildren`).
         if (from !== node.stream) return Effect.dieMessage("Skein invariant broken: a table change reached a join")
@@ -799,7 +898,7 @@ const runRecord = (
     const start: Graph.StreamRecord = { key: input.key, value: input.value, timestamp, headers: input.rawHeaders }
     const visited = Effect.forEach(roots, (root) => visit(root, start, undefined), { discard: true })
     // An aggregation's function threw (`guarded`): the record's error, for the rules.
-    const run = aggregator === undefined ? visited : Effect.catchSomeDefect(visited, (defect) =>
+    const run = aggregator === undefined && streamJoin === undefined ? visited : Effect.catchSomeDefect(visited, (defect) =>
       defect instanceof Threw
         ? Option.some(
           Effect.fail(new OperatorFailed({ operator: defect.operator, kind: defect.kind, source: positionOf(input), cause: defect.cause }))

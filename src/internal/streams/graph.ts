@@ -16,6 +16,7 @@
  * @internal
  */
 import type { Effect, Option, Schema } from "effect"
+import type { JoinWindows } from "../../JoinWindows.ts"
 import type { SessionWindows } from "../../SessionWindows.ts"
 import type { SlidingWindows } from "../../SlidingWindows.ts"
 import type { TimeWindows } from "../../TimeWindows.ts"
@@ -81,7 +82,7 @@ export interface AggregateSpec<A, I> {
   }
 }
 
-export type Node = Source | StepNode | Merge | Repartition | Grouping | Aggregate | Sink | TableSource | TableStep | Join
+export type Node = Source | StepNode | Merge | Repartition | Grouping | Aggregate | Sink | TableSource | TableStep | Join | StreamJoin
 
 interface Base {
   /** Creation order: children run in the order they were declared. */
@@ -194,6 +195,25 @@ export interface Join extends Base {
   readonly joiner: (record: StreamRecord, tableValue: unknown) => unknown
 }
 
+/**
+ * Two streams joined on their key within a time window (`KStream.windowedJoin`,
+ * `windowedLeftJoin`, `windowedOuterJoin`; Kafka Streams' stream-stream join):
+ * each record joins the other side's records of its key in its window, and a
+ * left or outer join emits a record without a partner once its window plus
+ * grace has closed (`streamStreamJoin.ts`).
+ */
+export interface StreamJoin extends Base {
+  readonly _tag: "StreamJoin"
+  readonly kind: "inner" | "left" | "outer"
+  readonly left: Node
+  readonly right: Node
+  readonly windows: JoinWindows
+  /** The joined value of a left and a right value (`null`: none, a left or outer join's), and the key. */
+  readonly joiner: (left: unknown, right: unknown, key: unknown) => unknown
+  /** How each side's values are kept in the join's state, as text (its codec's encoded form). */
+  readonly values: { readonly left: KeyText.KeyText; readonly right: KeyText.KeyText }
+}
+
 /** Records written to a topic. */
 export interface Sink extends Base {
   readonly _tag: "Sink"
@@ -247,6 +267,16 @@ export const join = (
   joiner: Join["joiner"],
   name: string | undefined
 ): Join => ({ _tag: "Join", seq: next(), name, kind, stream, table, joiner })
+
+export const streamJoin = (
+  left: Node,
+  right: Node,
+  kind: StreamJoin["kind"],
+  windows: JoinWindows,
+  joiner: StreamJoin["joiner"],
+  values: StreamJoin["values"],
+  name: string | undefined
+): StreamJoin => ({ _tag: "StreamJoin", seq: next(), name, kind, left, right, windows, joiner, values })
 
 export const step = (parent: Node, kind: StepKind, keyChanging: boolean, run: Step, name: string | undefined): StepNode => ({
   _tag: "Step",
@@ -320,6 +350,8 @@ export const parentsOf = (node: Node): ReadonlyArray<Node> => {
       return node.parents
     case "Join":
       return [node.stream, node.table]
+    case "StreamJoin":
+      return [node.left, node.right]
     default:
       return [node.parent]
   }
@@ -348,5 +380,8 @@ export const keyChanged = (node: Node): boolean => {
     case "Join":
       // compile.ts fails a join whose stream's key may have changed: its records keep their input key.
       return keyChanged(node.stream)
+    case "StreamJoin":
+      // compile.ts fails a stream-stream join whose inputs' keys may have changed.
+      return keyChanged(node.left) || keyChanged(node.right)
   }
 }

@@ -94,6 +94,11 @@ final class Topologies {
         params, build));
   }
 
+  /** The asymmetric join window of the {@code -asymmetric} stream-stream joins' params. */
+  private static JoinWindows asymmetric(Params p) {
+    return JoinWindows.ofTimeDifferenceAndGrace(Duration.ZERO, ms(p, "graceMs")).before(ms(p, "beforeMs")).after(ms(p, "afterMs"));
+  }
+
   private static Duration ms(Params params, String name) {
     return Duration.ofMillis(params.millis(name));
   }
@@ -305,6 +310,25 @@ final class Topologies {
         List.of("timeDifferenceMs", "graceMs"),
         (builder, p) -> left(builder).outerJoin(builder.stream(RIGHT, Consumed.with(S, S)), JOINER,
                 JoinWindows.ofTimeDifferenceAndGrace(ms(p, "timeDifferenceMs"), ms(p, "graceMs")), StreamJoined.with(S, S, S))
+            .to(OUTPUT, Produced.with(S, S)));
+
+    // stream-stream-join-asymmetric / -left- / -outer-: as above with JoinWindows.ofTimeDifferenceAndGrace(
+    // 0, graceMs).before(beforeMs).after(afterMs): a right record joins a left one at t when its timestamp
+    // is in [t - beforeMs, t + afterMs]. Params: beforeMs, afterMs, graceMs.
+    registerJoin("stream-stream-join-asymmetric", "left stream join right stream (beforeMs, afterMs, graceMs).",
+        List.of("beforeMs", "afterMs", "graceMs"),
+        (builder, p) -> left(builder).join(builder.stream(RIGHT, Consumed.with(S, S)), JOINER, asymmetric(p),
+                StreamJoined.with(S, S, S))
+            .to(OUTPUT, Produced.with(S, S)));
+    registerJoin("stream-stream-left-join-asymmetric", "left stream leftJoin right stream (beforeMs, afterMs, graceMs).",
+        List.of("beforeMs", "afterMs", "graceMs"),
+        (builder, p) -> left(builder).leftJoin(builder.stream(RIGHT, Consumed.with(S, S)), JOINER, asymmetric(p),
+                StreamJoined.with(S, S, S))
+            .to(OUTPUT, Produced.with(S, S)));
+    registerJoin("stream-stream-outer-join-asymmetric", "left stream outerJoin right stream (beforeMs, afterMs, graceMs).",
+        List.of("beforeMs", "afterMs", "graceMs"),
+        (builder, p) -> left(builder).outerJoin(builder.stream(RIGHT, Consumed.with(S, S)), JOINER, asymmetric(p),
+                StreamJoined.with(S, S, S))
             .to(OUTPUT, Produced.with(S, S)));
 
     // table-table-join / -left-join / -outer-join: two tables joined on their key; an update on
