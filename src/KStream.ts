@@ -457,13 +457,33 @@ export const merge: {
 )
 
 /**
+ * The stream as a join reads it: with codecs (`Repartitioned`), repartitioned
+ * by its key first when an operator above may have changed it
+ * (`{applicationId}-{name}-left-repartition`, Kafka Streams' automatic
+ * repartition before a join), else as it is.
+ */
+const joinInput = <K, V, E, R>(self: KStream<K, V, E, R>, options: Named | Repartitioned<K, V> | undefined): Graph.Node =>
+  options !== undefined && "key" in options
+    ? Graph.grouping(
+      self.node,
+      Graph.codecs(options.key, options.value),
+      options.partitions,
+      options.name === undefined ? undefined : `${options.name}-left`
+    )
+    : self.node
+
+/**
  * Each record joined with its key's value in `table` (an inner join): a
  * record whose key the table does not have is dropped; `joiner` makes the
  * output value, which keeps the record's key and timestamp. Only stream
  * records trigger output (a table update joins nothing). The stream and the
  * table's topic must be co-partitioned (equal partition counts, checked by
- * `Topology.run`), and the stream's key unchanged since its source
- * (`KStream.repartition` after a `selectKey`). A record without a key or a
+ * `Topology.run`). A stream whose key an operator may have changed
+ * (`selectKey`, `map`, `flatMap`) is repartitioned by it first, as Kafka
+ * Streams does, with `options`' codecs (`{ key, value }`; without them
+ * `Topology.run` fails at startup with the fix). A table may be read from a
+ * topic or be an aggregation's (`KGroupedStream.count`, `reduce`,
+ * `aggregate`). A record without a key or a
  * value is dropped, counted in `skein_streams_dropped_records_total` and
  * logged, as Kafka Streams drops it.
  *
@@ -482,13 +502,13 @@ export const join: {
   <K, V, VT, VR, E2, R2>(
     table: grouped.KTable<K, VT, E2, R2>,
     joiner: (value: V, tableValue: VT, record: Record<K, V>) => VR,
-    options?: Named
+    options?: Named | Repartitioned<K, V>
   ): <E, R>(self: KStream<K, V, E, R>) => KStream<K, VR, E | E2, R | R2>
   <K, V, E, R, VT, VR, E2, R2>(
     self: KStream<K, V, E, R>,
     table: grouped.KTable<K, VT, E2, R2>,
     joiner: (value: V, tableValue: VT, record: Record<K, V>) => VR,
-    options?: Named
+    options?: Named | Repartitioned<K, V>
   ): KStream<K, VR, E | E2, R | R2>
 } = dual(
   (args) => isStream(args[0]),
@@ -496,9 +516,9 @@ export const join: {
     self: KStream<K, V, E, R>,
     table: grouped.KTable<K, VT, E2, R2>,
     joiner: (value: V, tableValue: VT, record: Record<K, V>) => VR,
-    options?: Named
+    options?: Named | Repartitioned<K, V>
   ): KStream<K, VR, E | E2, R | R2> =>
-    fromNode(Graph.join(self.node, table.node, "inner", (r, tableValue) => {
+    fromNode(Graph.join(joinInput(self, options), table.node, "inner", (r, tableValue) => {
       const record = typed<K, V>(r)
       // An inner join calls its joiner only with a table value, made by the table's operators: a `VT`.
       return joiner(record.value, tableValue as VT, record)
@@ -527,13 +547,13 @@ export const leftJoin: {
   <K, V, VT, VR, E2, R2>(
     table: grouped.KTable<K, VT, E2, R2>,
     joiner: (value: V, tableValue: VT | null, record: Record<K, V>) => VR,
-    options?: Named
+    options?: Named | Repartitioned<K, V>
   ): <E, R>(self: KStream<K, V, E, R>) => KStream<K, VR, E | E2, R | R2>
   <K, V, E, R, VT, VR, E2, R2>(
     self: KStream<K, V, E, R>,
     table: grouped.KTable<K, VT, E2, R2>,
     joiner: (value: V, tableValue: VT | null, record: Record<K, V>) => VR,
-    options?: Named
+    options?: Named | Repartitioned<K, V>
   ): KStream<K, VR, E | E2, R | R2>
 } = dual(
   (args) => isStream(args[0]),
@@ -541,9 +561,9 @@ export const leftJoin: {
     self: KStream<K, V, E, R>,
     table: grouped.KTable<K, VT, E2, R2>,
     joiner: (value: V, tableValue: VT | null, record: Record<K, V>) => VR,
-    options?: Named
+    options?: Named | Repartitioned<K, V>
   ): KStream<K, VR, E | E2, R | R2> =>
-    fromNode(Graph.join(self.node, table.node, "left", (r, tableValue) => {
+    fromNode(Graph.join(joinInput(self, options), table.node, "left", (r, tableValue) => {
       const record = typed<K, V>(r)
       // The table's operators made the value (a `VT`), or there is none (`null`).
       return joiner(record.value, tableValue as VT | null, record)

@@ -4,7 +4,8 @@
  * `aggregate`). `mapValues` and `filter` keep table semantics (a filtered-out
  * update deletes); `toStream` turns its updates into a stream, one record per
  * update (Kafka Streams without a cache: every update is emitted, a deletion
- * as a tombstone); `KStream.join` and `KStream.leftJoin` look records up in it.
+ * as a tombstone); `KStream.join` and `KStream.leftJoin` look records up in it;
+ * `join`, `leftJoin` and `outerJoin` join two tables on their key.
  *
  * @since 0.4.0
  */
@@ -120,6 +121,157 @@ export const filter: {
   (args) => isTable(args[0]),
   <K, V, E, R>(self: KTable<K, V, E, R>, predicate: (record: KStream.Record<K, V>) => boolean, options?: KStream.Named) =>
     grouped.table<K, V, E, R>(Graph.tableStep(self.node, "filter", (r) => predicate(typed<K, V>(r)) ? r.value : null, options?.name))
+)
+
+/**
+ * Options of a table-table join: its name in the topology (`describe`).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export type Joined = KStream.Named
+
+const tableJoin = <K, V, E, R, VO, VR, E2, R2>(
+  self: KTable<K, V, E, R>,
+  other: KTable<K, VO, E2, R2>,
+  kind: "inner" | "left" | "outer",
+  joiner: (value: unknown, otherValue: unknown) => VR,
+  options: Joined | undefined
+): KTable<K, VR, E | E2, R | R2> => grouped.table(Graph.tableJoin(self.node, other.node, kind, joiner, options?.name))
+
+/**
+ * The two tables joined on their key (an inner join): a key has a value
+ * while both tables have one, `joiner(value, otherValue)`. An update of
+ * either table emits the key's new joined value (`toStream`), a deletion on
+ * either side a tombstone, as Kafka Streams' table-table join: every update
+ * emits, even one that changes nothing; an update while the other table has
+ * no value emits nothing. The result's timestamp is the larger of the
+ * update's and the other value's. Both tables are kept in one task per
+ * partition, so their topics must be co-partitioned (equal partition counts,
+ * checked by `Topology.run`).
+ *
+ * @example
+ * ```ts
+ * import { KTable } from "skein"
+ *
+ * const profiles = KTable.from(Customers).pipe(
+ *   KTable.join(KTable.from(Addresses), (customer, address) => ({ ...customer, address }))
+ * )
+ * ```
+ *
+ * @since 0.4.0
+ * @category joins
+ */
+export const join: {
+  <K, V, VO, VR, E2, R2>(
+    other: KTable<K, VO, E2, R2>,
+    joiner: (value: V, otherValue: VO) => VR,
+    options?: Joined
+  ): <E, R>(self: KTable<K, V, E, R>) => KTable<K, VR, E | E2, R | R2>
+  <K, V, E, R, VO, VR, E2, R2>(
+    self: KTable<K, V, E, R>,
+    other: KTable<K, VO, E2, R2>,
+    joiner: (value: V, otherValue: VO) => VR,
+    options?: Joined
+  ): KTable<K, VR, E | E2, R | R2>
+} = dual(
+  (args) => isTable(args[1]),
+  <K, V, E, R, VO, VR, E2, R2>(
+    self: KTable<K, V, E, R>,
+    other: KTable<K, VO, E2, R2>,
+    joiner: (value: V, otherValue: VO) => VR,
+    options?: Joined
+  ): KTable<K, VR, E | E2, R | R2> =>
+    // An inner join calls its joiner with both values, made by the tables' operators: a `V` and a `VO`.
+    tableJoin(self, other, "inner", (value, otherValue) => joiner(value as V, otherValue as VO), options)
+)
+
+/**
+ * The two tables joined on their key, keeping every key of this table (a
+ * left join): `joiner(value, otherValue)`, with `null` while the other table
+ * has no value. An update of this table emits; one of the other table emits
+ * while this table has a value for its key (joined with `null` for a
+ * deletion). Deleting a key of this table emits a tombstone, unless neither
+ * table had a value for it. Otherwise as `join`.
+ *
+ * @example
+ * ```ts
+ * import { KTable } from "skein"
+ *
+ * KTable.from(Customers).pipe(
+ *   KTable.leftJoin(KTable.from(Addresses), (customer, address) => ({ ...customer, address: address ?? "unknown" }))
+ * )
+ * ```
+ *
+ * @since 0.4.0
+ * @category joins
+ */
+export const leftJoin: {
+  <K, V, VO, VR, E2, R2>(
+    other: KTable<K, VO, E2, R2>,
+    joiner: (value: V, otherValue: VO | null) => VR,
+    options?: Joined
+  ): <E, R>(self: KTable<K, V, E, R>) => KTable<K, VR, E | E2, R | R2>
+  <K, V, E, R, VO, VR, E2, R2>(
+    self: KTable<K, V, E, R>,
+    other: KTable<K, VO, E2, R2>,
+    joiner: (value: V, otherValue: VO | null) => VR,
+    options?: Joined
+  ): KTable<K, VR, E | E2, R | R2>
+} = dual(
+  (args) => isTable(args[1]),
+  <K, V, E, R, VO, VR, E2, R2>(
+    self: KTable<K, V, E, R>,
+    other: KTable<K, VO, E2, R2>,
+    joiner: (value: V, otherValue: VO | null) => VR,
+    options?: Joined
+  ): KTable<K, VR, E | E2, R | R2> =>
+    // The tables' operators made the values: this table's (a `V`, always there), the other's (a `VO`, or none).
+    tableJoin(self, other, "left", (value, otherValue) => joiner(value as V, otherValue as VO | null), options)
+)
+
+/**
+ * The two tables joined on their key, keeping every key of either (an outer
+ * join): `joiner(value, otherValue)`, either `null` while its table has no
+ * value for the key (never both). An update of either table emits; a
+ * deletion emits the other side's value joined with `null`, or a tombstone
+ * once neither table has a value (nothing when neither had one). Otherwise
+ * as `join`.
+ *
+ * @example
+ * ```ts
+ * import { KTable } from "skein"
+ *
+ * KTable.from(Customers).pipe(
+ *   KTable.outerJoin(KTable.from(Addresses), (customer, address) => ({ customer, address }))
+ * )
+ * ```
+ *
+ * @since 0.4.0
+ * @category joins
+ */
+export const outerJoin: {
+  <K, V, VO, VR, E2, R2>(
+    other: KTable<K, VO, E2, R2>,
+    joiner: (value: V | null, otherValue: VO | null) => VR,
+    options?: Joined
+  ): <E, R>(self: KTable<K, V, E, R>) => KTable<K, VR, E | E2, R | R2>
+  <K, V, E, R, VO, VR, E2, R2>(
+    self: KTable<K, V, E, R>,
+    other: KTable<K, VO, E2, R2>,
+    joiner: (value: V | null, otherValue: VO | null) => VR,
+    options?: Joined
+  ): KTable<K, VR, E | E2, R | R2>
+} = dual(
+  (args) => isTable(args[1]),
+  <K, V, E, R, VO, VR, E2, R2>(
+    self: KTable<K, V, E, R>,
+    other: KTable<K, VO, E2, R2>,
+    joiner: (value: V | null, otherValue: VO | null) => VR,
+    options?: Joined
+  ): KTable<K, VR, E | E2, R | R2> =>
+    // The tables' operators made the values (a `V`, a `VO`), or the side has none.
+    tableJoin(self, other, "outer", (value, otherValue) => joiner(value as V | null, otherValue as VO | null), options)
 )
 
 /**

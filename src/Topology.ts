@@ -224,6 +224,9 @@ const describeCompiled = (name: string, compiled: Compile.Compiled, applicationI
             nameOf(node.table)
           })`
           break
+        case "TableJoin":
+          label = `Processor ${nameOf(node)} (table ${node.kind} join of ${nameOf(node.left)} with ${nameOf(node.right)})`
+          break
         default:
           label = isReader ? `Source ${nameOf(node)} (topics: ${internal})` : `Processor ${nameOf(node)} (${node._tag.toLowerCase()})`
       }

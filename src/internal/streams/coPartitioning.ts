@@ -23,13 +23,16 @@ export const check = (
     const list = (topics: ReadonlyArray<string>) =>
       topics.map((topic) => `${topic} (${partitionCounts.get(topic) ?? "unknown"} partitions)`).join(", ")
     const [left, right] = join.labels ?? ["stream", "table"]
+    const wanted = partitionCounts.get(join.tableTopics[0] ?? "") ?? "N"
     return Either.left(
       new ConfigurationError({
         problem: `The join "${join.name}" reads the ${left} ${list(join.streamTopics)} and the ${right} ${list(join.tableTopics)}: ` +
           `a join needs its inputs co-partitioned (equal partition counts), so that a key's ${left} and ${right} records meet in one task`,
-        fix: `Give both topics the same partition count, or repartition the ${left} to the ${right}'s count before the join ` +
-          `(KStream.repartition({ key, value, partitions: ${partitionCounts.get(join.tableTopics[0] ?? "") ?? "N"} })` +
-          `${join.labels === undefined ? " or a groupBy" : ""})`
+        fix: join.labels === undefined || right === "right stream"
+          ? `Give both topics the same partition count, or repartition the ${left} to the ${right}'s count before the join ` +
+            `(KStream.repartition({ key, value, partitions: ${wanted} })${join.labels === undefined ? " or a groupBy" : ""})`
+          : `Give both topics the same partition count (${wanted}), or write one table to a topic with that count ` +
+            `(KTable.toStream, KStream.repartition({ key, value, partitions: ${wanted} })) and join KTable.from of that topic`
       })
     )
   }

@@ -26,10 +26,12 @@ import * as TimeWindows from "../../TimeWindows.ts"
 import * as Topic from "../../Topic.ts"
 import * as Transformer from "../../Transformer.ts"
 import * as Graph from "./graph.ts"
+import * as KeyStores from "./keyStores.ts"
 import type { KeyText } from "./keyText.ts"
 import * as SessionAggregate from "./sessionAggregate.ts"
 import * as SlidingAggregate from "./slidingAggregate.ts"
 import * as StreamStreamJoin from "./streamStreamJoin.ts"
+import * as TableJoin from "./tableJoin.ts"
 import * as WindowAggregate from "./windowAggregate.ts"
 
 /** A repartition topic the topology needs, and how many partitions it gets. */
@@ -66,7 +68,9 @@ export interface Compiled {
 /** A join's inputs: the topics its stream and its table read, which must be co-partitioned. */
 export interface JoinInputs {
   readonly name: string
+  /** The left side's topics: the stream's of a stream-table join. */
   readonly streamTopics: ReadonlyArray<string>
+  /** The right side's topics: the table's. */
   readonly tableTopics: ReadonlyArray<string>
   /** What the sides are, for messages; unset: a stream and a table. */
   readonly labels?: readonly [left: string, right: string]
@@ -110,6 +114,8 @@ const prefixOf = (node: Graph.Node): string => {
       return node.kind === "filter" ? "KTABLE-FILTER" : "KTABLE-MAPVALUES"
     case "Join":
       return node.kind === "inner" ? "KSTREAM-JOIN" : "KSTREAM-LEFTJOIN"
+    case "TableJoin":
+      return node.kind === "inner" ? "KTABLE-JOIN" : node.kind === "left" ? "KTABLE-LEFTJOIN" : "KTABLE-OUTERJOIN"
     case "StreamJoin":
       return node.kind === "inner" ? "KSTREAM-JOIN" : node.kind === "left" ? "KSTREAM-LEFTJOIN" : "KSTREAM-OUTERJOIN"
   }
@@ -171,26 +177,33 @@ export const compile = (
   }
 
   for (const node of nodes) {
-    if (node._tag !== "StreamJoin") continue
-    const checked = checkStreamJoin(node, names.get(node)!)
-    if (Either.isLeft(checked)) return Either.left(checked.left)
-  }
-
-  for (const node of nodes) {
-    if (node._tag !== "Join") continue
-    if (Graph.keyChanged(node.stream)) {
-      return fail(
-        `The join "${names.get(node)}" follows an operator that may change the stream's key (selectKey, map, flatMap), ` +
-          "so its records may not be on the partition of their key's table records",
-        "Repartition the stream by its new key before the join: KStream.repartition({ key: ..., value: ..., name: ... })"
-      )
+    if (node._tag === "Join") {
+      if (Graph.keyChanged(node.stream)) {
+        return fail(
+          `The join "${names.get(node)}" follows an operator that may change the stream's key (selectKey, map, flatMap), ` +
+            "so its records may not be on the partition of their key's table records",
+          "Give the join the codecs of its repartition topic: KStream.join(table, joiner, { key: ..., value: ... }) " +
+            "repartitions the stream by its new key first (or KStream.repartition before the join)"
+        )
+      }
+      const joinable = joinableTable(node.table, `The join "${names.get(node)}"`)
+      if (Either.isLeft(joinable)) return Either.left(joinable.left)
     }
-    if (Option.isNone(tableSourceOf(node.table))) {
-      return fail(
-        `The join "${names.get(node)}" joins a table that is not read from a topic (an aggregation's table): ` +
-          "only tables from KTable.from (and their mapValues and filter) can be joined for now",
-        "Write the aggregation's table to a topic (KTable.toStream, KStream.to) and join KTable.from(that topic)"
-      )
+    if (node._tag === "StreamJoin") {
+      const checked = checkStreamJoin(node, names.get(node)!)
+      if (Either.isLeft(checked)) return Either.left(checked.left)
+    }
+    if (node._tag === "TableJoin") {
+      if (node.left === node.right) {
+        return fail(
+          `The table join "${names.get(node)}" joins a table with itself`,
+          "Join two different tables, or map the table's values (KTable.mapValues) instead"
+        )
+      }
+      for (const side of [node.left, node.right]) {
+        const joinable = joinableTable(side, `The table join "${names.get(node)}"`)
+        if (Either.isLeft(joinable)) return Either.left(joinable.left)
+      }
     }
   }
 
@@ -210,6 +223,19 @@ export const compile = (
       list.push(node)
       children.set(parent, list)
     }
+  }
+
+  // The table changes that carry their previous value (Kafka Streams' sendOldValues): what table joins need.
+  const sendsPrevious = new Set<Graph.Node>()
+  const markPrevious = (node: Graph.Node): void => {
+    sendsPrevious.add(node)
+    if (node._tag === "TableStep") markPrevious(node.parent)
+  }
+  for (const node of nodes) {
+    if (node._tag !== "TableJoin") continue
+    // Both sides, whatever the kind (`tableJoin.ts`).
+    markPrevious(node.left)
+    markPrevious(node.right)
   }
 
   // A boundary is written by its parent's sub-topology and read by its own.
@@ -253,6 +279,17 @@ export const compile = (
   }
   /** The sub-topology that writes a boundary: its parent's. */
   const writerGroup = (boundary: Graph.Node): Graph.Node => find(groupOf.get(Graph.parentsOf(boundary)[0]!)!)
+  for (const boundary of boundaries) {
+    // A join or a merge of a stream with what it wrote to a repartition topic would read its own writes in one task.
+    if (writerGroup(boundary) === find(groupOf.get(boundary)!)) {
+      return fail(
+        `Topology "${topologyName}" joins or merges the records of "${names.get(boundary)}" with the stream they were ` +
+          "repartitioned from, in one sub-topology, which would read the repartition topic it writes",
+        "Read the other input from its own source: join (or merge) streams and tables that do not come from the records " +
+          "written to that repartition topic"
+      )
+    }
+  }
 
   const groups = new Map<Graph.Node, Array<Graph.Node>>()
   for (const node of nodes) {
@@ -302,20 +339,21 @@ export const compile = (
       )
     }
     const tables = groupNodes.filter((n): n is Graph.TableSource => n._tag === "TableSource")
+    const joins = groupNodes.some((n) => n._tag === "Join" || n._tag === "TableJoin")
+    const windowed = aggregates.find((a) => a.windowing !== undefined)
     const streamJoins = groupNodes.filter((n): n is Graph.StreamJoin => n._tag === "StreamJoin")
-    if (streamJoins.length > 0 && (streamJoins.length > 1 || aggregates.length > 0 || tables.length > 0 || groupNodes.some((n) => n._tag === "Join"))) {
+    if (streamJoins.length > 0 && (streamJoins.length > 1 || aggregates.length > 0 || tables.length > 0 || joins)) {
       return fail(
         `Topology "${topologyName}" keeps the stream-stream join "${names.get(streamJoins[0]!)}" in one sub-topology with ` +
           "another join, a table or an aggregation, and a stream-stream join keeps its sub-topology's state to itself",
         "Repartition between them (KStream.repartition after the join, with its own name)"
       )
     }
-    if (tables.length + aggregates.length > 1) {
-      const stateful = [...tables, ...aggregates].map((n) => `"${names.get(n)}"`).join(", ")
+    if (windowed !== undefined && (tables.length > 0 || joins)) {
       return fail(
-        `Topology "${topologyName}" keeps ${stateful} in one sub-topology, which keeps one value per key: ` +
-          "a table read from a topic and an aggregation, or two tables, cannot share one yet",
-        "Repartition between them (KStream.repartition, KStream.groupBy with its own name), or read one table per sub-topology"
+        `Topology "${topologyName}" keeps the windowed aggregation "${names.get(windowed)}" in one sub-topology with ` +
+          "a table or a join, and a windowed aggregation keeps its sub-topology's state to itself",
+        "Repartition between them (KStream.repartition, KStream.groupBy with its own name)"
       )
     }
     const first = roots[0]!
@@ -340,7 +378,10 @@ export const compile = (
       aggregate: aggregates[0],
       streamJoin: streamJoins[0],
       aggregateName: aggregates[0] === undefined ? "" : names.get(aggregates[0])!,
-      table: tables[0],
+      stores: tables.length > 0 || joins
+        ? [...tables, ...aggregates].sort((a, b) => a.seq - b.seq).map((node) => storeOf(node, names.get(node)!))
+        : [],
+      sendsPrevious,
       applicationId,
       nameOf: (node) => names.get(node)!,
       sourceNames: new Map(roots.flatMap((r) => isSource(r) ? r.topics.map((t) => [t.name, names.get(r)!] as const) : [])),
@@ -377,21 +418,68 @@ export const compile = (
       }]
       : node._tag === "Join"
       ? [{ name: names.get(node)!, streamTopics: [...new Set(topicsOf(node.stream))], tableTopics: [...new Set(topicsOf(node.table))] }]
+      : node._tag === "TableJoin"
+      ? [{
+        name: names.get(node)!,
+        streamTopics: [...new Set(topicsOf(node.left))],
+        tableTopics: [...new Set(topicsOf(node.right))],
+        labels: ["left table", "right table"]
+      }]
       : []
   )
-  return Either.right({ subTopologies, internalTopics, names, children, members, internalTopicOf, joins })
+  return Either.right({
+    subTopologies,
+    internalTopics: coPartitioned(internalTopics, joins),
+    names,
+    children,
+    members,
+    internalTopicOf,
+    joins
+  })
 }
+
+/**
+ * The repartition topics a join reads get as many partitions as the join's
+ * other input topics (Kafka Streams' co-partitioning of repartition topics):
+ * one whose count is not set explicitly counts the join's topics that are
+ * not internal, where it would count its writer's inputs.
+ */
+const coPartitioned = (
+  internalTopics: ReadonlyArray<InternalTopicSpec>,
+  joins: ReadonlyArray<JoinInputs>
+): Array<InternalTopicSpec> =>
+  internalTopics.map((spec) => {
+    if (spec.partitions !== undefined) return spec
+    const join = joins.find((j) => j.streamTopics.includes(spec.name) || j.tableTopics.includes(spec.name))
+    if (join === undefined) return spec
+    const external = [...join.streamTopics, ...join.tableTopics].filter((t) => !internalTopics.some((i) => i.name === t))
+    return external.length === 0 ? spec : { ...spec, upstreamInputs: external }
+  })
 
 const isSource = (node: Graph.Node): node is Graph.Source | Graph.TableSource =>
   node._tag === "Source" || node._tag === "TableSource"
 
-/** The table a join reads, through its table operators: `None` for an aggregation's table. */
-const tableSourceOf = (node: Graph.Node): Option.Option<Graph.TableSource> =>
-  node._tag === "TableSource"
+/** The store a join reads, through its table operators: a table's source or an aggregation (not windowed). */
+const storeNodeOf = (node: Graph.Node): Option.Option<Graph.TableSource | Graph.Aggregate> =>
+  node._tag === "TableSource" || (node._tag === "Aggregate" && node.windowing === undefined)
     ? Option.some(node)
     : node._tag === "TableStep"
-    ? tableSourceOf(node.parent)
+    ? storeNodeOf(node.parent)
     : Option.none()
+
+/** Fails for a join's table that has no store of its own: a windowed aggregation's, a join's. */
+const joinableTable = (table: Graph.Node, join: string): Either.Either<void, ConfigurationError> =>
+  Option.isSome(storeNodeOf(table)) ? Either.right(undefined) : fail(
+    `${join} joins a table that is not a table read from a topic or a (not windowed) aggregation's: ` +
+      "a windowed aggregation's table and a table join's result cannot be joined yet",
+    "Write that table to a topic (KTable.toStream, KStream.to) and join KTable.from(that topic)"
+  )
+
+/** The store of a table's source or an aggregation, named `name`. */
+const storeOf = (node: Graph.TableSource | Graph.Aggregate, name: string): KeyStores.Store =>
+  node._tag === "TableSource"
+    ? { node, name, use: node.use }
+    : { node, name, use: (f) => node.use((spec) => f(spec.state)) }
 
 /** The table operators between a join and its table's source, the source's first. */
 const tableStepsOf = (node: Graph.Node): ReadonlyArray<Graph.TableStep> =>
@@ -408,8 +496,13 @@ interface TransformerParts {
   /** The sub-topology's stream-stream join: then it has no other join, table or aggregation. */
   readonly streamJoin: Graph.StreamJoin | undefined
   readonly aggregateName: string
-  /** A table read from a topic, kept as the sub-topology's state (at most one of it and `aggregate`). */
-  readonly table: Graph.TableSource | undefined
+  /**
+   * The tables read from topics and the aggregation the sub-topology keeps per key, where it has a
+   * table or a join (`keyStores.ts`); none: the aggregation alone keeps its state (or nothing).
+   */
+  readonly stores: ReadonlyArray<KeyStores.Store>
+  /** The table operators whose changes carry their previous value (`Graph.StreamRecord.previous`). */
+  readonly sendsPrevious: ReadonlySet<Graph.Node>
   /** The application the topology is compiled for (metric labels). */
   readonly applicationId: string
   /** Each node's name, as `describe` prints it (for `OperatorFailed`). */
@@ -468,49 +561,21 @@ type Aggregator = (
 ) => Effect.Effect<void, unknown, unknown>
 
 /**
- * The state of a sub-topology's table for the input record's key (its state
- * key: the record key, which the join's stream records keep): the stored
- * value of the table's source and its timestamp.
+ * The sub-topology's stores for the input record's key (its state key: the
+ * record key, which the joins' records keep): each store's value and its
+ * timestamp, as the record has left it so far.
  */
-interface TableAccess {
-  readonly get: () => Option.Option<{ readonly value: unknown; readonly timestamp: number }>
-  /** The table's source saw this change: a `null` value deletes. */
-  readonly put: (change: Graph.StreamRecord) => void
+interface StoreAccess {
+  readonly get: (store: Graph.Node) => Option.Option<KeyStores.Slot>
+  /** The store's new value for the key (`null` value: deleted). */
+  readonly put: (store: Graph.Node, value: unknown, timestamp: number) => void
 }
 
 const makeTransformer = (parts: TransformerParts): Transformer.Any => {
+  const { aggregate } = parts
   if (parts.streamJoin !== undefined) return streamJoinTransformer(parts, parts.streamJoin)
-  const { aggregate, table } = parts
-  if (table !== undefined) {
-    return table.use<Transformer.Any>(<V, I>(value: Schema.Schema<V, I>) => {
-      const copy = privateCopy(parts, value)
-      return Transformer.make({
-        name: parts.name,
-        inputs: parts.inputs,
-        state: timestamped(value),
-        transform: (record, stored) => {
-          // The joins and the table's operators hand its value to user functions: theirs to mutate.
-          const copied = privateTimestamped(stored, copy)
-          if (Either.isLeft(copied)) return Effect.fail(copied.left)
-          const state = copied.right
-          let change: Transformer.StateChange<{ readonly value: V; readonly timestamp: number }> | undefined
-          const access: TableAccess = {
-            get: () => state,
-            put: (update) => {
-              // The table's source decoded this value with its topic's codec (`tableTopic.ts`): a `V` or `null`.
-              change = update.value === null
-                ? Transformer.remove
-                : Transformer.set({ value: update.value as V, timestamp: update.timestamp })
-            }
-          }
-          return Effect.map(runRecord(parts, record, undefined, undefined, access), (emit) => ({
-            emit,
-            ...(change === undefined ? {} : { state: change })
-          }))
-        },
-        rules: parts.rules
-      })
-    })
+  if (parts.stores.length > 0) {
+    return KeyStores.make(parts.name, parts.stores).use((stores) => storesTransformer(parts, stores))
   }
   if (aggregate === undefined) {
     return Transformer.stateless({
@@ -557,6 +622,57 @@ const makeTransformer = (parts: TransformerParts): Transformer.Any => {
     })
   })
 }
+
+/**
+ * The transformer of a sub-topology with tables or joins: its state per key
+ * is its stores' values (`keyStores.ts`), read once per record and written
+ * back when a table or the aggregation changed.
+ */
+const storesTransformer = <S, I>(parts: TransformerParts, stores: KeyStores.KeyStores<S, I>): Transformer.Any =>
+  Transformer.make({
+    name: parts.name,
+    inputs: parts.inputs,
+    state: stores.state,
+    transform: (record, stored) => {
+      // Decoded from the stored form: the record's own copies, which user functions may mutate.
+      const read = stores.read(stored)
+      if (Either.isLeft(read)) return Effect.fail(read.left)
+      const slots = read.right
+      let changed = false
+      const access: StoreAccess = {
+        get: (store) => Option.fromNullable(slots.get(store)),
+        put: (store, value, timestamp) => {
+          changed = true
+          if (value === null) slots.delete(store)
+          else slots.set(store, { value, timestamp })
+        }
+      }
+      const { aggregate } = parts
+      const aggregator = aggregate === undefined ? undefined : aggregate.use((spec): Aggregator => {
+        const add = guarded(parts.aggregateName, aggregate.kind, spec.add)
+        const sends = parts.sendsPrevious.has(aggregate)
+        const isAggregate = Schema.is(spec.state)
+        return (keyed, forward) => {
+          const current = access.get(aggregate)
+          const before = Option.map(current, (s) => s.value)
+          if (Option.isSome(before) && !isAggregate(before.value)) {
+            return Effect.dieMessage(`Skein invariant broken: the store of ${parts.aggregateName} holds a value its Schema did not decode`)
+          }
+          const value = add(Option.filter(before, isAggregate), keyed)
+          const timestamp = Option.match(current, { onNone: () => keyed.timestamp, onSome: (s) => Math.max(s.timestamp, keyed.timestamp) })
+          access.put(aggregate, value, timestamp)
+          const previous = sends ? Option.match(current, { onNone: () => null, onSome: (s) => s.value }) : null
+          return forward({ ...keyed, value, timestamp, previous })
+        }
+      })
+      return Effect.flatMap(runRecord(parts, record, aggregator, undefined, access), (emit) => {
+        if (!changed) return Effect.succeed({ emit })
+        const state = stores.write(slots)
+        return Either.isLeft(state) ? Effect.fail(state.left) : Effect.succeed({ emit, state: state.right })
+      })
+    },
+    rules: parts.rules
+  })
 
 /**
  * The transformer of a sub-topology with a windowed aggregation: its state
@@ -753,7 +869,7 @@ const runRecord = (
   input: Transformer.RecordOf<ReadonlyArray<Topic.Any>>,
   aggregator: Aggregator | undefined,
   observe?: (timestamp: number) => Effect.Effect<void, unknown>,
-  table?: TableAccess,
+  stores?: StoreAccess,
   streamJoin?: StreamJoinStep
 ): Effect.Effect<Array<Topic.OutputRecord>, unknown, unknown> => {
   const emit: Array<Topic.OutputRecord> = []
@@ -794,6 +910,21 @@ const runRecord = (
   const operatorFailed = (node: Graph.Node, kind: string, cause: unknown) =>
     Effect.fail(new OperatorFailed({ operator: parts.nameOf(node), kind, source: positionOf(input), cause }))
 
+  /**
+   * A table's value for `key` and its timestamp, through its table operators (Kafka Streams' value
+   * getters: they run on each lookup); `null` value: none. Throws what a table operator throws.
+   */
+  const lookup = (access: StoreAccess, table: Graph.Node, key: unknown): TableJoin.Other => {
+    const slot = Option.flatMap(storeNodeOf(table), access.get)
+    if (Option.isNone(slot)) return { value: null, timestamp: -1 }
+    const { timestamp } = slot.value
+    const value = tableStepsOf(table).reduce<unknown>(
+      (value, step) => value === null ? null : step.apply({ key, value, timestamp, headers: [] }),
+      slot.value.value
+    )
+    return { value, timestamp }
+  }
+
   const visit = (node: Graph.Node, record: Graph.StreamRecord, from: Graph.Node | undefined): Effect.Effect<void, unknown, unknown> => {
     const writer = parts.writer(node)
     if (writer !== undefined) {
@@ -830,27 +961,50 @@ const runRecord = (
             )
             : Effect.void
         }
-        return aggregator(record, (update) => visitChildren(node, update))
+        return aggregator(record, (update) => visitTableChildren(node, update))
       }
       case "Sink":
         emit.push(node.write(record))
         return Effect.void
       case "TableSource": {
-        if (table === undefined) return Effect.dieMessage("Skein invariant broken: a table ran outside its sub-topology")
+        if (stores === undefined) return Effect.dieMessage("Skein invariant broken: a table ran outside its sub-topology")
         // Kafka Streams' table source drops a record without a key (it cannot be a key's latest value).
         if (record.key === null) return dropped(node, "without a key")
-        table.put(record)
-        return visitTableChildren(node, record)
+        const previous = parts.sendsPrevious.has(node) ? Option.match(stores.get(node), { onNone: () => null, onSome: (s) => s.value }) : null
+        stores.put(node, record.value, record.timestamp)
+        return visitTableChildren(node, { ...record, previous })
       }
       case "TableStep": {
-        if (record.value === null) return visitTableChildren(node, record)
-        let value: unknown
+        // Kafka Streams' KTableFilter and KTableMapValues: a deletion stays one; the previous value
+        // goes through the operator where it is sent, and a filter that sends it passes on no
+        // change that deletes what it had not passed (its previous value and its new one rejected).
+        const sends = parts.sendsPrevious.has(node)
+        let value: unknown = null
+        let previous: unknown = null
         try {
-          value = node.apply(record)
+          if (record.value !== null) value = node.apply(record)
+          if (sends && record.previous !== undefined && record.previous !== null) {
+            previous = node.apply({ ...record, value: record.previous })
+          }
         } catch (cause) {
           return operatorFailed(node, `table ${node.kind}`, cause)
         }
-        return visitTableChildren(node, { ...record, value })
+        if (sends && node.kind === "filter" && value === null && previous === null) return Effect.void
+        return visitTableChildren(node, { ...record, value, previous })
+      }
+      case "TableJoin": {
+        if (stores === undefined) return Effect.dieMessage("Skein invariant broken: a table join ran outside its sub-topology")
+        const fromLeft = from === node.left
+        let joined: TableJoin.Joined | undefined
+        try {
+          const other = lookup(stores, fromLeft ? node.right : node.left, record.key)
+          const change = { value: record.value, previous: record.previous ?? null, timestamp: record.timestamp }
+          joined = TableJoin.onChange(node.kind, fromLeft, change, other, node.joiner)
+        } catch (cause) {
+          return operatorFailed(node, "table join", cause)
+        }
+        if (joined === undefined) return Effect.void
+        return visitTableChildren(node, { key: record.key, value: joined.value, timestamp: joined.timestamp, headers: record.headers })
       }
       case "StreamJoin": {
         if (streamJoin === undefined) return Effect.dieMessage("Skein invariant broken: a stream-stream join ran outside its sub-topology")
@@ -861,7 +1015,7 @@ const runRecord = (
       case "Join": {
         // Only stream records join: a table change never reaches a join (`visitTableChildren`).
         if (from !== node.stream) return Effect.dieMessage("Skein invariant broken: a table change reached a join")
-        if (table === undefined) return Effect.dieMessage("Skein invariant broken: a join ran outside its table's sub-topology")
+        if (stores === undefined) return Effect.dieMessage("Skein invariant broken: a join ran outside its table's sub-topology")
         if (record.value === null) return dropped(node, "without a value")
         let tableValue: unknown = null
         if (record.key === null) {
@@ -869,14 +1023,7 @@ const runRecord = (
           if (node.kind === "inner") return dropped(node, "without a key")
         } else {
           try {
-            tableValue = Option.match(table.get(), {
-              onNone: () => null,
-              onSome: (stored) =>
-                tableStepsOf(node.table).reduce<unknown>(
-                  (value, step) => value === null ? null : step.apply({ key: record.key, value, timestamp: stored.timestamp, headers: [] }),
-                  stored.value
-                )
-            })
+            tableValue = lookup(stores, node.table, record.key).value
           } catch (cause) {
             return operatorFailed(node, "table lookup", cause)
           }

@@ -31,6 +31,12 @@ export interface StreamRecord {
   /** Milliseconds since the epoch: the input record's, carried to every output (as in Kafka Streams). */
   readonly timestamp: number
   readonly headers: ReadonlyArray<readonly [string, Buffer]>
+  /**
+   * A table change's previous value (`null`: none), set where a table-table
+   * join needs it (Kafka Streams' `sendOldValues`: its inputs and the table
+   * operators between).
+   */
+  readonly previous?: unknown
 }
 
 /** What one operator does with a record: the records it passes on, at once or from an effect. */
@@ -82,7 +88,19 @@ export interface AggregateSpec<A, I> {
   }
 }
 
-export type Node = Source | StepNode | Merge | Repartition | Grouping | Aggregate | Sink | TableSource | TableStep | Join | StreamJoin
+export type Node =
+  | Source
+  | StepNode
+  | Merge
+  | Repartition
+  | Grouping
+  | Aggregate
+  | Sink
+  | TableSource
+  | TableStep
+  | Join
+  | TableJoin
+  | StreamJoin
 
 interface Base {
   /** Creation order: children run in the order they were declared. */
@@ -196,6 +214,21 @@ export interface Join extends Base {
 }
 
 /**
+ * Two tables joined on their key (`KTable.join`, `leftJoin`, `outerJoin`):
+ * a change of either side looks the key up in the other side's table and
+ * emits the joined value, or `null` (a deletion), as a table change (Kafka
+ * Streams' `KTableKTableJoin` processors; `tableJoin.ts`).
+ */
+export interface TableJoin extends Base {
+  readonly _tag: "TableJoin"
+  readonly kind: "inner" | "left" | "outer"
+  readonly left: Node
+  readonly right: Node
+  /** The joined value of the two sides' values (`null`: none, a left or outer join's). */
+  readonly joiner: (left: unknown, right: unknown) => unknown
+}
+
+/**
  * Two streams joined on their key within a time window (`KStream.windowedJoin`,
  * `windowedLeftJoin`, `windowedOuterJoin`; Kafka Streams' stream-stream join):
  * each record joins the other side's records of its key in its window, and a
@@ -267,6 +300,14 @@ export const join = (
   joiner: Join["joiner"],
   name: string | undefined
 ): Join => ({ _tag: "Join", seq: next(), name, kind, stream, table, joiner })
+
+export const tableJoin = (
+  left: Node,
+  right: Node,
+  kind: TableJoin["kind"],
+  joiner: TableJoin["joiner"],
+  name: string | undefined
+): TableJoin => ({ _tag: "TableJoin", seq: next(), name, kind, left, right, joiner })
 
 export const streamJoin = (
   left: Node,
@@ -350,6 +391,7 @@ export const parentsOf = (node: Node): ReadonlyArray<Node> => {
       return node.parents
     case "Join":
       return [node.stream, node.table]
+    case "TableJoin":
     case "StreamJoin":
       return [node.left, node.right]
     default:
@@ -368,6 +410,7 @@ export const keyChanged = (node: Node): boolean => {
     case "Repartition":
     case "Grouping":
     case "Aggregate":
+    case "TableJoin":
       // A grouping whose key may have changed repartitions (compile.ts fails without its codecs).
       return false
     case "Step":

@@ -149,6 +149,27 @@ final class Topologies {
     return value == null ? null : "k" + (Integer.parseInt(value.substring(1)) % 20);
   }
 
+  /** The number of a join value: n for "l" + n or "r" + n. */
+  private static int num(String value) {
+    return Integer.parseInt(value.substring(1));
+  }
+
+  /** The table of the largest value per key of the stream {@code topic}: groupByKey().reduce(max). */
+  private static KTable<String, String> maxTable(StreamsBuilder builder, String topic) {
+    return builder.stream(topic, Consumed.with(S, S)).groupByKey(Grouped.with(S, S))
+        .reduce((a, b) -> num(a) >= num(b) ? a : b, Materialized.with(S, S));
+  }
+
+  /** The table {@code left}, only values whose number is not a multiple of 3. */
+  private static KTable<String, String> filteredLeft(StreamsBuilder builder) {
+    return table(builder, LEFT, "left-table").filter((k, v) -> num(v) % 3 != 0);
+  }
+
+  /** The table {@code right}, only values whose number is not a multiple of 4, upper-cased ("R" + n). */
+  private static KTable<String, String> filteredRight(StreamsBuilder builder) {
+    return table(builder, RIGHT, "right-table").filter((k, v) -> num(v) % 4 != 0).mapValues((v) -> v.toUpperCase());
+  }
+
   static {
     // passthrough: every input record, unchanged (string key and value). No params.
     register("passthrough", "Every input record unchanged.", Kind.STRING, Kind.STRING, List.of(),
@@ -341,6 +362,38 @@ final class Topologies {
             .toStream().to(OUTPUT, Produced.with(S, S)));
     registerJoin("table-table-outer-join", "left table outerJoin right table.", List.of(),
         (builder, p) -> table(builder, LEFT, "left-table").outerJoin(table(builder, RIGHT, "right-table"), JOINER)
+            .toStream().to(OUTPUT, Produced.with(S, S)));
+
+    // table-table-filtered-join / -left-join / -outer-join: as table-table-join, with the left table
+    // filtered (values l + n with n % 3 != 0) and the right one filtered (n % 4 != 0) and
+    // upper-cased (R + n): a filtered-out update deletes, through the join's sendOldValues. No params.
+    registerJoin("table-table-filtered-join", "left table filtered join right table filtered, mapped (inner).", List.of(),
+        (builder, p) -> filteredLeft(builder).join(filteredRight(builder), JOINER)
+            .toStream().to(OUTPUT, Produced.with(S, S)));
+    registerJoin("table-table-filtered-left-join", "left table filtered leftJoin right table filtered, mapped.", List.of(),
+        (builder, p) -> filteredLeft(builder).leftJoin(filteredRight(builder), JOINER)
+            .toStream().to(OUTPUT, Produced.with(S, S)));
+    registerJoin("table-table-filtered-outer-join", "left table filtered outerJoin right table filtered, mapped.", List.of(),
+        (builder, p) -> filteredLeft(builder).outerJoin(filteredRight(builder), JOINER)
+            .toStream().to(OUTPUT, Produced.with(S, S)));
+
+    // stream-aggregate-table-join / -left-join: the stream `left` joined with the table of the
+    // largest value per key of the stream `right` (groupByKey().reduce(max by number)). No params.
+    registerJoin("stream-aggregate-table-join", "left stream join (right stream reduce max) table (inner).", List.of(),
+        (builder, p) -> left(builder).join(maxTable(builder, RIGHT), JOINER, Joined.with(S, S, S))
+            .to(OUTPUT, Produced.with(S, S)));
+    registerJoin("stream-aggregate-table-left-join", "left stream leftJoin (right stream reduce max) table.", List.of(),
+        (builder, p) -> left(builder).leftJoin(maxTable(builder, RIGHT), JOINER, Joined.with(S, S, S))
+            .to(OUTPUT, Produced.with(S, S)));
+
+    // table-aggregate-table-outer-join: the table `left` outerJoin the table of the largest value per
+    // key of the stream `right`; aggregate-table-left-join: that aggregate table leftJoin the table
+    // `left` (value r + "+" + l). No params.
+    registerJoin("table-aggregate-table-outer-join", "left table outerJoin (right stream reduce max) table.", List.of(),
+        (builder, p) -> table(builder, LEFT, "left-table").outerJoin(maxTable(builder, RIGHT), JOINER)
+            .toStream().to(OUTPUT, Produced.with(S, S)));
+    registerJoin("aggregate-table-left-join", "(right stream reduce max) table leftJoin left table.", List.of(),
+        (builder, p) -> maxTable(builder, RIGHT).leftJoin(table(builder, LEFT, "left-table"), JOINER)
             .toStream().to(OUTPUT, Produced.with(S, S)));
   }
 }
