@@ -69,7 +69,7 @@ export const inputsOf = (c: StreamJoinCase): ReadonlyArray<InputRecord> => {
     const roll = random.next()
     // Out of order within the window plus grace, or later than it, or in order.
     const span = Math.max(c.beforeMs, c.afterMs) + c.graceMs
-    const back = roll < 0.2 ? random.int(span + 1) : roll < 0.26 ? span + 1 + random.int(150) : 0
+    const back = roll < 0.3 ? random.int(span + 1) : roll < 0.36 ? span + 1 + random.int(150) : 0
     const left = random.next() < 0.55
     const key = random.next() < 0.02 ? null : `k${random.int(6)}`
     // No record without a value: a Skein stream cannot carry one (its topic's codec refuses a tombstone).
