@@ -227,6 +227,12 @@ const describeCompiled = (name: string, compiled: Compile.Compiled, applicationI
         case "TableJoin":
           label = `Processor ${nameOf(node)} (table ${node.kind} join of ${nameOf(node.left)} with ${nameOf(node.right)})`
           break
+        case "StreamJoin": {
+          const w = node.windows
+          label = `Processor ${nameOf(node)} (windowed ${node.kind} join of ${nameOf(node.left)} with ${nameOf(node.right)}; ` +
+            `window: before ${w.beforeMs} ms, after ${w.afterMs} ms, grace ${w.graceMs} ms; state: ${nameOf(node)})`
+          break
+        }
         default:
           label = isReader ? `Source ${nameOf(node)} (topics: ${internal})` : `Processor ${nameOf(node)} (${node._tag.toLowerCase()})`
       }

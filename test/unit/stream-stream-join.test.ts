@@ -199,6 +199,20 @@ describe("stream-stream joins", () => {
     assert.include(mismatch.left.message, "KStream.repartition({ key, value, partitions: 4 })")
   })
 
+  it("describe names the join, its sides and its window", () => {
+    const described = Topology.describe(
+      Topology.make("pay", [
+        KStream.from(Orders).pipe(
+          KStream.windowedLeftJoin(KStream.from(Payments), (o, p) => `${o}+${p ?? "null"}`, windows, options),
+          KStream.to(Output)
+        )
+      ]),
+      "joins"
+    )
+    assert.include(described, "Processor paid (windowed left join of KSTREAM-SOURCE-0000000000 with KSTREAM-SOURCE-0000000001; ")
+    assert.include(described, "window: before 10 ms, after 10 ms, grace 5 ms; state: paid)")
+  })
+
   it("a re-keyed input, a self-join and an empty window fail to compile with the fix", () => {
     const compileError = (stream: KStream.KStream<string, string>) => {
       const compiled = Topology.compile(Topology.make("pay", [KStream.to(stream, Output)]), "joins")
