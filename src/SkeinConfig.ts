@@ -122,6 +122,25 @@ export interface SkeinConfig {
   /** Port of the HTTP health and Prometheus metrics endpoint; unset: no endpoint. */
   readonly healthPort?: number | undefined
   /**
+   * Port of the HTTP query endpoint (interactive queries of the committed
+   * state: a transformer's state by key, its `KeyValueStore`s by key, range
+   * and prefix; see the README's "Queries"); unset: no endpoint. 0 picks a
+   * free port.
+   */
+  readonly queryPort?: number | undefined
+  /**
+   * The address the query endpoint listens on (default `127.0.0.1`: this
+   * machine only). `0.0.0.0` (or `::`) serves every interface: set
+   * `queryToken` then.
+   */
+  readonly queryHost: string
+  /**
+   * A bearer token every query must carry (`Authorization: Bearer <token>`);
+   * a missing or wrong one is refused with 401 and logged without the
+   * token. Unset: no token asked.
+   */
+  readonly queryToken?: Redacted.Redacted | undefined
+  /**
    * Warn (once per key) when a state key is seen on a second input partition:
    * state is per partition, so that key's state is split. Unset: on for a
    * transformer with a custom `stateKey`, off for the default (the record key).
@@ -305,7 +324,8 @@ export const defaults = {
   maxDeliveryFailures: 8,
   deliveryBackoff: Duration.millis(200),
   securityProtocol: "PLAINTEXT" as SecurityProtocol,
-  sslRejectUnauthorized: true
+  sslRejectUnauthorized: true,
+  queryHost: "127.0.0.1"
 } as const
 
 /**
@@ -449,6 +469,17 @@ export const config: Config.Config<SkeinConfig> = Config.all({
   ),
   deliveryBackoff: Config.duration("SKEIN_DELIVERY_BACKOFF").pipe(Config.withDefault(defaults.deliveryBackoff)),
   healthPort: Config.integer("SKEIN_HEALTH_PORT").pipe(Config.option, Config.map(Option.getOrUndefined)),
+  queryPort: Config.integer("SKEIN_QUERY_PORT").pipe(
+    Config.validate({ message: "SKEIN_QUERY_PORT must be a port, 0 to 65535", validation: (n) => n >= 0 && n <= 65535 }),
+    optional("Port of the HTTP query endpoint (unset: no endpoint; 0: any free port)")
+  ),
+  queryHost: Config.string("SKEIN_QUERY_HOST").pipe(
+    Config.withDefault(defaults.queryHost),
+    Config.withDescription("Address the query endpoint listens on (default 127.0.0.1: this machine only)")
+  ),
+  queryToken: Config.redacted("SKEIN_QUERY_TOKEN").pipe(
+    optional("Bearer token every query must carry (unset: none); never logged")
+  ),
   checkStateKeys: Config.boolean("SKEIN_CHECK_STATE_KEYS").pipe(
     optional("Warn when a state key spans input partitions (unset: on for a custom stateKey)")
   ),

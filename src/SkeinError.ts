@@ -610,6 +610,49 @@ export class OffsetOutOfRange extends Data.TaggedError("OffsetOutOfRange")<{
 }
 
 /**
+ * The query endpoint (`queryPort`) could not listen on its port. `reason`
+ * classifies the cause; the message says which setting to change.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(WordCount).pipe(
+ *   Effect.catchTag("QueryServerError", (error) => Effect.logError(error.message))
+ * )
+ * ```
+ *
+ * @since 0.5.0
+ * @category errors
+ */
+export class QueryServerError extends Data.TaggedError("QueryServerError")<{
+  readonly reason: "PortInUse" | "PermissionDenied" | "AddressUnavailable" | "Unknown"
+  readonly port: number
+  readonly host: string
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const where = `${this.host}:${this.port}`
+    const fix = "Set queryPort in SkeinConfig (or SKEIN_QUERY_PORT)"
+    switch (this.reason) {
+      case "PortInUse":
+        return `The query endpoint cannot listen on ${where}: the port is already in use. ` +
+          `${fix} to a free port (0 picks any free port), or unset it to run without the endpoint.`
+      case "PermissionDenied":
+        return `The query endpoint cannot listen on ${where}: permission denied. ${fix} to a port above 1023.`
+      case "AddressUnavailable":
+        return `The query endpoint cannot listen on ${where}: the address is not available on this machine. ` +
+          "Set queryHost (SKEIN_QUERY_HOST) to a local address."
+      case "Unknown": {
+        const detail = this.cause instanceof Error ? this.cause.message : String(this.cause)
+        return `The query endpoint cannot listen on ${where}: ${detail}. Check queryPort and queryHost.`
+      }
+    }
+  }
+}
+
+/**
  * The health endpoint could not listen on its port. `reason` classifies the
  * cause; the message says which setting to change.
  *
@@ -1135,6 +1178,7 @@ export type RunnerError =
   | TimestampOutOfRange
   | DeliveryFailed
   | HealthServerError
+  | QueryServerError
   | AuthenticationFailed
   | TlsError
   | AuthorizationFailed
@@ -1214,6 +1258,7 @@ export const category = (error: RunnerError): Category => {
     case "OffsetOutOfRange":
     case "ConfigurationError":
     case "HealthServerError":
+    case "QueryServerError":
     case "AuthenticationFailed":
     case "TlsError":
     case "AuthorizationFailed":
@@ -1260,6 +1305,7 @@ const runnerErrorTags: ReadonlySet<string> = new Set([
   "OffsetOutOfRange",
   "ConfigurationError",
   "HealthServerError",
+  "QueryServerError",
   "AuthenticationFailed",
   "TlsError",
   "AuthorizationFailed"

@@ -5,7 +5,7 @@
  * checked, the kept stores read (announced to the group), the changelog
  * readers (made in the background, so that they join their groups while
  * the run joins its own), the group joined, the standby replicas (`standbyReplicas` above 0; their reader made at the first
- * standby), and the task manager. Everything is released with the run's scope.
+ * standby), the task manager, and the query endpoint (`queryPort` set). Everything is released with the run's scope.
  *
  * @internal
  */
@@ -34,6 +34,7 @@ import * as LocalStores from "./LocalStores.ts"
 import * as Standbys from "./Standbys.ts"
 import * as StoreCleanup from "./StoreCleanup.ts"
 import * as PollBuffer from "./PollBuffer.ts"
+import type * as Queries from "./query/Queries.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 import * as StateKeyCheck from "./StateKeyCheck.ts"
 import * as Task from "./Task.ts"
@@ -63,6 +64,30 @@ export interface RunnerResources {
  */
 export interface RunnerHooks {
   readonly reader?: ((topic: string, reader: ChangelogReader.ChangelogReader) => ChangelogReader.ChangelogReader) | undefined
+}
+
+/** What the query endpoint reads of a run: its tasks' committed stores, by partition. */
+const querySource = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
+  transformer: Transformer<Inputs, S, E, R>,
+  manager: TaskManager.TaskManager,
+  partitions: number
+): Queries.Source => {
+  const stores = transformer.stores ?? []
+  return {
+    transformer: transformer.name,
+    stateful: Option.isSome(transformer.state),
+    keyValueStores: stores.filter((store) => store.kind === "KeyValueStore").map((store) => store.name),
+    otherStores: new Map(stores.filter((store) => store.kind !== "KeyValueStore").map((store) => [store.name, store.kind])),
+    partitions,
+    partition: (partition) =>
+      Option.match(manager.task(partition), {
+        // Assigned here and not running: starting, restoring (or stopped, or a rebalance in progress).
+        onNone: () => manager.assigned().has(partition) ? "restoring" : "absent",
+        // A running task of a stateless transformer has no store: nothing of it is queried.
+        onSome: (task) => Option.getOrElse(task.store, () => "absent" as const)
+      }),
+    assigned: () => [...manager.assigned()].sort((a, b) => a - b)
+  }
 }
 
 export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
@@ -224,6 +249,14 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         }
       }
     })
+    if (config.queryPort !== undefined) {
+      const QueryServer = yield* Effect.promise(() => import("./queryServer.ts"))
+      yield* QueryServer.serve(querySource(transformer, manager, partitions), {
+        port: config.queryPort,
+        host: config.queryHost,
+        token: config.queryToken
+      })
+    }
     const permits = config.maxConcurrency === "unbounded"
       ? Option.none()
       : Option.some(yield* Effect.makeSemaphore(config.maxConcurrency))

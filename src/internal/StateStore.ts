@@ -22,11 +22,15 @@ import * as fs from "node:fs/promises"
 import { StateStoreError } from "../SkeinError.ts"
 import * as CommitReceipt from "./CommitReceipt.ts"
 
-/** The bounds of a range scan: from `gte`, to `lt` (exclusive) or `lte` (inclusive). */
+/**
+ * The bounds of a range scan: from `gte`, to `lt` (exclusive) or `lte`
+ * (inclusive); `limit`: at most that many entries (the first ones).
+ */
 export interface Range {
   readonly gte: string
   readonly lt?: string | undefined
   readonly lte?: string | undefined
+  readonly limit?: number | undefined
 }
 
 /** One write: a value (encoded text) or a delete. */
@@ -188,12 +192,12 @@ export const open = <P extends number = never>(
           for await (const [key, value] of db.iterator(range)) found.push([key.slice(1), value])
           return found
         }),
-      range: ({ gte, lt, lte }) =>
+      range: ({ gte, limit, lt, lte }) =>
         attempt("range", path, async () => {
           const found: Array<readonly [string, string]> = []
           const bounds = lte === undefined
-            ? { gte: dataKey(gte), lt: lt === undefined ? "e" : dataKey(lt) }
-            : { gte: dataKey(gte), lte: dataKey(lte) }
+            ? { gte: dataKey(gte), lt: lt === undefined ? "e" : dataKey(lt), limit: limit ?? -1 }
+            : { gte: dataKey(gte), lte: dataKey(lte), limit: limit ?? -1 }
           for await (const [key, value] of db.iterator(bounds)) found.push([key.slice(1), value])
           return found
         })

@@ -72,6 +72,8 @@ export interface TaskManager {
    * (`Timers.wakeAt`), replacing the one armed before.
    */
   readonly armTimers: (busy: (partition: number) => boolean) => Effect.Effect<void>
+  /** The partitions of the current assignment (a running task, one starting or restoring, a stopped one). */
+  readonly assigned: () => ReadonlySet<number>
   /** The group generation of the current assignment. */
   readonly generation: () => number
   /** True when a partition's task is due to start, or a start failed for the run. */
@@ -431,6 +433,7 @@ export const make = (options: {
             )
           )
         }),
+      assigned: () => assignment,
       generation: () => generation,
       hasDueStart: () => due.length > 0 || startFailures.length > 0,
       assign: (next, partitions, standbyPartitions = []) =>

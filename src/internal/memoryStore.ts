@@ -48,13 +48,14 @@ export const make = <P extends number = never>(path: string, partition?: P): Sta
           .map((key) => [key, data.get(key) ?? ""] as const)
       ),
     // In LevelDB's order (the keys' UTF-8 bytes), as the store on disk scans.
-    range: ({ gte, lt, lte }) =>
+    range: ({ gte, limit, lt, lte }) =>
       Effect.sync(() =>
         [...data.entries()]
           .filter(([key]) =>
             compare(key, gte) >= 0 && (lte === undefined ? lt === undefined || compare(key, lt) < 0 : compare(key, lte) <= 0)
           )
           .sort(([a], [b]) => compare(a, b))
+          .slice(0, limit)
       )
   }
 }

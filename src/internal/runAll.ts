@@ -65,8 +65,19 @@ export const runAll = (
       )
       for (const s of stats) s.setHealthPort(port)
     }
+    if (config.queryPort !== undefined) {
+      // One endpoint per run would listen on the same port: a shared one routes by transformer (next slice).
+      yield* Effect.logWarning(
+        "queryPort is set, but Runner.runAll serves no query endpoint yet: run the transformer to query with Runner.run"
+      )
+    }
     const runs = transformers.map((t, i) => {
-      const own: SkeinConfig = { ...config, applicationId: applicationIdOf(config.applicationId, t), healthPort: undefined }
+      const own: SkeinConfig = {
+        ...config,
+        applicationId: applicationIdOf(config.applicationId, t),
+        healthPort: undefined,
+        queryPort: undefined
+      }
       const run = Effect.scoped(runner.run(t, own, stats[i]!))
       return failureIsolation === "run" ? run : run.pipe(
         Effect.tapErrorCause((cause) =>
