@@ -199,6 +199,24 @@ describe("stream-stream joins", () => {
     assert.include(mismatch.left.message, "KStream.repartition({ key, value, partitions: 4 })")
   })
 
+  it("a stream repartitioned before the join: its repartition topic gets the other stream's partition count", () => {
+    const rekeyed = KStream.from(Orders).pipe(
+      KStream.selectKey((r) => r.value),
+      KStream.repartition({ key: Schema.String, value: Schema.String, name: "by-value" })
+    )
+    const compiled = Topology.compile(
+      Topology.make("pay", [
+        KStream.to(KStream.windowedJoin(rekeyed, KStream.from(Payments), (o, p) => `${o}+${p}`, windows, options), Output)
+      ]),
+      "joins"
+    )
+    assert.ok(Either.isRight(compiled))
+    if (Either.isLeft(compiled)) return
+    assert.strictEqual(compiled.right.subTopologies.length, 2)
+    assert.deepStrictEqual(compiled.right.internalTopics, [{ name: "joins-by-value-repartition", partitions: undefined, upstreamInputs: ["payments"] }])
+    assert.deepStrictEqual(compiled.right.joins[0]!.streamTopics, ["joins-by-value-repartition"])
+  })
+
   it("describe names the join, its sides and its window", () => {
     const described = Topology.describe(
       Topology.make("pay", [
