@@ -17,7 +17,7 @@
  *
  *   tsx test/chaos/driver.ts --brokers host:port --topic T --records N [--rate R] [--keys K] [--seed S]
  */
-import { Duration, Effect, Ref } from "effect"
+import { Duration, Effect, Ref, Schedule } from "effect"
 import kafkajs from "kafkajs"
 import type { Message } from "kafkajs"
 
@@ -83,14 +83,23 @@ export const drive = (options: DriverOptions, progress: Ref.Ref<DriverProgress>)
       logLevel: kafkajs.logLevel.NOTHING,
       retry: { initialRetryTime: 200, retries: 10 }
     })
-    const producer = yield* Effect.acquireRelease(
-      Effect.promise(async () => {
-        const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 2000 } })
+    // A freshly started cluster may answer InitProducerId with COORDINATOR_LOAD_IN_PROGRESS for
+    // longer than kafkajs retries it (15 instances starting at once on a 3-node cluster): connect
+    // again, for up to a minute.
+    const connect = Effect.tryPromise(async () => {
+      const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 2000 } })
+      try {
         await p.connect()
-        return p
-      }),
-      (p) => Effect.promise(() => p.disconnect().catch(() => undefined))
+      } catch (error) {
+        await p.disconnect().catch(() => undefined)
+        throw error
+      }
+      return p
+    }).pipe(
+      Effect.retry(Schedule.spaced(Duration.seconds(1)).pipe(Schedule.intersect(Schedule.recurs(60)))),
+      Effect.orDie
     )
+    const producer = yield* Effect.acquireRelease(connect, (p) => Effect.promise(() => p.disconnect().catch(() => undefined)))
     const started = Date.now()
     while (next < options.records) {
       const due = Math.min(options.records, Math.floor(((Date.now() - started) / 1000) * options.rate) + 1)
