@@ -20,7 +20,7 @@ import { kafkajsLoop } from "./contenders/kafkajs.ts"
 import { kafkaPerfConsume, kafkaPerfProduce } from "./contenders/kafkatools.ts"
 import { kafkaStreams } from "./contenders/kstreams.ts"
 import { quixStreams } from "./contenders/quix.ts"
-import { skeinAlos, skeinEos } from "./contenders/skein.ts"
+import { skeinAlos, skeinEos, skeinEosBun, skeinEosDeno } from "./contenders/skein.ts"
 import type { CeilingContender, Contender, ProcessContender, SetupContext } from "./contenders/types.ts"
 import { acquireBroker } from "./lib/broker.ts"
 import {
@@ -47,12 +47,13 @@ import {
 } from "./lib/security.ts"
 import { renderMarkdown, renderRestart, renderText, type ContenderReport, type ReportMeta, type RunResult } from "./lib/report.ts"
 import { runRestartPhase } from "./lib/restart.ts"
+import { selectContenders } from "./lib/select.ts"
 import { windowedBase, windowedInput, type WindowedInput, type WindowedWorkload } from "./lib/windowed.ts"
 import { runWindowed, type WindowedRunCtx } from "./lib/windowedRun.ts"
 import { exec } from "./lib/setup.ts"
 import { fmtInt, sleep } from "./lib/stats.ts"
 
-const ALL: ReadonlyArray<Contender> = [skeinEos, skeinAlos, kafkajsLoop, kafkaStreams, quixStreams, kafkaPerfProduce, kafkaPerfConsume]
+const ALL: ReadonlyArray<Contender> = [skeinEos, skeinEosBun, skeinEosDeno, skeinAlos, kafkajsLoop, kafkaStreams, quixStreams, kafkaPerfProduce, kafkaPerfConsume]
 
 const { values: opt } = parseArgs({
   options: {
@@ -163,8 +164,8 @@ const main = async (): Promise<void> => {
   )
 
   const only = opt.only?.split(",").map((s) => s.trim()).filter((s) => s !== "")
-  // --only matches full names or prefixes (e.g. "skein" = skein-eos + skein-alos, "kafka-perf").
-  const selected = only === undefined ? ALL : ALL.filter((c) => only.some((o) => c.name === o || c.name.startsWith(o)))
+  // --only matches full names, else prefixes (e.g. "skein-eos" = the Node row, "skein" = every Skein row, "kafka-perf").
+  const selected = selectContenders(ALL, only)
   if (selected.length === 0) throw new Error(`--only matched nothing; contenders: ${ALL.map((c) => c.name).join(", ")}`)
 
   const date = new Date().toISOString().slice(0, 10)
@@ -240,7 +241,8 @@ const main = async (): Promise<void> => {
         results.get(c.name)?.push(res)
         log(
           `   ${c.name} run ${r}: throughput ${res.throughput === undefined ? "–" : fmtInt(res.throughput)} rec/s, ` +
-            `p50 ${res.p50?.toFixed(1) ?? "–"} ms, p99 ${res.p99?.toFixed(1) ?? "–"} ms, restore ${res.restoreRate === undefined ? "–" : fmtInt(res.restoreRate)} rec/s, ` +
+            `p50 ${res.p50?.toFixed(1) ?? "–"} ms, p99 ${res.p99?.toFixed(1) ?? "–"} ms, ` +
+            `restore ${res.restoreMs === undefined ? "–" : fmtInt(res.restoreMs)} ms (${res.restoreRate === undefined ? "–" : fmtInt(res.restoreRate)} rec/s), ` +
             `peak RSS ${res.peakRssMiB?.toFixed(0) ?? "–"} MiB${res.verified === undefined ? "" : `, output ${res.verified}`}` +
             (res.restart === undefined
               ? ""
@@ -472,6 +474,9 @@ const runProcessInner = async (
       const ended = firstEnd === undefined ? undefined : again.events.filter((e) => e.event === "restore-end").pop()
       const started = again.events.find((e) => e.event === "restore-start")
       if (ended !== undefined && started !== undefined && ended.ts > started.ts) {
+        // The headline: time to the restored state of this run's whole input (the same records
+        // for every contender); the rate depends on how many changelog records hold that state.
+        out.restoreMs = ended.ts - started.ts
         out.restoreRate = (ended.records ?? 0) / ((ended.ts - started.ts) / 1000)
         out.restoreRecords = ended.records ?? 0
         notes.push(`restored ${fmtInt(ended.records ?? 0)} changelog records in ${((ended.ts - started.ts) / 1000).toFixed(2)} s (restart→restored ${((ended.ts - again.spawnedAt) / 1000).toFixed(1)} s)`)
@@ -479,6 +484,8 @@ const runProcessInner = async (
         notes.push(again.alive() ? "no restore-start/restore-end events: restore not measured" : "restart exited early: restore not measured")
       }
       await endPhase(again)
+    } else if (x.doRestore && c.hasState) {
+      notes.push("restore not measured: the throughput run did not complete")
     }
   }
 

@@ -6,6 +6,9 @@
  *   node --import tsx bench/apps/skein-count.ts --mode eos|alos --brokers B --input T --output T
  *        --group G --state-dir D [--commit-interval-ms N]
  *
+ * The same file, unchanged, is the skein-eos-bun and skein-eos-deno contenders
+ * (`node_modules/.bin/bun bench/apps/skein-count.ts ...`, `node_modules/.bin/deno run -A ...`).
+ *
  * --mode eos (skein-eos): processingGuarantee "exactly-once"; --mode alos (skein-alos):
  * processingGuarantee "at-least-once".
  *

@@ -1,10 +1,17 @@
 /**
  * ============================================================================================
- *  SKEIN ADAPTER: contenders 1 and 2 (skein-eos, skein-alos).
+ *  SKEIN ADAPTER: skein-eos, skein-alos (Node), and skein-eos-bun, skein-eos-deno (issue 36).
  *
  *  Setup builds dist/ (bench/lib/build.ts); each run spawns
  *                node --import tsx bench/apps/skein-count.ts --mode eos|alos
  *                     --brokers B --input T --output T --group G --state-dir D --commit-interval-ms N
+ *  or, for the Bun and Deno rows, the same app with the same arguments under the runtimes the
+ *  project installs from npm (package.json devDependencies `bun`, `deno`; as test:package and the
+ *  chaos harness run them):
+ *                node_modules/.bin/bun bench/apps/skein-count.ts --mode eos ...
+ *                node_modules/.bin/deno run -A bench/apps/skein-count.ts --mode eos ...
+ *  Each runtime compiles the app's own TypeScript itself (tsx for Node); Skein comes from the one
+ *  build, dist/, for all three, so the rows differ by the runtime only.
  *  The app must follow the contender protocol described in bench/contenders/types.ts:
  *  count per key, output value = running count as a decimal string, commit offsets to --group,
  *  run until SIGTERM/SIGKILL; optionally print {"event":"first-read"|"restore-start"|"restore-end"}
@@ -22,11 +29,14 @@
  *  results table.
  * ============================================================================================
  */
-import { existsSync } from "node:fs"
+import { execFile } from "node:child_process"
+import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
+import { promisify } from "node:util"
 import { buildSkein } from "../lib/build.ts"
 import { appArgs } from "./types.ts"
+import type { Command } from "../lib/proc.ts"
 import type { Availability, ProcessContender, SetupContext, WindowedAppSpec } from "./types.ts"
 
 const APP = join("bench", "apps", "skein-count.ts")
@@ -34,7 +44,40 @@ const APP = join("bench", "apps", "skein-count.ts")
 /** One build per benchmark run, shared by the Skein contenders. */
 let built: Promise<void> | undefined
 
-const probe = async (ctx: SetupContext, mode: "eos" | "alos"): Promise<Availability> => {
+/** The runtime a Skein row runs on: Node (tsx for the app's TypeScript), or Bun or Deno from npm. */
+export type Runtime = "node" | "bun" | "deno"
+
+/** The npm-installed runtime's executable, as test:package and the chaos harness run it. */
+const runtimeBinary = (runtime: "bun" | "deno"): string => join(process.cwd(), "node_modules", ".bin", runtime)
+
+/** The runtime's version for the report: Node's own, Bun's and Deno's from their npm packages. */
+const runtimeVersion = (runtime: Runtime): string => {
+  if (runtime === "node") return process.version.replace(/^v/, "")
+  try {
+    const pkg = JSON.parse(readFileSync(join(process.cwd(), "node_modules", runtime, "package.json"), "utf8")) as { readonly version?: unknown }
+    return typeof pkg.version === "string" ? pkg.version : "(version unknown)"
+  } catch {
+    return "(not installed)"
+  }
+}
+
+/** Bun or Deno answers `--version`; otherwise the reason, with the fix. */
+const probeRuntime = async (runtime: "bun" | "deno"): Promise<Availability> => {
+  const bin = runtimeBinary(runtime)
+  if (!existsSync(bin)) {
+    return { ok: false, reason: `${bin} is missing: run npm install (package.json's devDependency ${runtime} provides it)` }
+  }
+  return promisify(execFile)(bin, ["--version"], { timeout: 30_000 }).then(
+    (): Availability => ({ ok: true }),
+    (e: unknown): Availability => ({ ok: false, reason: `${bin} --version failed: ${String(e).slice(0, 300)}` }),
+  )
+}
+
+const probe = async (ctx: SetupContext, mode: "eos" | "alos", runtime: Runtime): Promise<Availability> => {
+  if (runtime !== "node") {
+    const r = await probeRuntime(runtime)
+    if (!r.ok) return r
+  }
   let exported: ReadonlyArray<string> = []
   let mod: Record<string, unknown> = {}
   try {
@@ -73,7 +116,7 @@ const probe = async (ctx: SetupContext, mode: "eos" | "alos"): Promise<Availabil
 
 const WINDOWED_APP = join("bench", "apps", "skein-windowed.ts")
 
-/** Node's flags of every Skein run: the CPU profile and the diagnosis flags of the environment. */
+/** Node's flags of every Skein run on Node (Bun and Deno take none): the CPU profile and the diagnosis flags of the environment. */
 const nodeFlags = (): ReadonlyArray<string> => [
   // SKEIN_BENCH_CPU_PROF=<dir>: a V8 CPU profile of each Skein run, for `node --cpu-prof` analysis.
   ...(process.env["SKEIN_BENCH_CPU_PROF"] ? ["--cpu-prof", `--cpu-prof-dir=${process.env["SKEIN_BENCH_CPU_PROF"]}`] : []),
@@ -82,40 +125,52 @@ const nodeFlags = (): ReadonlyArray<string> => [
   ...(process.env["SKEIN_BENCH_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== ""),
 ]
 
-const skein = (mode: "eos" | "alos"): ProcessContender => ({
+/** Node's flags for an entry point, or the Bun/Deno command line running it (the same app, the same build). */
+const commandFor = (runtime: Runtime, app: string, args: ReadonlyArray<string>): Command => {
+  switch (runtime) {
+    case "node":
+      return { cmd: process.execPath, args: [...nodeFlags(), "--import", "tsx", app, ...args] }
+    case "bun":
+      return { cmd: runtimeBinary("bun"), args: [app, ...args] }
+    case "deno":
+      // deno.json (repository root) has nodeModulesDir "manual": Deno resolves effect, kafkajs
+      // (patched) and classic-level from the same node_modules as Node and Bun.
+      return { cmd: runtimeBinary("deno"), args: ["run", "-A", app, ...args], env: { DENO_NO_UPDATE_CHECK: "1" } }
+  }
+}
+
+const runtimeLabel = (runtime: Runtime): string =>
+  `${{ node: "Node", bun: "Bun", deno: "Deno" }[runtime]} ${runtimeVersion(runtime)}${runtime === "node" ? "" : ` (node_modules/.bin/${runtime})`}`
+
+const skein = (mode: "eos" | "alos", runtime: Runtime): ProcessContender => ({
   kind: "process",
-  name: `skein-${mode}`,
+  name: `skein-${mode}${runtime === "node" ? "" : `-${runtime}`}`,
   description:
-    mode === "eos"
-      ? "Skein exactly-once (transactions, changelog-backed store); Node, 1 thread"
-      : "Skein at-least-once (no transactions, offsets committed every --commit-interval-ms after acks, changelog-backed store); Node, 1 thread",
+    (mode === "eos"
+      ? runtime === "node"
+        ? "Skein exactly-once (transactions, changelog-backed store)"
+        : "Skein exactly-once: skein-eos's app and build (dist/)"
+      : "Skein at-least-once (no transactions, offsets committed every --commit-interval-ms after acks, changelog-backed store)") +
+    `; ${runtimeLabel(runtime)}, 1 thread`,
   hasState: true,
   restartPhase: mode === "eos",
-  setup: (ctx) => probe(ctx, mode),
-  command: (s) => ({
-    cmd: process.execPath,
-    args: [
-      ...nodeFlags(),
-      "--import",
-      "tsx",
-      APP,
-      "--mode",
-      mode,
-      ...appArgs(s, { stateful: true }),
-    ],
-  }),
+  setup: (ctx) => probe(ctx, mode, runtime),
+  command: (s) => commandFor(runtime, APP, ["--mode", mode, ...appArgs(s, { stateful: true })]),
   // The windowed job (bench/apps/skein-windowed.ts, Skein's stream DSL) runs exactly-once only.
   ...(mode === "eos"
     ? {
         windowedDescription:
-          "Skein exactly-once, stream DSL: groupBy (repartition topic) → windowedBy(TimeWindows 1 min + grace) → count({ emit: \"onWindowClose\" }); Node, 1 thread",
-        windowed: (s: WindowedAppSpec) => ({
-          cmd: process.execPath,
-          args: [...nodeFlags(), "--import", "tsx", WINDOWED_APP, ...appArgs(s, { stateful: true }), "--grace-ms", String(s.graceMs)],
-        }),
+          "Skein exactly-once, stream DSL: groupBy (repartition topic) → windowedBy(TimeWindows 1 min + grace) → count({ emit: \"onWindowClose\" }); " +
+          `${runtimeLabel(runtime)}, 1 thread`,
+        windowed: (s: WindowedAppSpec) =>
+          commandFor(runtime, WINDOWED_APP, [...appArgs(s, { stateful: true }), "--grace-ms", String(s.graceMs)]),
       }
     : {}),
 })
 
-export const skeinEos = skein("eos")
-export const skeinAlos = skein("alos")
+export const skeinEos = skein("eos", "node")
+export const skeinAlos = skein("alos", "node")
+/** skein-eos's app and build on Bun (issue 36). */
+export const skeinEosBun = skein("eos", "bun")
+/** skein-eos's app and build on Deno (issue 36). */
+export const skeinEosDeno = skein("eos", "deno")

@@ -7,7 +7,15 @@ export interface RunResult {
   readonly throughput?: number
   readonly p50?: number
   readonly p99?: number
+  /**
+   * The restore's headline: ms from restore-start to restore-end, i.e. to the restored state of
+   * this run's input records (the same input for every contender). Absent in results written
+   * before it (see `restoreMsOf`).
+   */
+  readonly restoreMs?: number
+  /** Changelog records applied per second in that restore (depends on how many hold the state). */
   readonly restoreRate?: number
+  /** Changelog records applied in that restore. */
   readonly restoreRecords?: number
   readonly peakRssMiB?: number
   readonly verified?: string
@@ -34,8 +42,20 @@ export interface Summary {
   readonly throughput?: Spread
   readonly p50?: Spread
   readonly p99?: Spread
+  readonly restoreMs?: Spread
   readonly restoreRate?: Spread
+  readonly restoreRecords?: Spread
   readonly peakRssMiB?: Spread
+}
+
+/**
+ * A run's restore time in ms: `restoreMs`, or for results written before it, records / rate
+ * (the same interval: the rate was records over restore-end − restore-start).
+ */
+export const restoreMsOf = (r: RunResult): number | undefined => {
+  if (r.restoreMs !== undefined) return r.restoreMs
+  if (r.restoreRecords === undefined || r.restoreRate === undefined || !(r.restoreRate > 0)) return undefined
+  return (r.restoreRecords / r.restoreRate) * 1000
 }
 
 export const summarize = (c: ContenderReport): Summary => {
@@ -47,14 +67,18 @@ export const summarize = (c: ContenderReport): Summary => {
   if (p50 !== undefined) out.p50 = p50
   const p99 = s((r) => r.p99)
   if (p99 !== undefined) out.p99 = p99
+  const rms = s(restoreMsOf)
+  if (rms !== undefined) out.restoreMs = rms
   const rr = s((r) => r.restoreRate)
   if (rr !== undefined) out.restoreRate = rr
+  const rrec = s((r) => r.restoreRecords)
+  if (rrec !== undefined) out.restoreRecords = rrec
   const rss = s((r) => r.peakRssMiB)
   if (rss !== undefined) out.peakRssMiB = rss
   return out
 }
 
-type Metric = "throughput" | "p50" | "p99" | "restoreRate" | "peakRssMiB"
+type Metric = "throughput" | "p50" | "p99" | "restoreMs" | "restoreRate" | "peakRssMiB"
 
 const cell = (sp: Spread | undefined, unit: "rec/s" | "ms" | "MiB", missing: string): string => {
   if (sp === undefined) return missing
@@ -125,18 +149,19 @@ export const baselineOf = (reports: ReadonlyArray<ContenderReport>): string | un
 }
 
 /** The throughput / latency / restore / RSS table. */
-const renderMainTable = (reports: ReadonlyArray<ContenderReport>): ReadonlyArray<string> => {
+const renderMainTable = (meta: ReportMeta, reports: ReadonlyArray<ContenderReport>): ReadonlyArray<string> => {
   const base = baselineOf(reports)
   const sums = new Map(reports.map((r) => [r.name, summarize(r)]))
   const b = base === undefined ? undefined : sums.get(base)
   const L: string[] = []
   L.push(
-    "| contender | throughput rec/s | × | p50 ms | × | p99 ms | × | restore rec/s | × | peak RSS MiB | × | output check |",
+    `| contender | throughput rec/s | × | p50 ms | × | p99 ms | × | restore ms (state of ${fmtInt(meta.records)} inputs) | × | ` +
+      "restore rec/s | changelog records restored | peak RSS MiB | × | output check |",
   )
-  L.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+  L.push("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
   for (const r of reports) {
     if (r.unavailable !== undefined) {
-      L.push(`| ${r.name} | unavailable: ${r.unavailable.replace(/\|/g, "\\|")} | | | | | | | | | | |`)
+      L.push(`| ${r.name} | unavailable: ${r.unavailable.replace(/\|/g, "\\|")} | | | | | | | | | | | | |`)
       continue
     }
     const s = sums.get(r.name) ?? { name: r.name }
@@ -151,7 +176,9 @@ const renderMainTable = (reports: ReadonlyArray<ContenderReport>): ReadonlyArray
         ...m("throughput", "rec/s"),
         ...m("p50", "ms"),
         ...m("p99", "ms"),
-        ...m("restoreRate", "rec/s", restoreMissing),
+        ...m("restoreMs", "ms", restoreMissing),
+        cell(s.restoreRate, "rec/s", restoreMissing),
+        fmtRecords(s.restoreRecords, restoreMissing),
         ...m("peakRssMiB", "MiB"),
       ].join(" | ")} | ${r.ceiling ? "n/a (perf tool)" : verified || "–"} |`,
     )
@@ -195,11 +222,11 @@ export const renderMarkdown = (meta: ReportMeta, reports: ReadonlyArray<Contende
   L.push("")
   L.push(`Broker: ${meta.brokerOrigin}. Machine: ${meta.machine}.`)
   L.push("")
-  if (mainTable) L.push(...renderMainTable(reports))
+  if (mainTable) L.push(...renderMainTable(meta, reports))
   if (meta.job === "windowed") L.push(...renderDigests(reports))
   L.push(...renderRestart(meta, reports))
   if (meta.chart !== undefined) {
-    L.push(`![throughput and p99 latency](${meta.chart})`)
+    L.push(`![throughput, p99 latency and restore time](${meta.chart})`)
     L.push("")
   }
   L.push("## Contenders")
@@ -233,7 +260,11 @@ export const renderMarkdown = (meta: ReportMeta, reports: ReadonlyArray<Contende
   )
   if (phases.includes("restore")) L.push(
     "- **restore**: after the throughput run the process is SIGKILLed, its state directory deleted, and it is restarted " +
-      "on the same group; changelog records applied / (restore-end − restore-start) as the contender reports them.",
+      "on the same group. **restore ms** = restore-end − restore-start as the contender reports them: the time to the " +
+      `restored state of the same ${fmtInt(meta.records)} input records for every contender (× = its ratio to the baseline's, ` +
+      "lower is better). Beside it, changelog records applied and their rate: the changelogs differ in size (Skein writes " +
+      "one record per key per transaction, Kafka Streams with its cache off one per input record), so a rate compares " +
+      "unlike work (bench/README.md).",
   )
   if (phases.includes("restart")) {
     L.push(
@@ -260,8 +291,8 @@ const fmtSeconds = (sp: Spread | undefined): string => {
   return sp.n > 1 ? `${f(sp.median)} (${f(sp.min)}–${f(sp.max)})` : f(sp.median)
 }
 
-const fmtRecords = (sp: Spread | undefined): string =>
-  sp === undefined ? "–" : sp.n > 1 && sp.min !== sp.max ? `${fmtInt(sp.median)} (${fmtInt(sp.min)}–${fmtInt(sp.max)})` : fmtInt(sp.median)
+const fmtRecords = (sp: Spread | undefined, missing = "–"): string =>
+  sp === undefined ? missing : sp.n > 1 && sp.min !== sp.max ? `${fmtInt(sp.median)} (${fmtInt(sp.min)}–${fmtInt(sp.max)})` : fmtInt(sp.median)
 
 const restartSpread = (r: ContenderReport, kind: RestartKind, f: "firstOutputSeconds" | "allOutputsSeconds" | "restoredRecords"): Spread | undefined =>
   spread(r.runs.map((x) => x.restart?.[kind]?.[f]))
@@ -332,7 +363,7 @@ export const renderText = (reports: ReadonlyArray<ContenderReport>): string => {
   const base = baselineOf(reports)
   const sums = new Map(reports.map((r) => [r.name, summarize(r)]))
   const b = base === undefined ? undefined : sums.get(base)
-  const rows: string[][] = [["contender", "throughput rec/s", "×", "p50 ms", "p99 ms", "×p99", "restore rec/s", "peak RSS MiB"]]
+  const rows: string[][] = [["contender", "throughput rec/s", "×", "p50 ms", "p99 ms", "×p99", "restore ms", "×", "restore rec/s", "peak RSS MiB"]]
   for (const r of reports) {
     if (r.unavailable !== undefined) {
       rows.push([r.name, `unavailable: ${r.unavailable}`])
@@ -346,6 +377,8 @@ export const renderText = (reports: ReadonlyArray<ContenderReport>): string => {
       cell(s.p50, "ms", "–"),
       cell(s.p99, "ms", "–"),
       ratio(s.p99, b?.p99),
+      cell(s.restoreMs, "ms", r.hasState ? "–" : "n/a"),
+      ratio(s.restoreMs, b?.restoreMs),
       cell(s.restoreRate, "rec/s", r.hasState ? "–" : "n/a"),
       cell(s.peakRssMiB, "MiB", "–"),
     ])
