@@ -251,11 +251,12 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     })
     if (config.queryPort !== undefined) {
       const QueryServer = yield* Effect.promise(() => import("./queryServer.ts"))
-      yield* QueryServer.serve(querySource(transformer, manager, partitions), {
+      const server = yield* QueryServer.serve(querySource(transformer, manager, partitions), {
         port: config.queryPort,
         host: config.queryHost,
         token: config.queryToken
       })
+      stats.setQueryPort(server.port)
     }
     const permits = config.maxConcurrency === "unbounded"
       ? Option.none()

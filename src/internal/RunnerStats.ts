@@ -83,6 +83,8 @@ export interface Stats {
   readonly lastCommitAt: number | undefined
   /** The port of the health endpoint, once it listens (`healthPort` set). */
   readonly healthPort: number | undefined
+  /** The port of the query endpoint, once it listens (`queryPort` set). */
+  readonly queryPort: number | undefined
   /** Partitions whose tasks are running. */
   readonly assigned: ReadonlySet<number>
   /** Partitions assigned but waiting for their task to start. */
@@ -150,6 +152,7 @@ export class RunnerStats implements Stats {
   readonly #partitionCounts = new Map<number, { records: number; commits: number }>()
   #lastCommitAt: number | undefined = undefined
   #healthPort: number | undefined = undefined
+  #queryPort: number | undefined = undefined
   #maxBatchRecords = 0
   #inFlightTransactions = 0
   #teardownsWithTransactionInFlight = 0
@@ -208,6 +211,9 @@ export class RunnerStats implements Stats {
   }
   get healthPort(): number | undefined {
     return this.#healthPort
+  }
+  get queryPort(): number | undefined {
+    return this.#queryPort
   }
   get assigned(): ReadonlySet<number> {
     return this.#assigned
@@ -303,6 +309,9 @@ export class RunnerStats implements Stats {
   }
   setHealthPort(port: number): void {
     this.#healthPort = port
+  }
+  setQueryPort(port: number): void {
+    this.#queryPort = port
   }
 
   // Counters and the histogram

@@ -2,7 +2,8 @@
  * The HTTP query endpoint of a run (`queryPort`): plain HTTP with JSON, on
  * `@effect/platform`'s router and `node:http`, closed with its scope. What it
  * answers and how a request reads is `query/request.ts` and
- * `query/Queries.ts`; this module listens, checks the bearer token, and maps
+ * `query/Queries.ts` (the path is read there, not by a router); this module
+ * listens, checks the bearer token, and maps
  * answers and their failures to statuses:
  *
  * - 200 the answer; 400 a malformed key or parameter, a page too large; 401
@@ -12,7 +13,6 @@
  *
  * @internal
  */
-import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
@@ -74,6 +74,9 @@ export const respond = (
 const handler = (source: Queries.Source, token: Redacted.Redacted | undefined) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
+    if (request.method !== "GET") {
+      return json(405, { error: "MethodNotAllowed", message: "queries are GET requests" }, { allow: "GET" })
+    }
     if (token !== undefined && !authorized(request.headers["authorization"], token)) {
       const path = request.url.split("?")[0] ?? ""
       const why = request.headers["authorization"] === undefined ? "no bearer token" : "a wrong bearer token"
@@ -108,8 +111,9 @@ export const serve = (
   Effect.gen(function*() {
     const server = yield* NodeHttpServer.make(() => Http.createServer(), { port: options.port, host: options.host })
       .pipe(Effect.mapError((error) => listenError(error.cause, options)))
-    const handle = handler(source, options.token)
-    yield* server.serve(HttpRouter.empty.pipe(HttpRouter.get("/state/*", handle), HttpRouter.get("/stores/*", handle)))
+    // The request's path is read by `request.ts`, not a router: a router answers a malformed
+    // percent-encoding with an empty 404, where a query answers a 400 that says what is wrong.
+    yield* server.serve(handler(source, options.token))
     yield* Effect.logInfo(
       `query endpoint on ${options.host}:${server.address._tag === "TcpAddress" ? server.address.port : options.port}` +
         (options.token === undefined ? "" : " (bearer token required)")

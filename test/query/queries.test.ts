@@ -1,0 +1,175 @@
+/**
+ * Interactive queries on a real broker (issue 33, slice 1): a counting
+ * transformer's state and its KeyValueStore, asked over HTTP, equal the
+ * latest committed output of each key; the writes of a transaction held
+ * open (a handler stalled after writing) are never an answer; bad requests
+ * and a wrong or missing token are clear 4xx (the token never logged), and
+ * the run keeps going.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Duration, Effect, HashMap, Logger, Option, Redacted, Schema } from "effect"
+import { KeyValueStore, Topic, Transformer } from "../../src/index.ts"
+import { partitionOf } from "../../src/internal/query/partitioner.ts"
+import { caughtUp, createTopics, eventually, produce, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
+import { tempDir } from "../helpers/tempDir.ts"
+
+const partitions = 3
+
+/** The JSON of an answer, the fields a test reads. */
+interface Answer {
+  readonly error?: string
+  readonly transformer?: string
+  readonly key?: string
+  readonly partition?: number
+  readonly found?: boolean
+  readonly value?: unknown
+  readonly known?: ReadonlyArray<string>
+  readonly maxLimit?: number
+  readonly entries?: ReadonlyArray<{ readonly key: string; readonly value: number }>
+  readonly next?: string | null
+  readonly complete?: boolean
+}
+const token = "query-token-7f3a9c"
+
+describe("interactive queries on a broker", () => {
+  it.scopedLive("answer committed state only: equal to the committed output, never a held transaction's writes", () =>
+    Effect.gen(function*() {
+      const input = unique("q-in")
+      const output = unique("q-out")
+      const applicationId = unique("q-app")
+      yield* createTopics([{ name: input, partitions }, { name: output, partitions }])
+      const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
+      const Out = Topic.make({ name: output, key: Schema.String, value: Topic.json(Schema.Number) })
+      const Totals = KeyValueStore.make({ name: "totals", key: Schema.String, value: Schema.Number })
+      const stalled = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const transformer = Transformer.make({
+        name: "count",
+        inputs: [In],
+        state: Schema.Number,
+        stores: [Totals],
+        transform: (record, count) =>
+          Effect.gen(function*() {
+            const next = Option.getOrElse(count, () => 0) + 1
+            yield* Totals.put(record.key ?? "", next)
+            if (record.value === "stall") {
+              // Written, and held: the transaction stays open until the test releases it.
+              yield* Deferred.succeed(stalled, undefined)
+              yield* Deferred.await(release)
+            }
+            return { emit: [Topic.record(Out, record.key, next)], state: Transformer.set(next) }
+          })
+      })
+      const logged: Array<string> = []
+      const capture = Logger.replace(
+        Logger.defaultLogger,
+        Logger.make(({ message }) => {
+          logged.push(Array.isArray(message) ? message.map(String).join(" ") : String(message))
+        })
+      )
+      const instance = yield* startInstance(transformer, {
+        applicationId,
+        stateDir: yield* tempDir("skein-query-"),
+        queryPort: 0,
+        queryToken: Redacted.make(token),
+        maxBatchDuration: Duration.millis(100)
+      }, capture)
+
+      const ask = (path: string, authorization: string | null = `Bearer ${token}`) =>
+        Effect.gen(function*() {
+          yield* eventually(Effect.sync(() => instance.stats.queryPort !== undefined), { what: "the query endpoint" })
+          return yield* Effect.promise(async () => {
+            const response = await fetch(`http://127.0.0.1:${instance.stats.queryPort}${path}`, {
+              headers: authorization === null ? {} : { authorization }
+            })
+            const text = await response.text()
+            try {
+              return { status: response.status, json: JSON.parse(text) as Answer }
+            } catch {
+              throw new Error(`${path}: ${response.status} ${JSON.stringify(text)}`)
+            }
+          })
+        })
+
+      // Keys k0..k8, key i with i + 1 records, over the three partitions.
+      const keys = Array.from({ length: 9 }, (_, i) => `k${i}`)
+      yield* produce(input, keys.flatMap((key, i) => Array.from({ length: i + 1 }, () => ({ key, value: "inc" }))))
+      yield* caughtUp(applicationId, input)
+      const latest = (yield* readCommitted(output)).sort((a, b) => a.offset - b.offset)
+        .reduce((m, r) => HashMap.set(m, r.key ?? "", Number(r.value)), HashMap.empty<string, number>())
+      assert.strictEqual(HashMap.size(latest), keys.length)
+      for (const key of keys) {
+        const committed = Option.getOrThrow(HashMap.get(latest, key))
+        const state = yield* ask(`/state/count/${key}`)
+        assert.strictEqual(state.status, 200, JSON.stringify(state.json))
+        assert.deepStrictEqual(state.json, {
+          transformer: "count",
+          key,
+          partition: partitionOf(key, partitions),
+          found: true,
+          value: committed
+        })
+        const stored = yield* ask(`/stores/totals/keys/${key}`)
+        assert.strictEqual(stored.json.value, committed, key)
+      }
+      // The store in key order, four entries a page, every partition here.
+      const scanned: Array<[string, number]> = []
+      let after: string | null = null
+      for (let page = 0; page < 10; page++) {
+        const answer: { json: Answer } = yield* ask(`/stores/totals/range?limit=4${after === null ? "" : `&after=${after}`}`)
+        assert.isTrue(answer.json.complete)
+        scanned.push(...(answer.json.entries ?? []).map((e): [string, number] => [e.key, e.value]))
+        after = answer.json.next ?? null
+        if (after === null) break
+      }
+      assert.deepStrictEqual(scanned, keys.map((key): [string, number] => [key, Option.getOrThrow(HashMap.get(latest, key))]))
+
+      // A transaction held open: "fresh" finishes, then "k4" stalls after writing, in one batch of one partition.
+      const held = "k4"
+      const fresh = Array.from({ length: 100 }, (_, i) => `fresh${i}`).find((key) => partitionOf(key, partitions) === partitionOf(held, partitions))
+      if (fresh === undefined) return assert.fail("no key of k4's partition")
+      yield* produce(input, [{ key: fresh, value: "inc" }, { key: held, value: "stall" }])
+      yield* Deferred.await(stalled)
+      for (let round = 0; round < 5; round++) {
+        assert.strictEqual((yield* ask(`/state/count/${held}`)).json.value, 5, "the held transaction's state")
+        assert.strictEqual((yield* ask(`/stores/totals/keys/${held}`)).json.value, 5, "the held transaction's store write")
+        assert.isFalse((yield* ask(`/state/count/${fresh}`)).json.found, "a finished record of the open transaction")
+        assert.isFalse((yield* ask(`/stores/totals/keys/${fresh}`)).json.found)
+        const prefix = yield* ask("/stores/totals/prefix?prefix=fresh")
+        assert.deepStrictEqual(prefix.json.entries, [])
+      }
+      yield* Deferred.succeed(release, undefined)
+      yield* caughtUp(applicationId, input)
+      assert.strictEqual((yield* ask(`/state/count/${held}`)).json.value, 6)
+      assert.strictEqual((yield* ask(`/stores/totals/keys/${fresh}`)).json.value, 1)
+
+      // Bad requests: clear 4xx, the run keeps going.
+      const unknownStore = yield* ask("/stores/nope/keys/a")
+      assert.deepStrictEqual([unknownStore.status, unknownStore.json.error, unknownStore.json.known], [404, "UnknownStore", ["totals"]])
+      const unknownTransformer = yield* ask("/state/other/a")
+      assert.deepStrictEqual([unknownTransformer.status, unknownTransformer.json.error], [404, "UnknownTransformer"])
+      const malformed = yield* ask("/state/count/%E0%A4%A")
+      assert.deepStrictEqual([malformed.status, malformed.json.error], [400, "MalformedPath"])
+      const reserved = yield* ask("/state/count/%00skein.timers")
+      assert.deepStrictEqual([reserved.status, reserved.json.error], [400, "MalformedKey"])
+      const tooLarge = yield* ask("/stores/totals/range?limit=100000")
+      assert.deepStrictEqual([tooLarge.status, tooLarge.json.error, tooLarge.json.maxLimit], [400, "RangeTooLarge", 1000])
+      const badPartition = yield* ask("/stores/totals/keys/k1?partition=7")
+      assert.deepStrictEqual([badPartition.status, badPartition.json.error], [400, "InvalidParameter"])
+
+      // A missing or wrong token: 401, logged without the token.
+      const missing = yield* ask("/state/count/k1", null)
+      assert.deepStrictEqual([missing.status, missing.json.error], [401, "Unauthorized"])
+      const wrong = yield* ask("/state/count/k1", "Bearer query-token-7f3a9d")
+      assert.strictEqual(wrong.status, 401)
+      assert.strictEqual(wrong.json.value, undefined)
+      assert.isTrue(logged.some((line) => line.includes("refused GET /state/count/k1") && line.includes("a wrong bearer token")))
+      assert.isTrue(logged.some((line) => line.includes("no bearer token")))
+      assert.isFalse(logged.some((line) => line.includes(token) || line.includes("query-token-7f3a9d")), "a token in the logs")
+
+      yield* produce(input, [{ key: "k1", value: "inc" }])
+      yield* caughtUp(applicationId, input)
+      assert.strictEqual((yield* ask("/state/count/k1")).json.value, 3)
+      assert.isTrue(Option.isNone(yield* instance.exit), "the run is still going")
+    }), { timeout: 60_000 })
+})
