@@ -5,15 +5,19 @@
  * bearer token.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Either, Redacted } from "effect"
+import { ConfigProvider, Effect, Either, Redacted } from "effect"
 import { createRequire } from "node:module"
+import * as path from "node:path"
+import { SkeinConfig } from "../../src/index.ts"
 import * as CommitReceipt from "../../src/internal/CommitReceipt.ts"
 import * as MemoryStore from "../../src/internal/memoryStore.ts"
 import { murmur2, partitionOf } from "../../src/internal/query/partitioner.ts"
 import * as Queries from "../../src/internal/query/Queries.ts"
 import * as Request from "../../src/internal/query/request.ts"
 import * as QueryServer from "../../src/internal/queryServer.ts"
+import * as StateStore from "../../src/internal/StateStore.ts"
 import { namespace } from "../../src/internal/stores/keys.ts"
+import { tempDir } from "../helpers/tempDir.ts"
 
 const kafkajsMurmur2: (key: string) => number = createRequire(import.meta.url)(
   "kafkajs/src/producer/partitioners/default/murmur2.js"
@@ -240,4 +244,35 @@ describe("the bearer token", () => {
       assert.isFalse(QueryServer.authorized(header, token), String(header))
     }
   })
+})
+
+describe("the query settings", () => {
+  it.effect("are off unless set, localhost by default, the token redacted", () =>
+    Effect.gen(function*() {
+      const read = (env: Record<string, string>) =>
+        Effect.withConfigProvider(SkeinConfig.config, ConfigProvider.fromMap(new Map(Object.entries({ SKEIN_APPLICATION_ID: "a", SKEIN_BROKERS: "b:9092", ...env }))))
+      const unset = yield* read({})
+      assert.strictEqual(unset.queryPort, undefined)
+      assert.strictEqual(unset.queryHost, "127.0.0.1")
+      assert.strictEqual(unset.queryToken, undefined)
+      const set = yield* read({ SKEIN_QUERY_PORT: "8081", SKEIN_QUERY_HOST: "0.0.0.0", SKEIN_QUERY_TOKEN: "t0ken" })
+      assert.strictEqual(set.queryPort, 8081)
+      assert.strictEqual(set.queryHost, "0.0.0.0")
+      assert.strictEqual(set.queryToken === undefined ? undefined : Redacted.value(set.queryToken), "t0ken")
+      assert.notInclude(String(set.queryToken), "t0ken")
+      assert.isTrue(Either.isLeft(yield* Effect.either(read({ SKEIN_QUERY_PORT: "70000" }))))
+      assert.strictEqual(SkeinConfig.make({ applicationId: "a", brokers: [] }).queryHost, "127.0.0.1")
+    }))
+})
+
+describe("a LevelDB store's range", () => {
+  it.scoped("stops at its limit, in key order", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir("skein-query-range-")
+      const store = yield* StateStore.open(path.join(dir, "0"), 0)
+      yield* store.write(CommitReceipt.issue(0, []), ["c", "a", "e", "b", "d"].map((key) => ({ key, value: key })))
+      assert.deepStrictEqual((yield* store.range({ gte: "b", limit: 2 })).map(([key]) => key), ["b", "c"])
+      assert.deepStrictEqual((yield* store.range({ gte: "b", lte: "d", limit: 10 })).map(([key]) => key), ["b", "c", "d"])
+      assert.deepStrictEqual((yield* store.range({ gte: "" })).map(([key]) => key), ["a", "b", "c", "d", "e"])
+    }))
 })
