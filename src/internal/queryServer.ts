@@ -33,6 +33,9 @@ export interface Options {
   readonly token?: Redacted.Redacted | undefined
 }
 
+/** Addresses only this machine reaches. */
+const loopback: ReadonlySet<string> = new Set(["127.0.0.1", "localhost", "::1"])
+
 const digest = (text: string): Buffer => createHash("sha256").update(text).digest()
 
 /** True when `header` is `Bearer <token>` (compared in constant time). */
@@ -114,6 +117,12 @@ export const serve = (
     // The request's path is read by `request.ts`, not a router: a router answers a malformed
     // percent-encoding with an empty 404, where a query answers a 400 that says what is wrong.
     yield* server.serve(handler(source, options.token))
+    if (options.token === undefined && !loopback.has(options.host)) {
+      yield* Effect.logWarning(
+        `the query endpoint listens on ${options.host} without a token: anyone who reaches it reads the state. ` +
+          "Set queryToken (SKEIN_QUERY_TOKEN), or queryHost to 127.0.0.1"
+      )
+    }
     yield* Effect.logInfo(
       `query endpoint on ${options.host}:${server.address._tag === "TcpAddress" ? server.address.port : options.port}` +
         (options.token === undefined ? "" : " (bearer token required)")

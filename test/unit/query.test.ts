@@ -5,7 +5,7 @@
  * bearer token.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Either, Redacted } from "effect"
+import { ConfigProvider, Effect, Either, Logger, Redacted } from "effect"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { SkeinConfig } from "../../src/index.ts"
@@ -274,5 +274,46 @@ describe("a LevelDB store's range", () => {
       assert.deepStrictEqual((yield* store.range({ gte: "b", limit: 2 })).map(([key]) => key), ["b", "c"])
       assert.deepStrictEqual((yield* store.range({ gte: "b", lte: "d", limit: 10 })).map(([key]) => key), ["b", "c", "d"])
       assert.deepStrictEqual((yield* store.range({ gte: "" })).map(([key]) => key), ["a", "b", "c", "d", "e"])
+    }))
+})
+
+describe("the query endpoint", () => {
+  const source: Queries.Source = {
+    transformer: "count",
+    stateful: true,
+    keyValueStores: [],
+    otherStores: new Map(),
+    partitions: 1,
+    partition: () => "absent",
+    assigned: () => []
+  }
+  const warnings = (options: QueryServer.Options) =>
+    Effect.gen(function*() {
+      const logged: Array<string> = []
+      const logger = Logger.make(({ logLevel, message }) => {
+        if (logLevel._tag === "Warning") logged.push(String(message))
+      })
+      const { port } = yield* QueryServer.serve(source, options).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      const response = yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/state/count/k`, { method: "POST" }))
+      assert.strictEqual(response.status, 405)
+      return logged
+    })
+
+  it.scopedLive("warns when it listens beyond this machine without a token", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(yield* warnings({ port: 0, host: "127.0.0.1" }), [])
+      assert.deepStrictEqual(yield* warnings({ port: 0, host: "0.0.0.0", token: Redacted.make("t") }), [])
+      const [warning] = yield* warnings({ port: 0, host: "0.0.0.0" })
+      assert.include(warning, "without a token")
+      assert.include(warning, "queryToken")
+    }))
+
+  it.scopedLive("a port in use fails with QueryServerError naming the port and the setting", () =>
+    Effect.gen(function*() {
+      const { port } = yield* QueryServer.serve(source, { port: 0, host: "127.0.0.1" })
+      const error = yield* Effect.flip(QueryServer.serve(source, { port, host: "127.0.0.1" }))
+      assert.strictEqual(error.reason, "PortInUse")
+      assert.include(error.message, `127.0.0.1:${port}`)
+      assert.include(error.message, "SKEIN_QUERY_PORT")
     }))
 })
