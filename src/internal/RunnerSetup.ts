@@ -70,6 +70,7 @@ export interface RunnerHooks {
 const querySource = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
   manager: TaskManager.TaskManager,
+  stats: RunnerStats,
   partitions: number
 ): Queries.Source => {
   const stores = transformer.stores ?? []
@@ -81,8 +82,9 @@ const querySource = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     partitions,
     partition: (partition) =>
       Option.match(manager.task(partition), {
-        // Assigned here and not running: starting, restoring (or stopped, or a rebalance in progress).
-        onNone: () => manager.assigned().has(partition) ? "restoring" : "absent",
+        // Assigned here and not running: stopped by a failure, or starting, restoring (or a rebalance in progress).
+        onNone: () =>
+          stats.stopped.has(partition) ? "stopped" : manager.assigned().has(partition) ? "restoring" : "absent",
         // A running task of a stateless transformer has no store: nothing of it is queried.
         onSome: (task) => Option.getOrElse(task.store, () => "absent" as const)
       }),
@@ -251,7 +253,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     })
     if (config.queryPort !== undefined) {
       const QueryServer = yield* Effect.promise(() => import("./queryServer.ts"))
-      const server = yield* QueryServer.serve(querySource(transformer, manager, partitions), {
+      const server = yield* QueryServer.serve(querySource(transformer, manager, stats, partitions), {
         port: config.queryPort,
         host: config.queryHost,
         token: config.queryToken

@@ -20,8 +20,12 @@ import { BadRequest, NotHere, NotReady, Unknown } from "./QueryError.ts"
 import type { QueryError } from "./QueryError.ts"
 import type { Bounds, Query } from "./request.ts"
 
-/** A partition as a query sees it here: its task's store, restoring, or not assigned here. */
-export type PartitionState = StateStore<number> | StateStore | "restoring" | "absent"
+/**
+ * A partition as a query sees it here: its task's store, restoring (or
+ * starting), stopped by a failure (failure isolation "partition"), or not
+ * assigned here.
+ */
+export type PartitionState = StateStore<number> | StateStore | "restoring" | "stopped" | "absent"
 
 /** What queries read of a run. */
 export interface Source {
@@ -69,8 +73,8 @@ const storeOf = (source: Source, partition: number): Effect.Effect<StateStore, N
   const state = source.partition(partition)
   return state === "absent"
     ? Effect.fail(new NotHere({ partition, partitions: source.partitions }))
-    : state === "restoring"
-    ? Effect.fail(new NotReady({ partition, reason: "restoring", retryAfterMillis }))
+    : state === "restoring" || state === "stopped"
+    ? Effect.fail(new NotReady({ partition, reason: state, retryAfterMillis }))
     : Effect.succeed(state)
 }
 

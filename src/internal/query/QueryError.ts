@@ -54,12 +54,15 @@ export class NotHere extends Data.TaggedError("NotHere")<{
 /** The key's partition is assigned here but not queryable yet (503): retry after `retryAfterMillis`. */
 export class NotReady extends Data.TaggedError("NotReady")<{
   readonly partition: number
-  readonly reason: "restoring" | "unavailable"
+  readonly reason: "restoring" | "stopped" | "unavailable"
   readonly retryAfterMillis: number
 }> {
   override get message(): string {
     return this.reason === "restoring"
       ? `partition ${this.partition} is restoring its state here: retry in ${this.retryAfterMillis} ms`
+      : this.reason === "stopped"
+      ? `partition ${this.partition} is stopped here by a failure (see /health/ready): its state is answered again ` +
+        "once the partition restarts or moves"
       : `partition ${this.partition}'s store could not be read (the task is moving or stopped): retry in ` +
         `${this.retryAfterMillis} ms, or ask the instance that owns it`
   }
