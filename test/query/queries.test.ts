@@ -4,7 +4,8 @@
  * latest committed output of each key; the writes of a transaction held
  * open (a handler stalled after writing) are never an answer; bad requests
  * and a wrong or missing token are clear 4xx (the token never logged), and
- * the run keeps going.
+ * the run keeps going; with a second instance, each key is answered by the
+ * instance that runs its partition and is NotHere at the other.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, HashMap, Logger, Option, Redacted, Schema } from "effect"
@@ -75,11 +76,11 @@ describe("interactive queries on a broker", () => {
         maxBatchDuration: Duration.millis(100)
       }, capture)
 
-      const ask = (path: string, authorization: string | null = `Bearer ${token}`) =>
+      const askAt = (at: typeof instance, path: string, authorization: string | null = `Bearer ${token}`) =>
         Effect.gen(function*() {
-          yield* eventually(Effect.sync(() => instance.stats.queryPort !== undefined), { what: "the query endpoint" })
+          yield* eventually(Effect.sync(() => at.stats.queryPort !== undefined), { what: "the query endpoint" })
           return yield* Effect.promise(async () => {
-            const response = await fetch(`http://127.0.0.1:${instance.stats.queryPort}${path}`, {
+            const response = await fetch(`http://127.0.0.1:${at.stats.queryPort}${path}`, {
               headers: authorization === null ? {} : { authorization }
             })
             const text = await response.text()
@@ -90,6 +91,7 @@ describe("interactive queries on a broker", () => {
             }
           })
         })
+      const ask = (path: string, authorization: string | null = `Bearer ${token}`) => askAt(instance, path, authorization)
 
       // Keys k0..k8, key i with i + 1 records, over the three partitions.
       const keys = Array.from({ length: 9 }, (_, i) => `k${i}`)
@@ -171,5 +173,29 @@ describe("interactive queries on a broker", () => {
       yield* caughtUp(applicationId, input)
       assert.strictEqual((yield* ask("/state/count/k1")).json.value, 3)
       assert.isTrue(Option.isNone(yield* instance.exit), "the run is still going")
+
+      // A second instance takes some partitions: each key is answered by its owner, the other says NotHere.
+      const second = yield* startInstance(transformer, {
+        applicationId,
+        stateDir: yield* tempDir("skein-query-b-"),
+        queryPort: 0,
+        queryToken: Redacted.make(token)
+      })
+      yield* eventually(
+        Effect.sync(() =>
+          second.stats.assigned.size > 0 && instance.stats.assigned.size > 0 &&
+          second.stats.assigned.size + instance.stats.assigned.size === partitions
+        ),
+        { what: "the partitions to be split between the instances" }
+      )
+      for (const key of keys) {
+        const committed = key === "k1" ? 3 : key === held ? 6 : Option.getOrThrow(HashMap.get(latest, key))
+        const partition = partitionOf(key, partitions)
+        const [owner, other] = instance.stats.assigned.has(partition) ? [instance, second] : [second, instance]
+        const answered = yield* askAt(owner, `/state/count/${key}`)
+        assert.deepStrictEqual([answered.status, answered.json.value], [200, committed], key)
+        const elsewhere = yield* askAt(other, `/state/count/${key}`)
+        assert.deepStrictEqual([elsewhere.status, elsewhere.json.error, elsewhere.json.partition], [404, "NotHere", partition], key)
+      }
     }), { timeout: 60_000 })
 })
