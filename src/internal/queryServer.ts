@@ -58,7 +58,11 @@ export const respond = (
     const error = query.left
     return Effect.succeed(
       error._tag === "NoRoute"
-        ? json(404, { error: "NotFound", message: "not a query: see GET /state/{transformer}/{key}, /stores/{store}/keys/{key}, /stores/{store}/range, /stores/{store}/prefix" })
+        ? json(404, {
+          error: "NotFound",
+          message: "not a query: see GET /state/{transformer}/{key}, /stores/{store}/keys/{key}, " +
+            "/stores/{store}/range, /stores/{store}/prefix"
+        })
         : json(QueryError.status(error), QueryError.body(error))
     )
   }
@@ -83,9 +87,8 @@ const handler = (source: Queries.Source, token: Redacted.Redacted | undefined) =
     if (token !== undefined && !authorized(request.headers["authorization"], token)) {
       const path = request.url.split("?")[0] ?? ""
       const why = request.headers["authorization"] === undefined ? "no bearer token" : "a wrong bearer token"
-      yield* Effect.logWarning(
-        `query endpoint: refused ${request.method} ${path} from ${request.remoteAddress._tag === "Some" ? request.remoteAddress.value : "?"}: ${why}`
-      )
+      const from = request.remoteAddress._tag === "Some" ? request.remoteAddress.value : "?"
+      yield* Effect.logWarning(`query endpoint: refused ${request.method} ${path} from ${from}: ${why}`)
       return json(401, { error: "Unauthorized", message: "this endpoint needs Authorization: Bearer <queryToken>" }, {
         "www-authenticate": "Bearer"
       })

@@ -56,6 +56,10 @@ const jsonOf = (text: string): unknown => {
   }
 }
 
+/** A key's value, or that it has none. */
+const found = (text: string | undefined) =>
+  text === undefined ? { found: false, value: null } : { found: true, value: jsonOf(text) }
+
 const partitionFor = (source: Source, key: string, requested: number | undefined): Effect.Effect<number, BadRequest> =>
   requested === undefined
     ? Effect.succeed(partitionOf(key, source.partitions))
@@ -124,14 +128,14 @@ export const answer = (source: Source, query: Query): Effect.Effect<Record<strin
         const partition = yield* partitionFor(source, query.key, query.partition)
         const store = yield* storeOf(source, partition)
         const text = yield* reading(partition, store.get(query.key))
-        return { transformer: source.transformer, key: query.key, partition, found: text !== undefined, value: text === undefined ? null : jsonOf(text) }
+        return { transformer: source.transformer, key: query.key, partition, ...found(text) }
       }
       case "StoreKey": {
         const name = yield* keyValueStore(source, query.store)
         const partition = yield* partitionFor(source, query.key, query.partition)
         const store = yield* storeOf(source, partition)
         const text = yield* reading(partition, store.get(namespace(name) + query.key))
-        return { store: name, key: query.key, partition, found: text !== undefined, value: text === undefined ? null : jsonOf(text) }
+        return { store: name, key: query.key, partition, ...found(text) }
       }
       case "StoreScan": {
         const name = yield* keyValueStore(source, query.store)
@@ -139,16 +143,19 @@ export const answer = (source: Source, query: Query): Effect.Effect<Record<strin
           ? source.assigned()
           : [yield* partitionFor(source, "", query.partition)]
         // Every partition is ready before any is read: never a page missing a restoring partition's entries.
-        const stores = yield* Effect.forEach(partitions, (partition) => Effect.map(storeOf(source, partition), (store) => [partition, store] as const))
+        const stores = yield* Effect.forEach(
+          partitions,
+          (partition) => Effect.map(storeOf(source, partition), (store) => [partition, store] as const)
+        )
         const bounds = { ...storeBounds(name, query.bounds, query.after), limit: query.limit }
         const base = namespace(name).length
-        const found: Array<{ readonly key: string; readonly value: unknown; readonly partition: number }> = []
+        const entries: Array<{ readonly key: string; readonly value: unknown; readonly partition: number }> = []
         for (const [partition, store] of stores) {
           for (const [key, text] of yield* reading(partition, store.range(bounds))) {
-            found.push({ key: key.slice(base), value: jsonOf(text), partition })
+            entries.push({ key: key.slice(base), value: jsonOf(text), partition })
           }
         }
-        const page = found.sort((a, b) => compare(a.key, b.key)).slice(0, query.limit)
+        const page = entries.sort((a, b) => compare(a.key, b.key)).slice(0, query.limit)
         const last = page[page.length - 1]
         return {
           store: name,

@@ -65,7 +65,10 @@ const segment = (raw: string, what: string): Either.Either<string, BadRequest> =
     return Either.right(decodeURIComponent(raw))
   } catch {
     return Either.left(
-      new BadRequest({ reason: "MalformedPath", message: `the ${what} ${JSON.stringify(raw)} is not valid percent-encoding (UTF-8)` })
+      new BadRequest({
+        reason: "MalformedPath",
+        message: `the ${what} ${JSON.stringify(raw)} is not valid percent-encoding (UTF-8)`
+      })
     )
   }
 }
