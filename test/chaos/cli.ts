@@ -246,7 +246,6 @@ const windowedLayout = (settings: WindowedSettings, applicationId: string) =>
 const eventTimeOf = (base: number, rate: number) => (id: number): number =>
   base + Math.floor((id * 1000) / rate) - (Math.imul(id + 1, 0x9e3779b1) >>> 0) % 2000
 
-
 const createTopics = (
   brokers: ReadonlyArray<string>,
   topics: ReadonlyArray<string>,
