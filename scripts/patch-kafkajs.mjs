@@ -56,7 +56,11 @@
 //   seeks its partitions right after its join). See test/kafkajs-seek.test.ts. And a fetch with
 //   every partition paused sleeps maxWaitTimeInMs: a partition resumed during the sleep waited it
 //   out (a restore on an idle changelog reader started up to 200 ms late); `resume` now ends the
-//   sleep. See test/kafkajs-idle-resume.test.ts.
+//   sleep. See test/kafkajs-idle-resume.test.ts. And a heartbeat that cannot reach the group's
+//   coordinator (its broker crashed) looks the coordinator up again and heartbeats the new one,
+//   as the Java client does: kafkajs heartbeated the dead broker until its retries ran out and the
+//   consumer crashed, while the coordinator had moved to a live replica of the offsets partition.
+//   See test/broker-cluster.test.ts and test/unit/kafkajsCoordinator.test.ts.
 // - kafkajs/src/protocol/recordBatch/v0/decoder.js: a batch's records are decoded in place from
 //   the batch's buffer, not each from a Buffer view and a Decoder made for it; and
 //   kafkajs/src/consumer/batch.js: a fetched batch keeps the messages at or after the fetched

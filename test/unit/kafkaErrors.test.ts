@@ -1,6 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import kafkajs from "kafkajs"
-import { isUnknownTopic } from "../../src/internal/kafka/errors.ts"
+import { Duration } from "effect"
+import { KafkaError } from "../../src/SkeinError.ts"
+import { consumerRetryBudget } from "../../src/internal/kafka/consumer.ts"
+import { ClusterUnreachable, isUnknownTopic, toKafkaError, unreachableAfterRetries } from "../../src/internal/kafka/errors.ts"
 import { runTransaction } from "../../src/internal/kafka/producer.ts"
 import type { Producer, Transaction } from "kafkajs"
 
@@ -8,6 +11,31 @@ const protocolError = (type: string, message: string) =>
   new kafkajs.KafkaJSProtocolError(Object.assign(new Error(message), { type, code: 0, retriable: false }))
 
 describe("kafka errors", () => {
+  // The chaos run's apps ended with "Kafka consumer failed (Connection): Connection error: connect
+  // ECONNREFUSED ...": nothing said that the consumer had retried for ~50 s, nor what to check.
+  it("a consumer that gives up on unreachable brokers fails with ClusterUnreachable: the bound and what to check", () => {
+    const refused = new kafkajs.KafkaJSConnectionError("Connection error: connect ECONNREFUSED 127.0.0.1:44693", {
+      broker: "127.0.0.1:44693",
+      code: "ECONNREFUSED"
+    })
+    const exhausted = new kafkajs.KafkaJSNumberOfRetriesExceeded(refused, { retryCount: 12, retryTime: 5000 })
+    const error = toKafkaError("consumer")(unreachableAfterRetries("consumer", consumerRetryBudget)(exhausted))
+    assert.instanceOf(error, KafkaError)
+    assert.strictEqual(error.reason, "Connection")
+    assert.instanceOf(error.cause, ClusterUnreachable)
+    assert.strictEqual(Math.round(Duration.toSeconds(consumerRetryBudget)), 48)
+    assert.include(error.message, "Kafka consumer failed (Connection): the consumer could not reach the Kafka brokers")
+    assert.include(error.message, "about 48 s; last failure: Connection error: connect ECONNREFUSED 127.0.0.1:44693")
+    assert.include(error.message, "Check that the brokers in SkeinConfig.brokers are running and reachable")
+    // Anything else keeps its own error: a retriable protocol answer, or a connection error not retried out.
+    const protocol = new kafkajs.KafkaJSNumberOfRetriesExceeded(protocolError("COORDINATOR_NOT_AVAILABLE", "not available"), {
+      retryCount: 12,
+      retryTime: 5000
+    })
+    assert.strictEqual(unreachableAfterRetries("consumer", consumerRetryBudget)(protocol), protocol)
+    assert.strictEqual(unreachableAfterRetries("consumer", consumerRetryBudget)(refused), refused)
+  })
+
   // Issue 11, defect 8: "not exist" anywhere in a message counted as a missing topic,
   // so the changelog's partition check could be skipped on an unrelated answer.
   it("a missing topic is recognised by the broker's error type, not by words in a message", () => {

@@ -21,7 +21,7 @@ import type { TopicPartition } from "../../TopicPartition.ts"
 import * as Assignor from "./assignor.ts"
 import { connectOrDisconnect } from "./client.ts"
 import type { Kafka } from "./client.ts"
-import { isRebalancing, toKafkaError } from "./errors.ts"
+import { isRebalancing, toKafkaError, unreachableAfterRetries } from "./errors.ts"
 import * as PatchedKafkajs from "./patchedKafkajs.ts"
 
 
@@ -235,6 +235,22 @@ export const consumerRetry = {
   restartOnFailure: restartIfRetriable
 }
 
+/**
+ * The longest the consumer's retries back off in all before it gives up
+ * (about 49 s: kafkajs waits up to 20% more than twice its last wait, capped
+ * at `maxRetryTime`). A broker that crashes does not use it up: its
+ * partitions' leaders and the group's coordinator move to the other brokers,
+ * which the consumer follows (Skein's kafkajs patch looks a lost coordinator
+ * up again). Brokers unreachable for longer end the run with a `KafkaError`
+ * caused by `ClusterUnreachable`.
+ */
+export const consumerRetryBudget: Duration.Duration = Duration.millis(
+  Array.from({ length: consumerRetry.retries }).reduce<{ readonly wait: number; readonly total: number }>(
+    ({ total, wait }) => ({ wait: Math.min(wait * 2.4, consumerRetry.maxRetryTime), total: total + wait }),
+    { wait: consumerRetry.initialRetryTime * 1.2, total: 0 }
+  ).total
+)
+
 const sleep = (ms: number) => new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), ms))
 
 /** Joins the group and starts fetching; leaves the group when the scope closes. */
@@ -353,7 +369,10 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       // A retriable crash is followed by kafkajs's own restart (a rejoin): not fatal.
       if (event.payload.restart) return
       crashed = true
-      Queue.unsafeOffer(events, { _tag: "Crashed", error: toKafkaError("consumer", access)(event.payload.error) })
+      Queue.unsafeOffer(events, {
+        _tag: "Crashed",
+        error: toKafkaError("consumer", access)(unreachableAfterRetries("consumer", consumerRetryBudget)(event.payload.error))
+      })
     })
 
     consumer.on(consumer.events.END_BATCH_PROCESS, (event) => {

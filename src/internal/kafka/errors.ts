@@ -4,12 +4,15 @@
  *
  * @internal
  */
+import { Data, Duration } from "effect"
 import { AuthenticationFailed, AuthorizationFailed, KafkaError, TlsError } from "../../SkeinError.ts"
 import type { SecurityError } from "../../SkeinError.ts"
 
 const FENCED_TYPES = new Set(["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED", "INVALID_PRODUCER_ID_MAPPING"])
 const TIMEOUT_NAMES = new Set(["KafkaJSRequestTimeoutError", "KafkaJSTimeout"])
 const CONNECTION_NAMES = new Set(["KafkaJSConnectionError", "KafkaJSNoBrokerAvailableError", "KafkaJSBrokerNotFound"])
+/** The failures of a request whose broker could not be reached or went away. */
+const UNREACHABLE_NAMES = new Set([...CONNECTION_NAMES, "KafkaJSConnectionClosedError", "KafkaJSRequestTimeoutError"])
 
 interface ErrorLike {
   readonly name?: unknown
@@ -265,3 +268,36 @@ export const toKafkaError = (operation: string, access?: Access) => (error: unkn
  */
 export const isUnknownTopic = (error: unknown): boolean =>
   chain(error).some((e) => e.type === "UNKNOWN_TOPIC_OR_PARTITION")
+
+/**
+ * A kafkajs client kept failing to reach the brokers it needed for longer than
+ * its retries last (`retryBudget`), e.g. the whole cluster down or cut off from
+ * this host. One broker of a replicated cluster going down does not cause it:
+ * its partitions and coordinators move to the others. The cause of the run's
+ * `KafkaError` (reason "Connection").
+ */
+export class ClusterUnreachable extends Data.TaggedError("ClusterUnreachable")<{
+  readonly client: string
+  readonly retryBudget: Duration.Duration
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const last = chain(this.cause).find((e) => typeof e.name === "string" && UNREACHABLE_NAMES.has(e.name))
+    return `the ${this.client} could not reach the Kafka brokers it needs for longer than its retries last ` +
+      `(about ${Math.round(Duration.toSeconds(this.retryBudget))} s; last failure: ${text(last?.message)}). ` +
+      "Check that the brokers in SkeinConfig.brokers are running and reachable from this host (addresses, ports, " +
+      "firewalls, the brokers' advertised.listeners) and that the cluster has a leader for the internal topics " +
+      "(__consumer_offsets, __transaction_state)"
+  }
+}
+
+/**
+ * `error` as a `ClusterUnreachable` when it is kafkajs giving up after its
+ * retries on unreachable brokers; otherwise `error` itself.
+ */
+export const unreachableAfterRetries = (client: string, retryBudget: Duration.Duration) => (error: unknown): unknown => {
+  const errors = chain(error)
+  const exhausted = errors.some((e) => e.name === "KafkaJSNumberOfRetriesExceeded")
+  const unreachable = errors.some((e) => typeof e.name === "string" && UNREACHABLE_NAMES.has(e.name))
+  return exhausted && unreachable ? new ClusterUnreachable({ client, retryBudget, cause: error }) : error
+}
