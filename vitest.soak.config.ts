@@ -10,6 +10,11 @@ export default defineConfig({
   test: {
     ...base.test,
     include: ["test/soak/**/*.test.ts"],
-    exclude: configDefaults.exclude
+    exclude: configDefaults.exclude,
+    // Its files side by side (the leak run measures its own process; the chaos run its own
+    // children): the soak stage takes the longer of them, not their sum.
+    fileParallelism: true,
+    maxWorkers: 2,
+    minWorkers: 1
   }
 })
