@@ -13,12 +13,11 @@
  *                          [--dist dist] [--rules]
  */
 import { Effect, Option, Schema } from "effect"
-import * as path from "node:path"
 import { PerformanceObserver } from "node:perf_hooks"
-import * as url from "node:url"
 import { parseArgs } from "node:util"
 import type { FetchedRecord } from "../src/internal/kafka/consumer.ts"
 import type { StateStore } from "../src/internal/StateStore.ts"
+import { emptyStore, moduleFrom } from "./lib/inProcess.ts"
 import { spread } from "./lib/stats.ts"
 
 const { values: flags } = parseArgs({
@@ -38,12 +37,8 @@ const valueBytes = Number(flags["value-bytes"])
 const rounds = Number(flags.rounds)
 const minMs = Number(flags["min-ms"])
 
-// The sources through tsx, or (--dist <folder>) a build of them, what users run (`npm run build`
-// writes dist/): tsx wraps every named function it compiles in a `__name` call, a cost per
-// closure made per record that the build does not have. Two builds give an A/B.
-const dist = flags.dist === undefined ? undefined : path.resolve(flags.dist)
-const from = (module: string) =>
-  dist === undefined ? `../src/${module}.ts` : url.pathToFileURL(path.join(dist, `${module}.js`)).href
+// The sources, or (--dist <folder>) a build of them (bench/lib/inProcess.ts).
+const from = moduleFrom(flags.dist)
 const Batch: typeof import("../src/internal/batch.ts") = await import(from("internal/batch"))
 const { makeMessageLimits }: typeof import("../src/internal/outputs.ts") = await import(from("internal/outputs"))
 const PartitionCounts: typeof import("../src/internal/partitionCounts.ts") = await import(from("internal/partitionCounts"))
@@ -88,19 +83,7 @@ const fetched: ReadonlyArray<FetchedRecord> = Array.from({ length: records }, (_
 }))
 
 /** A store whose every key is already in the state cache: only `getMany` of a cold key would reach it. */
-const store: StateStore = {
-  path: "(memory)",
-  get: () => Effect.succeed(undefined),
-  getMany: (wanted) => Effect.succeed(wanted.map(() => undefined)),
-  write: () => Effect.void,
-  replay: () => Effect.void,
-  checkpoint: Effect.succeed("missing"),
-  clear: Effect.void,
-  count: Effect.succeed(0),
-  keys: () => Effect.fail(new StateStoreError({ operation: "keys", path: "(memory)", cause: "unused" })),
-  entries: () => Effect.fail(new StateStoreError({ operation: "entries", path: "(memory)", cause: "unused" })),
-  range: () => Effect.fail(new StateStoreError({ operation: "range", path: "(memory)", cause: "unused" }))
-}
+const store: StateStore = emptyStore(StateStoreError)
 const cache = makeStateCache(100_000)
 for (let k = 0; k < keys; k++) cache.set(`key-${k}`, Option.some(k))
 

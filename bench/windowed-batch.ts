@@ -13,14 +13,13 @@
  *   npx tsx bench/windowed-batch.ts [--records 8000] [--groups 1000] [--rounds 7] [--min-ms 500] [--dist dist]
  */
 import { Duration, Effect, Either, Option, Schema } from "effect"
-import * as path from "node:path"
 import { PerformanceObserver } from "node:perf_hooks"
-import * as url from "node:url"
 import { parseArgs } from "node:util"
 import type { FetchedRecord } from "../src/internal/kafka/consumer.ts"
 import type { StateStore } from "../src/internal/StateStore.ts"
 import type * as Transformer from "../src/Transformer.ts"
 import type * as Topic from "../src/Topic.ts"
+import { emptyStore, moduleFrom } from "./lib/inProcess.ts"
 import { spread } from "./lib/stats.ts"
 
 const { values: flags } = parseArgs({
@@ -37,10 +36,8 @@ const groups = Number(flags.groups)
 const rounds = Number(flags.rounds)
 const minMs = Number(flags["min-ms"])
 
-// The sources through tsx, or (--dist <folder>) a build of them (bench/batch.ts says why).
-const dist = flags.dist === undefined ? undefined : path.resolve(flags.dist)
-const from = (module: string) =>
-  dist === undefined ? `../src/${module}.ts` : url.pathToFileURL(path.join(dist, `${module}.js`)).href
+// The sources, or (--dist <folder>) a build of them (bench/lib/inProcess.ts).
+const from = moduleFrom(flags.dist)
 const Batch: typeof import("../src/internal/batch.ts") = await import(from("internal/batch"))
 const { makeMessageLimits }: typeof import("../src/internal/outputs.ts") = await import(from("internal/outputs"))
 const PartitionCounts: typeof import("../src/internal/partitionCounts.ts") = await import(from("internal/partitionCounts"))
@@ -99,19 +96,7 @@ const groupingInput = fetchedOf(Input.name, inputs)
 const countingInput = fetchedOf(repartition.name, inputs.map((row) => ({ key: row.group, value: row.value, timestamp: row.timestamp })))
 
 /** An empty store: every state starts absent (the round's first record of a group opens its window). */
-const store: StateStore = {
-  path: "(memory)",
-  get: () => Effect.succeed(undefined),
-  getMany: (wanted) => Effect.succeed(wanted.map(() => undefined)),
-  write: () => Effect.void,
-  replay: () => Effect.void,
-  checkpoint: Effect.succeed("missing"),
-  clear: Effect.void,
-  count: Effect.succeed(0),
-  keys: () => Effect.fail(new StateStoreError({ operation: "keys", path: "(memory)", cause: "unused" })),
-  entries: () => Effect.fail(new StateStoreError({ operation: "entries", path: "(memory)", cause: "unused" })),
-  range: () => Effect.fail(new StateStoreError({ operation: "range", path: "(memory)", cause: "unused" }))
-}
+const store: StateStore = emptyStore(StateStoreError)
 const optionsOf = (): import("../src/internal/batch.ts").Options => ({
   deadLetterTopic: Option.none(),
   stop: Effect.never,
