@@ -6,7 +6,8 @@
  *
  * Each round processes `--records` records (one task's share of a 50,000-record poll under the
  * full benchmark's backlog is about 8,000) until `--min-ms` have passed; the median of the
- * rounds is reported in ns per record, with the share of it spent in garbage collection
+ * rounds is reported in ns per record, with the process's CPU time per record (less sensitive
+ * than the elapsed time to other work on the machine) and the share spent in garbage collection
  * (`PerformanceObserver` `gc` entries).
  *
  *   npx tsx bench/batch.ts [--records 8000] [--keys 20000] [--value-bytes 100] [--rounds 9] [--min-ms 500]
@@ -103,9 +104,10 @@ new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) gcNs += entry.duration * 1e6
 }).observe({ entryTypes: ["gc"] })
 
-const round = async (): Promise<{ readonly ns: number; readonly gc: number }> => {
+const round = async (): Promise<{ readonly ns: number; readonly cpu: number; readonly gc: number }> => {
   let n = 0
   const gcBefore = gcNs
+  const cpuBefore = process.cpuUsage()
   const start = process.hrtime.bigint()
   let elapsed = 0
   while (elapsed < minMs * 1e6) {
@@ -116,16 +118,18 @@ const round = async (): Promise<{ readonly ns: number; readonly gc: number }> =>
   }
   // gc entries arrive asynchronously: let the observer catch up before reading it.
   await new Promise((resolve) => setTimeout(resolve, 20))
-  return { ns: elapsed / n, gc: (gcNs - gcBefore) / elapsed }
+  const cpu = process.cpuUsage(cpuBefore)
+  return { ns: elapsed / n, cpu: ((cpu.user + cpu.system) * 1000) / n, gc: (gcNs - gcBefore) / elapsed }
 }
 
 await round() // warm-up
-const results: Array<{ readonly ns: number; readonly gc: number }> = []
+const results: Array<{ readonly ns: number; readonly cpu: number; readonly gc: number }> = []
 for (let r = 0; r < rounds; r++) results.push(await round())
 const ns = spread(results.map((r) => r.ns))
+const cpu = spread(results.map((r) => r.cpu))
 const gc = spread(results.map((r) => r.gc))
 console.log(
   `batch.run${flags.rules ? " (a rule)" : ""}: ${records} records, ${keys} keys, ${valueBytes}-byte values, ${rounds} rounds: ` +
-    `${ns!.median.toFixed(0)} ns/record (${ns!.min.toFixed(0)}-${ns!.max.toFixed(0)}), ` +
+    `${ns!.median.toFixed(0)} ns/record (${ns!.min.toFixed(0)}-${ns!.max.toFixed(0)}), CPU ${cpu!.median.toFixed(0)} ns/record, ` +
     `${(100 * gc!.median).toFixed(1)} % of it in GC`
 )
