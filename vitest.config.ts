@@ -8,7 +8,7 @@ export default defineConfig({
     // test/soak/: long leak runs (vitest.soak.config.ts, npm run test:soak); the broker-free tests
     // run in `npm run test:unit` (vitest.unit.config.ts), which `npm test` runs first.
     exclude: [...configDefaults.exclude, "test/compat/**", "test/soak/**", ...unitTests],
-    globalSetup: ["test/globalSetup.ts"],
+    globalSetup: ["test/globalSetup.ts", "test/postgresSetup.ts"],
     pool: "forks",
     testTimeout: 120_000,
     hookTimeout: 300_000,

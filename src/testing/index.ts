@@ -30,3 +30,9 @@ export * as LocalKafka from "./LocalKafka.ts"
 
 /** @since 0.2.0 */
 export * as TestDriver from "./TestDriver.ts"
+
+/** @since 0.6.0 */
+export * as PostgresServer from "./PostgresServer.ts"
+
+/** @since 0.6.0 */
+export * as PostgresServerError from "./PostgresServerError.ts"

@@ -19,6 +19,8 @@ export interface RunOptions {
   /** Added to (and overriding) the current process environment. */
   readonly env?: Readonly<Record<string, string>>
   readonly timeoutMs: number
+  /** Run as this user and group (only as root: a server that refuses to run as root). */
+  readonly user?: { readonly uid: number; readonly gid: number } | undefined
 }
 
 export interface RunResult {
@@ -49,7 +51,8 @@ export const run = (options: RunOptions): Effect.Effect<RunResult, KafkaBrokerEr
       child = ChildProcess.spawn(options.command, [...options.args], {
         cwd: options.cwd,
         env: childEnv(options.env),
-        stdio: ["ignore", "pipe", "pipe"]
+        stdio: ["ignore", "pipe", "pipe"],
+        ...options.user
       })
     } catch (cause) {
       resume(Effect.fail(spawnError(options.command, cause)))
@@ -111,6 +114,8 @@ export interface SpawnOptions {
   /** Let the process outlive this one (own process group, not waited for). */
   readonly detached: boolean
   readonly env?: Readonly<Record<string, string>>
+  /** Run as this user and group (only as root: a server that refuses to run as root). */
+  readonly user?: { readonly uid: number; readonly gid: number } | undefined
 }
 
 // Children that must not outlive this process, killed when it exits.
@@ -136,7 +141,8 @@ export const spawn = (options: SpawnOptions): Effect.Effect<Running, KafkaBroker
             cwd: options.cwd,
             env: childEnv(options.env),
             detached: options.detached,
-            stdio: ["ignore", fd, fd]
+            stdio: ["ignore", fd, fd],
+            ...options.user
           })
         } finally {
           Fs.closeSync(fd)

