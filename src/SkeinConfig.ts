@@ -141,6 +141,14 @@ export interface SkeinConfig {
    */
   readonly queryToken?: Redacted.Redacted | undefined
   /**
+   * Where other instances and clients reach this instance's query endpoint
+   * (`host:port`; Kafka Streams' `application.server`), announced to the
+   * group: every instance learns which instance owns each partition and
+   * forwards a query to it. Unset: `queryHost` and the bound port
+   * (this machine's host name when `queryHost` is `0.0.0.0` or `::`).
+   */
+  readonly queryEndpoint?: string | undefined
+  /**
    * Warn (once per key) when a state key is seen on a second input partition:
    * state is per partition, so that key's state is split. Unset: on for a
    * transformer with a custom `stateKey`, off for the default (the record key).
@@ -479,6 +487,9 @@ export const config: Config.Config<SkeinConfig> = Config.all({
   ),
   queryToken: Config.redacted("SKEIN_QUERY_TOKEN").pipe(
     optional("Bearer token every query must carry (unset: none); never logged")
+  ),
+  queryEndpoint: Config.string("SKEIN_QUERY_ENDPOINT").pipe(
+    optional("host:port where other instances reach this query endpoint (unset: queryHost and the bound port)")
   ),
   checkStateKeys: Config.boolean("SKEIN_CHECK_STATE_KEYS").pipe(
     optional("Warn when a state key spans input partitions (unset: on for a custom stateKey)")

@@ -4,14 +4,17 @@
  * the topics validated (the changelog created), the group's ownership
  * checked, the kept stores read (announced to the group), the changelog
  * readers (made in the background, so that they join their groups while
- * the run joins its own), the group joined, the standby replicas (`standbyReplicas` above 0; their reader made at the first
- * standby), the task manager, and the query endpoint (`queryPort` set). Everything is released with the run's scope.
+ * the run joins its own), the query endpoint (`queryPort` set: it listens
+ * before the join, which announces its address to the group), the group
+ * joined, the standby replicas (`standbyReplicas` above 0; their reader made at the first
+ * standby), and the task manager. Everything is released with the run's scope.
  *
  * @internal
  */
 import { Deferred, Duration, Effect, Option, Scope } from "effect"
 import type { Semaphore } from "effect/Effect"
 import { randomUUID } from "node:crypto"
+import * as os from "node:os"
 import * as path from "node:path"
 import type { ProcessingGuarantee, SkeinConfig } from "../SkeinConfig.ts"
 import type { RunnerError } from "../SkeinError.ts"
@@ -35,6 +38,7 @@ import * as Standbys from "./Standbys.ts"
 import * as StoreCleanup from "./StoreCleanup.ts"
 import * as PollBuffer from "./PollBuffer.ts"
 import type * as Queries from "./query/Queries.ts"
+import * as QueryRoutes from "./QueryRoutes.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 import * as StateKeyCheck from "./StateKeyCheck.ts"
 import * as Task from "./Task.ts"
@@ -66,14 +70,36 @@ export interface RunnerHooks {
   readonly reader?: ((topic: string, reader: ChangelogReader.ChangelogReader) => ChangelogReader.ChangelogReader) | undefined
 }
 
+/** What the query endpoint reads of a run, wired as the run acquires it (the endpoint listens before the group is joined). */
+interface QueryWiring {
+  /** The task manager, once made. */
+  manager: TaskManager.TaskManager | undefined
+  /** The group consumer, once it joined: its routes name each partition's owner. */
+  consumer: Consumer.GroupConsumer | undefined
+  /** This instance's announced endpoint, once it listens. */
+  endpoint: string | undefined
+}
+
+/** Addresses that listen on every interface: announced as this machine's host name. */
+const wildcard: ReadonlySet<string> = new Set(["0.0.0.0", "::", "[::]"])
+
+/** The `host:port` announced for an endpoint listening on `host` and `port` (IPv6 hosts bracketed). */
+const announcedEndpoint = (host: string, port: number): string => {
+  const name = wildcard.has(host) ? os.hostname() : host
+  return name.includes(":") && !name.startsWith("[") ? `[${name}]:${port}` : `${name}:${port}`
+}
+
 /** What the query endpoint reads of a run: its tasks' committed stores, by partition. */
 const querySource = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
-  manager: TaskManager.TaskManager,
+  wiring: QueryWiring,
   stats: RunnerStats,
   partitions: number
 ): Queries.Source => {
   const stores = transformer.stores ?? []
+  const taskOf = (partition: number) =>
+    wiring.manager === undefined ? Option.none() : wiring.manager.task(partition)
+  const assigned = (): ReadonlySet<number> => wiring.manager?.assigned() ?? new Set()
   return {
     transformer: transformer.name,
     stateful: Option.isSome(transformer.state),
@@ -81,14 +107,16 @@ const querySource = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     otherStores: new Map(stores.filter((store) => store.kind !== "KeyValueStore").map((store) => [store.name, store.kind])),
     partitions,
     partition: (partition) =>
-      Option.match(manager.task(partition), {
+      Option.match(taskOf(partition), {
         // Assigned here and not running: stopped by a failure, or starting, restoring (or a rebalance in progress).
         onNone: () =>
-          stats.stopped.has(partition) ? "stopped" : manager.assigned().has(partition) ? "restoring" : "absent",
+          stats.stopped.has(partition) ? "stopped" : assigned().has(partition) ? "restoring" : "absent",
         // A running task of a stateless transformer has no store: nothing of it is queried.
         onSome: (task) => Option.getOrElse(task.store, () => "absent" as const)
       }),
-    assigned: () => [...manager.assigned()].sort((a, b) => a - b)
+    assigned: () => [...assigned()].sort((a, b) => a - b),
+    routes: () => wiring.consumer?.routes() ?? QueryRoutes.empty,
+    self: () => wiring.endpoint
   }
 }
 
@@ -194,6 +222,18 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         runnerScope
       )
     }
+    // The query endpoint listens before the group is joined: its address is announced at the first join.
+    const wiring: QueryWiring = { manager: undefined, consumer: undefined, endpoint: undefined }
+    if (config.queryPort !== undefined) {
+      const QueryServer = yield* Effect.promise(() => import("./queryServer.ts"))
+      const server = yield* QueryServer.serve(querySource(transformer, wiring, stats, partitions), {
+        port: config.queryPort,
+        host: config.queryHost,
+        token: config.queryToken
+      })
+      wiring.endpoint = config.queryEndpoint ?? announcedEndpoint(config.queryHost, server.port)
+      stats.setQueryPort(server.port)
+    }
     const consumer = yield* Consumer.make(kafka, {
       groupId: config.applicationId,
       topics: inputTopics,
@@ -203,8 +243,10 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       awaitRevocation: true,
       owner: transformer.name,
       stores: localStores.announced,
-      standbyReplicas
+      standbyReplicas,
+      endpoint: () => wiring.endpoint
     })
+    wiring.consumer = consumer
     // Standby replicas: their reader is made at the first standby; with standbyReplicas 0 nothing runs.
     const standbys = Option.isSome(changelog) && standbyReplicas > 0
       ? yield* Standbys.make({
@@ -251,15 +293,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         }
       }
     })
-    if (config.queryPort !== undefined) {
-      const QueryServer = yield* Effect.promise(() => import("./queryServer.ts"))
-      const server = yield* QueryServer.serve(querySource(transformer, manager, stats, partitions), {
-        port: config.queryPort,
-        host: config.queryHost,
-        token: config.queryToken
-      })
-      stats.setQueryPort(server.port)
-    }
+    wiring.manager = manager
     const permits = config.maxConcurrency === "unbounded"
       ? Option.none()
       : Option.some(yield* Effect.makeSemaphore(config.maxConcurrency))

@@ -9,10 +9,21 @@
  * - 200 the answer; 400 a malformed key or parameter, a page too large; 401
  *   a missing or wrong token (logged without it); 404 an unknown transformer
  *   or store, or `NotHere` (the key's partition is not active here: ask its
- *   owner); 503 `NotReady` (restoring: retry, with `Retry-After`).
+ *   owner, named in the answer); 503 `NotReady` (restoring: retry, with
+ *   `Retry-After`).
+ *
+ * Forwarding: a query whose partition runs on another instance (as the
+ * group's routes name it, `QueryRoutes`) is forwarded to it once and its
+ * answer returned, unless the request says `x-skein-forward: no` (a client
+ * that routes itself) or was forwarded already (`x-skein-forwarded-by`): then
+ * it is `NotHere` naming the owner. An owner that does not answer is a 503
+ * `NotReady` (reason `unreachable`). Every answer names the instance that
+ * read it in `x-skein-served-by`.
  *
  * @internal
  */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
@@ -33,6 +44,22 @@ export interface Options {
   readonly token?: Redacted.Redacted | undefined
 }
 
+/** The request headers of forwarding. */
+export const headers = {
+  /** `no`: answer from this instance only (`NotHere` names the owner). */
+  forward: "x-skein-forward",
+  /** Set on a forwarded request: the instance that forwarded it (never forwarded again). */
+  forwardedBy: "x-skein-forwarded-by",
+  /** Set on every answer: the instance whose store answered (or that refused). */
+  servedBy: "x-skein-served-by"
+} as const
+
+/** How long a forwarded query waits for its owner's answer. */
+export const forwardTimeout = "5 seconds"
+
+/** Forwards a query to the instance at an endpoint (`host:port`); the owner's answer, or a 503 `NotReady`. */
+export type Forward = (owner: string, partition: number) => Effect.Effect<HttpServerResponse.HttpServerResponse>
+
 /** Addresses only this machine reaches. */
 const loopback: ReadonlySet<string> = new Set(["127.0.0.1", "localhost", "::1"])
 
@@ -48,11 +75,17 @@ export const authorized = (header: string | undefined, token: Redacted.Redacted)
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status, headers })
 
-/** The response to `url` (a request's path and search) from `source`. */
+/**
+ * The response to `url` (a request's path and search) from `source`; a
+ * `NotHere` whose owner is known goes to `forward` when given.
+ */
 export const respond = (
   source: Queries.Source,
-  url: string
+  url: string,
+  forward?: Forward | undefined
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+  const self = source.self()
+  const served: Record<string, string> = self === undefined ? {} : { [headers.servedBy]: self }
   const query = Request.parse(url)
   if (Either.isLeft(query)) {
     const error = query.left
@@ -63,22 +96,62 @@ export const respond = (
           message: "not a query: see GET /state/{transformer}/{key}, /stores/{store}/keys/{key}, " +
             "/stores/{store}/range, /stores/{store}/prefix"
         })
-        : json(QueryError.status(error), QueryError.body(error))
+        : json(QueryError.status(error), QueryError.body(error), served)
     )
   }
   return Queries.answer(source, query.right).pipe(
-    Effect.map((body) => json(200, body)),
+    Effect.map((body) => json(200, body, served)),
     Effect.catchAll((error) =>
-      Effect.succeed(json(
-        QueryError.status(error),
-        QueryError.body(error),
-        error._tag === "NotReady" ? { "retry-after": String(Math.ceil(error.retryAfterMillis / 1000)) } : {}
-      ))
+      error._tag === "NotHere" && error.owner !== undefined && forward !== undefined
+        ? forward(error.owner, error.partition)
+        : Effect.succeed(json(QueryError.status(error), QueryError.body(error), {
+          ...served,
+          ...(error._tag === "NotReady" ? { "retry-after": String(Math.ceil(error.retryAfterMillis / 1000)) } : {})
+        }))
     )
   )
 }
 
-const handler = (source: Queries.Source, token: Redacted.Redacted | undefined) =>
+/** Forwarding over `client`: the request as it came (path and search), with this instance's token. */
+const forwarding = (
+  client: HttpClient.HttpClient,
+  url: string,
+  self: string | undefined,
+  token: Redacted.Redacted | undefined
+): Forward =>
+(owner, partition) =>
+  client.get(`http://${owner}${url}`, {
+    headers: {
+      [headers.forward]: "no",
+      [headers.forwardedBy]: self ?? "?",
+      ...(token === undefined ? {} : { authorization: `Bearer ${Redacted.value(token)}` })
+    }
+  }).pipe(
+    Effect.flatMap((response) =>
+      Effect.map(response.text, (text) => {
+        const retryAfter = response.headers["retry-after"]
+        return HttpServerResponse.text(text, {
+          status: response.status,
+          contentType: "application/json",
+          headers: {
+            [headers.servedBy]: response.headers[headers.servedBy] ?? owner,
+            ...(retryAfter === undefined ? {} : { "retry-after": retryAfter })
+          }
+        })
+      })
+    ),
+    Effect.scoped,
+    Effect.timeout(forwardTimeout),
+    Effect.catchAll(() => {
+      const error = new QueryError.NotReady({ partition, reason: "unreachable", retryAfterMillis: Queries.retryAfterMillis })
+      return Effect.succeed(json(QueryError.status(error), { ...QueryError.body(error), owner }, {
+        ...(self === undefined ? {} : { [headers.servedBy]: self }),
+        "retry-after": String(Math.ceil(error.retryAfterMillis / 1000))
+      }))
+    })
+  )
+
+const handler = (source: Queries.Source, token: Redacted.Redacted | undefined, client: HttpClient.HttpClient) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     if (request.method !== "GET") {
@@ -93,7 +166,10 @@ const handler = (source: Queries.Source, token: Redacted.Redacted | undefined) =
         "www-authenticate": "Bearer"
       })
     }
-    return yield* respond(source, request.url)
+    const forward = request.headers[headers.forward] === "no" || request.headers[headers.forwardedBy] !== undefined
+      ? undefined
+      : forwarding(client, request.url, source.self(), token)
+    return yield* respond(source, request.url, forward)
   })
 
 /** Classifies a `listen` failure (a Node system error) by its code. */
@@ -119,7 +195,8 @@ export const serve = (
       .pipe(Effect.mapError((error) => listenError(error.cause, options)))
     // The request's path is read by `request.ts`, not a router: a router answers a malformed
     // percent-encoding with an empty 404, where a query answers a 400 that says what is wrong.
-    yield* server.serve(handler(source, options.token))
+    const client = yield* HttpClient.HttpClient.pipe(Effect.provide(FetchHttpClient.layer))
+    yield* server.serve(handler(source, options.token, client))
     if (options.token === undefined && !loopback.has(options.host)) {
       yield* Effect.logWarning(
         `the query endpoint listens on ${options.host} without a token: anyone who reaches it reads the state. ` +

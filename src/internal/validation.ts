@@ -10,6 +10,7 @@ import type { SkeinConfig } from "../SkeinConfig.ts"
 import { ChangelogPartitionMismatch, ConfigurationError, PartitionCountMismatch } from "../SkeinError.ts"
 import type { RunnerError } from "../SkeinError.ts"
 import type { KafkaAdmin } from "./kafka/admin.ts"
+import { invalidEndpoint } from "./QueryRoutes.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 
 /** What `validateConfig` reads of the transformer. */
@@ -42,6 +43,15 @@ export const validateConfig = (
       new ConfigurationError({
         problem: `Transformer ${transformerName} has stores but no state: stores are kept in the task's state store`,
         fix: "Declare it with Transformer.make (a state Schema), or drop stores"
+      })
+    )
+  }
+  const endpointProblem = config.queryEndpoint === undefined ? undefined : invalidEndpoint(config.queryEndpoint)
+  if (endpointProblem !== undefined) {
+    problems.push(
+      new ConfigurationError({
+        problem: `queryEndpoint: ${endpointProblem}`,
+        fix: "Set SKEIN_QUERY_ENDPOINT to the host:port other instances reach this query endpoint at, or leave it unset"
       })
     )
   }

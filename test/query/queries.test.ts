@@ -5,7 +5,9 @@
  * open (a handler stalled after writing) are never an answer; bad requests
  * and a wrong or missing token are clear 4xx (the token never logged), and
  * the run keeps going; with a second instance, each key is answered by the
- * instance that runs its partition and is NotHere at the other.
+ * instance that runs its partition, asked at either (the other forwards it,
+ * or answers NotHere naming the owner when told not to forward: the group's
+ * routes).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, HashMap, Logger, Option, Redacted, Schema } from "effect"
@@ -29,6 +31,7 @@ interface Answer {
   readonly entries?: ReadonlyArray<{ readonly key: string; readonly value: number }>
   readonly next?: string | null
   readonly complete?: boolean
+  readonly owner?: string | null
 }
 const token = "query-token-7f3a9c"
 
@@ -76,16 +79,21 @@ describe("interactive queries on a broker", () => {
         maxBatchDuration: Duration.millis(100)
       }, capture)
 
-      const askAt = (at: typeof instance, path: string, authorization: string | null = `Bearer ${token}`) =>
+      const askAt = (
+        at: typeof instance,
+        path: string,
+        authorization: string | null = `Bearer ${token}`,
+        headers: Record<string, string> = {}
+      ) =>
         Effect.gen(function*() {
           yield* eventually(Effect.sync(() => at.stats.queryPort !== undefined), { what: "the query endpoint" })
           return yield* Effect.promise(async () => {
             const response = await fetch(`http://127.0.0.1:${at.stats.queryPort}${path}`, {
-              headers: authorization === null ? {} : { authorization }
+              headers: authorization === null ? headers : { ...headers, authorization }
             })
             const text = await response.text()
             try {
-              return { status: response.status, json: JSON.parse(text) as Answer }
+              return { status: response.status, servedBy: response.headers.get("x-skein-served-by"), json: JSON.parse(text) as Answer }
             } catch {
               throw new Error(`${path}: ${response.status} ${JSON.stringify(text)}`)
             }
@@ -174,7 +182,7 @@ describe("interactive queries on a broker", () => {
       assert.strictEqual((yield* ask("/state/count/k1")).json.value, 3)
       assert.isTrue(Option.isNone(yield* instance.exit), "the run is still going")
 
-      // A second instance takes some partitions: each key is answered by its owner, the other says NotHere.
+      // A second instance takes some partitions: each key is answered by its owner, asked at either instance.
       const second = yield* startInstance(transformer, {
         applicationId,
         stateDir: yield* tempDir("skein-query-b-"),
@@ -192,10 +200,19 @@ describe("interactive queries on a broker", () => {
         const committed = key === "k1" ? 3 : key === held ? 6 : Option.getOrThrow(HashMap.get(latest, key))
         const partition = partitionOf(key, partitions)
         const [owner, other] = instance.stats.assigned.has(partition) ? [instance, second] : [second, instance]
+        const ownerEndpoint = `127.0.0.1:${owner.stats.queryPort}`
         const answered = yield* askAt(owner, `/state/count/${key}`)
-        assert.deepStrictEqual([answered.status, answered.json.value], [200, committed], key)
-        const elsewhere = yield* askAt(other, `/state/count/${key}`)
-        assert.deepStrictEqual([elsewhere.status, elsewhere.json.error, elsewhere.json.partition], [404, "NotHere", partition], key)
+        assert.deepStrictEqual([answered.status, answered.json.value, answered.servedBy], [200, committed, ownerEndpoint], key)
+        // Asked at the other instance: forwarded to the owner (the routes of the group's last join), its answer.
+        const forwarded = yield* askAt(other, `/state/count/${key}`)
+        assert.deepStrictEqual([forwarded.status, forwarded.json.value, forwarded.servedBy], [200, committed, ownerEndpoint], key)
+        // Told not to forward: NotHere naming the owner.
+        const elsewhere = yield* askAt(other, `/state/count/${key}`, `Bearer ${token}`, { "x-skein-forward": "no" })
+        assert.deepStrictEqual(
+          [elsewhere.status, elsewhere.json.error, elsewhere.json.partition, elsewhere.json.owner],
+          [404, "NotHere", partition, ownerEndpoint],
+          key
+        )
       }
     }), { timeout: 60_000 })
 })

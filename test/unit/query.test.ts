@@ -15,6 +15,7 @@ import { murmur2, partitionOf } from "../../src/internal/query/partitioner.ts"
 import * as Queries from "../../src/internal/query/Queries.ts"
 import * as Request from "../../src/internal/query/request.ts"
 import * as QueryServer from "../../src/internal/queryServer.ts"
+import * as QueryRoutes from "../../src/internal/QueryRoutes.ts"
 import * as StateStore from "../../src/internal/StateStore.ts"
 import { namespace } from "../../src/internal/stores/keys.ts"
 import { tempDir } from "../helpers/tempDir.ts"
@@ -126,7 +127,9 @@ describe("query answers", () => {
     otherStores: new Map([["windows", "WindowStore"]]),
     partitions,
     partition: (p) => stores.get(p) ?? "absent",
-    assigned: () => [...stores.keys()].sort()
+    assigned: () => [...stores.keys()].sort(),
+    routes: () => QueryRoutes.empty,
+    self: () => undefined
   })
   const here = keyOn(0, partitions, "k")
   const elsewhere = keyOn(2, partitions, "k")
@@ -288,7 +291,9 @@ describe("the query endpoint", () => {
     otherStores: new Map(),
     partitions: 1,
     partition: () => "absent",
-    assigned: () => []
+    assigned: () => [],
+    routes: () => QueryRoutes.empty,
+    self: () => undefined
   }
   const warnings = (options: QueryServer.Options) =>
     Effect.gen(function*() {

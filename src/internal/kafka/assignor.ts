@@ -19,10 +19,16 @@
  * members to keep a standby copy warm, and tells each its standbys through a
  * second marker topic (`standbysOf`).
  *
+ * Query routes: a member with a query endpoint announces it (`endpoint`,
+ * Kafka Streams' `application.server`), and the leader sends every member
+ * the endpoint of each partition's owner and standbys through a third marker
+ * topic (`queryRoutesOf`), so that any instance can forward a query.
+ *
  * @internal
  */
 import type { AssignerProtocol as KafkaAssignerProtocol, PartitionAssigner } from "kafkajs"
 import { ConfigurationError } from "../../SkeinError.ts"
+import * as QueryRoutes from "../QueryRoutes.ts"
 
 /** kafkajs's codec of the consumer protocol's subscriptions and assignments. */
 export type AssignerProtocol = typeof KafkaAssignerProtocol
@@ -41,6 +47,12 @@ export interface Membership {
    * stateless transformer.
    */
   readonly stores?: ReadonlyMap<number, number> | undefined
+  /**
+   * The member's query endpoint (`host:port`, Kafka Streams'
+   * `application.server`): the leader sends every member the endpoint of
+   * each partition's owner. Unset: no endpoint (or an older Skein).
+   */
+  readonly endpoint?: string | undefined
 }
 
 /** A member of a join, with what it announced (`undefined`: nothing, e.g. an older Skein). */
@@ -54,7 +66,14 @@ export const encodeMembership = (membership: Membership): Buffer => {
   const stores: Record<string, number> = {}
   for (const [partition, offset] of membership.stores ?? []) stores[String(partition)] = offset
   return Buffer.from(
-    JSON.stringify({ skein: { owner: membership.owner, since: membership.since, stores } }),
+    JSON.stringify({
+      skein: {
+        owner: membership.owner,
+        since: membership.since,
+        stores,
+        ...(membership.endpoint === undefined ? {} : { endpoint: membership.endpoint })
+      }
+    }),
     "utf8"
   )
 }
@@ -84,7 +103,11 @@ const decodeUserData = (userData: Buffer | null | undefined): Membership | undef
     const since = "since" in skein && typeof skein.since === "number" ? skein.since : 0
     // A member of an older Skein announces no stores: it has none to prefer.
     const stores = decodeStores("stores" in skein ? skein.stores : undefined)
-    return { owner: skein.owner, since, stores }
+    const endpoint = "endpoint" in skein && typeof skein.endpoint === "string" &&
+        QueryRoutes.invalidEndpoint(skein.endpoint) === undefined
+      ? skein.endpoint
+      : undefined
+    return endpoint === undefined ? { owner: skein.owner, since, stores } : { owner: skein.owner, since, stores, endpoint }
   } catch {
     // Not JSON: a member of another client, accepted as announcing nothing.
     return undefined
@@ -325,6 +348,68 @@ export const standbysOf = (topics: ReadonlyArray<string>): ReadonlyArray<number>
   return [...new Set(partitions)].sort((a, b) => a - b)
 }
 
+/**
+ * The marker carrying the generation's query routes (`QueryRoutes`): which
+ * member's endpoint runs each partition and keeps its standbys, a topic name
+ * no member subscribes to, sent to every accepted member when any member
+ * announced an endpoint.
+ */
+const ROUTES_PREFIX = "__skein_routes__:"
+
+/** The longest marker sent: a topic name in the group protocol is at most 32,767 bytes. */
+const maxMarkerLength = 30_000
+
+/**
+ * The query routes of a plan: each partition's active member's endpoint and
+ * its standbys' endpoints (members without one left out).
+ */
+export const routesOf = (
+  decided: Pick<Plan, "assignments" | "standbys">,
+  endpoints: ReadonlyMap<string, string>
+): QueryRoutes.QueryRoutes => {
+  const active: Array<string | null> = []
+  const standbys: Array<Array<string>> = []
+  const grow = (partition: number) => {
+    while (active.length <= partition) {
+      active.push(null)
+      standbys.push([])
+    }
+  }
+  for (const [memberId, assignment] of decided.assignments) {
+    const endpoint = endpoints.get(memberId) ?? null
+    for (const list of Object.values(assignment)) {
+      for (const partition of list) {
+        grow(partition)
+        active[partition] = endpoint
+      }
+    }
+  }
+  for (const [memberId, partitions] of decided.standbys) {
+    const endpoint = endpoints.get(memberId)
+    if (endpoint === undefined) continue
+    for (const partition of partitions) {
+      grow(partition)
+      standbys[partition]?.push(endpoint)
+    }
+  }
+  for (const list of standbys) list.sort()
+  return { active, standbys }
+}
+
+/** The marker topic carrying `routes`; without standbys if too long, `undefined` if still too long. */
+export const routesTopic = (routes: QueryRoutes.QueryRoutes): string | undefined => {
+  const full = `${ROUTES_PREFIX}${QueryRoutes.encode(routes)}`
+  if (Buffer.byteLength(full) <= maxMarkerLength) return full
+  const activeOnly = `${ROUTES_PREFIX}${QueryRoutes.encode(routes, false)}`
+  return Buffer.byteLength(activeOnly) <= maxMarkerLength ? activeOnly : undefined
+}
+
+/** The query routes named by a routes marker among assigned topics, if any. */
+export const queryRoutesOf = (topics: ReadonlyArray<string>): QueryRoutes.QueryRoutes | undefined => {
+  const marker = topics.find((topic) => topic.startsWith(ROUTES_PREFIX))
+  return marker === undefined ? undefined : QueryRoutes.decode(marker.slice(ROUTES_PREFIX.length))
+}
+
 /** A member's subscription metadata: its topics, and what it runs (nothing when `undefined`). */
 export const subscription = (
   protocol: AssignerProtocol,
@@ -356,6 +441,44 @@ export interface Announcement {
   readonly stores: () => ReadonlyMap<number, number>
   /** Standbys per partition this member gives out when it leads the group (0: none). */
   readonly standbyReplicas: number
+  /** This member's query endpoint to announce now (`host:port`); `undefined`: none. Called at each join. */
+  readonly endpoint: () => string | undefined
+}
+
+/**
+ * The leader's answer to a join: each member's encoded assignment (its
+ * partitions, its standby marker, the routes marker when any member
+ * announced a query endpoint), and a rejection marker for each member of
+ * another owner.
+ */
+export const leaderAssignment = (
+  protocol: AssignerProtocol,
+  members: ReadonlyArray<{ readonly memberId: string; readonly memberMetadata: Buffer }>,
+  counts: ReadonlyMap<string, number>,
+  standbyReplicas: number
+): Array<{ readonly memberId: string; readonly memberAssignment: Buffer }> => {
+  const announced = members.map((m) => ({ memberId: m.memberId, membership: decodeMembership(protocol, m.memberMetadata) }))
+  const decided = plan(announced, counts, standbyReplicas)
+  const endpoints = new Map<string, string>()
+  for (const { memberId, membership } of announced) {
+    if (membership?.endpoint !== undefined) endpoints.set(memberId, membership.endpoint)
+  }
+  const routes = endpoints.size === 0 ? undefined : routesTopic(routesOf(decided, endpoints))
+  const encode = (assignment: Record<string, Array<number>>) =>
+    protocol.MemberAssignment.encode({ version: 1, assignment, userData: Buffer.alloc(0) })
+  return [
+    ...[...decided.assignments].map(([memberId, assignment]) => {
+      const standbys = decided.standbys.get(memberId) ?? []
+      const markers: Record<string, Array<number>> = {}
+      if (standbys.length > 0) markers[standbyTopic(standbys)] = []
+      if (routes !== undefined) markers[routes] = []
+      return { memberId, memberAssignment: encode({ ...assignment, ...markers }) }
+    }),
+    ...[...decided.rejected].map(([memberId, { incumbent }]) => ({
+      memberId,
+      memberAssignment: encode({ [rejectionTopic(incumbent)]: [] })
+    }))
+  ]
 }
 
 /**
@@ -367,7 +490,7 @@ export const make = (
   protocol: AssignerProtocol,
   owner: string | undefined,
   since: number = Date.now(),
-  options: Partial<Pick<Announcement, "stores" | "standbyReplicas">> = {}
+  options: Partial<Pick<Announcement, "stores" | "standbyReplicas" | "endpoint">> = {}
 ): PartitionAssigner =>
 ({ cluster }) => ({
   name: NAME,
@@ -377,32 +500,17 @@ export const make = (
     for (const topic of topics) {
       counts.set(topic, cluster.findTopicPartitionMetadata(topic).length)
     }
-    const decided = plan(
-      members.map((m) => ({ memberId: m.memberId, membership: decodeMembership(protocol, m.memberMetadata) })),
-      counts,
-      options.standbyReplicas ?? 0
-    )
-    const encode = (assignment: Record<string, Array<number>>) =>
-      protocol.MemberAssignment.encode({ version: 1, assignment, userData: Buffer.alloc(0) })
-    return [
-      ...[...decided.assignments].map(([memberId, assignment]) => {
-        const standbys = decided.standbys.get(memberId) ?? []
-        return {
-          memberId,
-          memberAssignment: encode(standbys.length === 0 ? assignment : { ...assignment, [standbyTopic(standbys)]: [] })
-        }
-      }),
-      ...[...decided.rejected].map(([memberId, { incumbent }]) => ({
-        memberId,
-        memberAssignment: encode({ [rejectionTopic(incumbent)]: [] })
-      }))
-    ]
+    return leaderAssignment(protocol, members, counts, options.standbyReplicas ?? 0)
   },
   protocol({ topics }) {
     const stores = options.stores?.() ?? noStores
     return {
       name: NAME,
-      metadata: subscription(protocol, topics, owner === undefined ? undefined : { owner, since, stores })
+      metadata: subscription(
+        protocol,
+        topics,
+        owner === undefined ? undefined : { owner, since, stores, endpoint: options.endpoint?.() }
+      )
     }
   }
 })

@@ -18,6 +18,7 @@ import type { Scope } from "effect"
 import type { Consumer, EachBatchPayload } from "kafkajs"
 import { KafkaError } from "../../SkeinError.ts"
 import type { TopicPartition } from "../../TopicPartition.ts"
+import * as QueryRoutes from "../QueryRoutes.ts"
 import * as Assignor from "./assignor.ts"
 import { connectOrDisconnect } from "./client.ts"
 import type { Kafka } from "./client.ts"
@@ -124,6 +125,13 @@ export interface GroupConsumer {
   readonly requestRejoin: Effect.Effect<void>
   /** The runner has stopped processing: kafkajs no longer waits for a revocation to rejoin. */
   readonly stopped: Effect.Effect<void>
+  /**
+   * The query routes of the latest generation this member joined (every
+   * partition's owner's query endpoint, its standbys'), as the group leader
+   * planned them; empty before the first join or when no member announces an
+   * endpoint.
+   */
+  readonly routes: () => QueryRoutes.QueryRoutes
   /** Commits offsets for the group (at-least-once mode; exactly-once commits them in transactions). */
   readonly commitOffsets: (
     offsets: ReadonlyArray<{ readonly topic: string; readonly partition: number; readonly offset: number }>
@@ -157,6 +165,12 @@ export interface Options {
   readonly stores?: (() => ReadonlyMap<number, number>) | undefined
   /** Standbys per partition this member places when it leads the group (default 0). */
   readonly standbyReplicas?: number | undefined
+  /**
+   * This member's query endpoint (`host:port`) to announce at each join, read
+   * synchronously: the leader sends every member each partition's owner's
+   * endpoint (`routes`). Unset: none.
+   */
+  readonly endpoint?: (() => string | undefined) | undefined
 }
 
 const byTopic = (partitions: ReadonlyArray<TopicPartition>) => {
@@ -312,8 +326,12 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
      * assignment (`GROUP_JOIN` follows the sync).
      */
     let standbys: ReadonlyArray<number> = []
+    /** The query routes of the join in progress (its routes marker), and those of the last join. */
+    let joiningRoutes: QueryRoutes.QueryRoutes = QueryRoutes.empty
+    let routes: QueryRoutes.QueryRoutes = QueryRoutes.empty
     const announcedStores = (): ReadonlyMap<number, number> => {
       standbys = []
+      joiningRoutes = QueryRoutes.empty
       return options.stores?.() ?? new Map()
     }
     const consumer: Consumer = kafka.consumer({
@@ -324,7 +342,8 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       partitionAssigners: [
         Assignor.make(kafkajs.AssignerProtocol, options.owner, Date.now(), {
           stores: announcedStores,
-          standbyReplicas: options.standbyReplicas ?? 0
+          standbyReplicas: options.standbyReplicas ?? 0,
+          endpoint: () => options.endpoint?.()
         })
       ],
       readUncommitted: false,
@@ -346,12 +365,14 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       // Bookkeeping only: pause everything; the main loop resumes each task's
       // partitions once the task is fenced and restored.
       if (partitions.length > 0) consumer.pause(byTopic(partitions))
+      routes = joiningRoutes
       Queue.unsafeOffer(events, { _tag: "Assigned", generation, partitions, standbys })
       standbys = []
     })
     consumer.on(consumer.events.RECEIVED_UNSUBSCRIBED_TOPICS, (event) => {
       // Markers, not topics: kafkajs leaves them out of the assignment it fetches.
       standbys = Assignor.standbysOf(event.payload.topicsNotSubscribed)
+      joiningRoutes = Assignor.queryRoutesOf(event.payload.topicsNotSubscribed) ?? QueryRoutes.empty
       // The leader rejected this member: the group belongs to another transformer.
       const incumbent = Assignor.rejectionOf(event.payload.topicsNotSubscribed)
       if (incumbent === undefined) return
@@ -485,6 +506,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
         for (const finish of [...inFlight]) finish("Dropped")
       }),
       nextRebalance: Effect.sync(() => rebalance),
+      routes: () => routes,
       requestRejoin: Effect.sync(() => {
         rejoinPending = true
       }),

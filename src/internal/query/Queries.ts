@@ -13,6 +13,7 @@
  * @internal
  */
 import { Effect } from "effect"
+import * as QueryRoutes from "../QueryRoutes.ts"
 import type { StateStore } from "../StateStore.ts"
 import { compare, namespace, namespaceEnd, prefixEnd } from "../stores/keys.ts"
 import { partitionOf } from "./partitioner.ts"
@@ -42,6 +43,10 @@ export interface Source {
   readonly partition: (partition: number) => PartitionState
   /** The partitions assigned here, in order. */
   readonly assigned: () => ReadonlyArray<number>
+  /** Where each partition is queried, as of this instance's last join (`QueryRoutes`). */
+  readonly routes: () => QueryRoutes.QueryRoutes
+  /** This instance's announced endpoint (`host:port`), once it listens. */
+  readonly self: () => string | undefined
 }
 
 /** How long a caller should wait before asking again for a partition that is not ready. */
@@ -76,11 +81,51 @@ const partitionFor = (source: Source, key: string, requested: number | undefined
 const storeOf = (source: Source, partition: number): Effect.Effect<StateStore, NotHere | NotReady> => {
   const state = source.partition(partition)
   return state === "absent"
-    ? Effect.fail(new NotHere({ partition, partitions: source.partitions }))
+    ? Effect.fail(notHere(source, partition))
     : state === "restoring" || state === "stopped"
     ? Effect.fail(new NotReady({ partition, reason: state, retryAfterMillis }))
     : Effect.succeed(state)
 }
+
+/** `partition` is not active here: its owner and standbys as the routes know them (none known: `owner` undefined). */
+const notHere = (source: Source, partition: number): NotHere => {
+  const routes = source.routes()
+  const owner = QueryRoutes.activeOf(routes, partition)
+  return new NotHere({
+    partition,
+    partitions: source.partitions,
+    // An owner named as this instance is a stale route (the partition left here since the last join): unknown.
+    owner: owner === source.self() ? undefined : owner,
+    standbys: QueryRoutes.standbysOf(routes, partition)
+  })
+}
+
+/** The routes of the instances: which endpoint runs each partition and keeps its standbys. */
+const metadata = (source: Source, key: string | undefined, requested: number | undefined) =>
+  Effect.gen(function*() {
+    const routes = source.routes()
+    const here = new Set(source.assigned())
+    if (key === undefined && requested === undefined) {
+      const unrouted = Array.from({ length: source.partitions }, (_, p) => p).filter((p) =>
+        QueryRoutes.activeOf(routes, p) === undefined
+      )
+      return {
+        self: source.self() ?? null,
+        partitions: source.partitions,
+        here: [...here].sort((a, b) => a - b),
+        instances: QueryRoutes.byEndpoint(routes),
+        unrouted
+      }
+    }
+    const partition = yield* partitionFor(source, key ?? "", requested)
+    return {
+      ...(key === undefined ? {} : { key }),
+      partition,
+      active: here.has(partition) ? source.self() ?? null : QueryRoutes.activeOf(routes, partition) ?? null,
+      standbys: QueryRoutes.standbysOf(routes, partition),
+      here: here.has(partition)
+    }
+  })
 
 /** A read of a store that is closed under it (its task torn down meanwhile) is a retry, never an answer. */
 const reading = <A, E>(partition: number, read: Effect.Effect<A, E>): Effect.Effect<A, NotReady> =>
@@ -116,6 +161,8 @@ const storeBounds = (name: string, bounds: Bounds, after: string | undefined) =>
 export const answer = (source: Source, query: Query): Effect.Effect<Record<string, unknown>, QueryError> =>
   Effect.gen(function*() {
     switch (query._tag) {
+      case "Metadata":
+        return yield* metadata(source, query.key, query.partition)
       case "State": {
         if (query.transformer !== source.transformer || !source.stateful) {
           return yield* new Unknown({

@@ -44,17 +44,23 @@ export class Unknown extends Data.TaggedError("Unknown")<{
 export class NotHere extends Data.TaggedError("NotHere")<{
   readonly partition: number
   readonly partitions: number
+  /** The query endpoint (`host:port`) of the instance running the partition, as of this instance's last join. */
+  readonly owner: string | undefined
+  /** The endpoints of the instances keeping a standby copy of it. */
+  readonly standbys: ReadonlyArray<string>
 }> {
   override get message(): string {
-    return `partition ${this.partition} (of ${this.partitions}) is not an active task of this instance: ask the instance ` +
-      "that owns it"
+    return `partition ${this.partition} (of ${this.partitions}) is not an active task of this instance: ` +
+      (this.owner === undefined
+        ? "its owner is not known here (the group is rebalancing, or it has no query endpoint): retry, or ask another instance"
+        : `ask ${this.owner}, which runs it`)
   }
 }
 
 /** The key's partition is assigned here but not queryable yet (503): retry after `retryAfterMillis`. */
 export class NotReady extends Data.TaggedError("NotReady")<{
   readonly partition: number
-  readonly reason: "restoring" | "stopped" | "unavailable"
+  readonly reason: "restoring" | "stopped" | "unavailable" | "unreachable"
   readonly retryAfterMillis: number
 }> {
   override get message(): string {
@@ -63,6 +69,9 @@ export class NotReady extends Data.TaggedError("NotReady")<{
       : this.reason === "stopped"
       ? `partition ${this.partition} is stopped here by a failure (see /health/ready): its state is answered again ` +
         "once the partition restarts or moves"
+      : this.reason === "unreachable"
+      ? `partition ${this.partition}'s owner did not answer (it may have stopped: the group moves its partitions): ` +
+        `retry in ${this.retryAfterMillis} ms`
       : `partition ${this.partition}'s store could not be read (the task is moving or stopped): retry in ` +
         `${this.retryAfterMillis} ms, or ask the instance that owns it`
   }
@@ -99,7 +108,14 @@ export const body = (error: QueryError): Record<string, unknown> => {
         message: error.message
       }
     case "NotHere":
-      return { error: "NotHere", partition: error.partition, partitions: error.partitions, message: error.message }
+      return {
+        error: "NotHere",
+        partition: error.partition,
+        partitions: error.partitions,
+        owner: error.owner ?? null,
+        standbys: error.standbys,
+        message: error.message
+      }
     case "NotReady":
       return {
         error: "NotReady",

@@ -2,6 +2,8 @@
  * The queries of the HTTP endpoint and how a request's path and parameters
  * read as one:
  *
+ * - `GET /metadata[?key=|partition=]`: where each partition (or the key's) is
+ *   queried: the endpoint of its active instance and its standbys.
  * - `GET /state/{transformer}/{key}`: a transformer's state of a state key.
  * - `GET /stores/{store}/keys/{key}`: a `KeyValueStore`'s value of a key.
  * - `GET /stores/{store}/range?from=&to=&limit=&after=`: its entries from
@@ -38,6 +40,7 @@ export type Bounds =
 
 /** A query, parsed. */
 export type Query =
+  | { readonly _tag: "Metadata"; readonly key: string | undefined; readonly partition: number | undefined }
   | { readonly _tag: "State"; readonly transformer: string; readonly key: string; readonly partition: number | undefined }
   | { readonly _tag: "StoreKey"; readonly store: string; readonly key: string; readonly partition: number | undefined }
   | {
@@ -125,6 +128,10 @@ export const parse = (url: string): Either.Either<Query, NoRoute | BadRequest | 
     // "", "state" | "stores", ...
     if (parts[0] !== "") return yield* Either.left(noRoute)
     const partition = yield* integer(params, "partition")
+    if (parts[1] === "metadata" && parts.length === 2) {
+      const key = yield* optionalKey(params, "key")
+      return { _tag: "Metadata", key, partition } as const
+    }
     if (parts[1] === "state" && parts.length === 4 && parts[2] !== "" && parts[2] !== undefined && parts[3] !== undefined) {
       const transformer = yield* segment(parts[2], "transformer name")
       const key = yield* Either.flatMap(segment(parts[3], "key"), (key) => checkedKey(key, "key"))
