@@ -93,8 +93,8 @@ export const respond = (
       error._tag === "NoRoute"
         ? json(404, {
           error: "NotFound",
-          message: "not a query: see GET /state/{transformer}/{key}, /stores/{store}/keys/{key}, " +
-            "/stores/{store}/range, /stores/{store}/prefix"
+          message: "not a query: see GET /metadata, /state/{transformer}/{key}, /stores/{store}/keys/{key}, " +
+            "/stores/{store}/range, /stores/{store}/prefix, /stores/{store}/windows/{key}, /stores/{store}/sessions/{key}"
         })
         : json(QueryError.status(error), QueryError.body(error), served)
     )

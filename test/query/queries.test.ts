@@ -11,7 +11,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, HashMap, Logger, Option, Redacted, Schema } from "effect"
-import { KeyValueStore, Topic, Transformer } from "../../src/index.ts"
+import { KeyValueStore, SessionStore, Topic, Transformer, WindowStore } from "../../src/index.ts"
 import { partitionOf } from "../../src/internal/query/partitioner.ts"
 import { caughtUp, createTopics, eventually, produce, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
 import { tempDir } from "../helpers/tempDir.ts"
@@ -32,6 +32,8 @@ interface Answer {
   readonly next?: string | null
   readonly complete?: boolean
   readonly owner?: string | null
+  readonly windows?: ReadonlyArray<{ readonly start: number; readonly value: number }>
+  readonly sessions?: ReadonlyArray<{ readonly start: number; readonly end: number; readonly value: number }>
 }
 const token = "query-token-7f3a9c"
 
@@ -45,17 +47,25 @@ describe("interactive queries on a broker", () => {
       const In = Topic.make({ name: input, key: Schema.String, value: Schema.String })
       const Out = Topic.make({ name: output, key: Schema.String, value: Topic.json(Schema.Number) })
       const Totals = KeyValueStore.make({ name: "totals", key: Schema.String, value: Schema.Number })
+      // The n-th record of a key: its window starting at n seconds, and the key's one session grown to end there.
+      const Steps = WindowStore.make({ name: "steps", key: Schema.String, value: Schema.Number })
+      const Span = SessionStore.make({ name: "span", key: Schema.String, value: Schema.Number })
       const stalled = yield* Deferred.make<void>()
       const release = yield* Deferred.make<void>()
       const transformer = Transformer.make({
         name: "count",
         inputs: [In],
         state: Schema.Number,
-        stores: [Totals],
+        stores: [Totals, Steps, Span],
         transform: (record, count) =>
           Effect.gen(function*() {
-            const next = Option.getOrElse(count, () => 0) + 1
-            yield* Totals.put(record.key ?? "", next)
+            const previous = Option.getOrElse(count, () => 0)
+            const next = previous + 1
+            const key = record.key ?? ""
+            yield* Totals.put(key, next)
+            yield* Steps.put(key, next * 1000, next)
+            if (previous > 0) yield* Span.remove(key, { start: 1000, end: previous * 1000 })
+            yield* Span.put(key, { start: 1000, end: next * 1000 }, next)
             if (record.value === "stall") {
               // Written, and held: the transaction stays open until the test releases it.
               yield* Deferred.succeed(stalled, undefined)
@@ -121,6 +131,15 @@ describe("interactive queries on a broker", () => {
         })
         const stored = yield* ask(`/stores/totals/keys/${key}`)
         assert.strictEqual(stored.json.value, committed, key)
+        // Window and session stores: the key's windows 1..n (from 2 s on: 2..n), and its one session.
+        const windows = yield* ask(`/stores/steps/windows/${key}?from=2000`)
+        assert.deepStrictEqual(
+          windows.json.windows,
+          Array.from({ length: committed - 1 }, (_, i) => ({ start: (i + 2) * 1000, value: i + 2 })),
+          key
+        )
+        const sessions = yield* ask(`/stores/span/sessions/${key}`)
+        assert.deepStrictEqual(sessions.json.sessions, [{ start: 1000, end: committed * 1000, value: committed }], key)
       }
       // The store in key order, four entries a page, every partition here.
       const scanned: Array<[string, number]> = []
@@ -147,10 +166,13 @@ describe("interactive queries on a broker", () => {
         assert.isFalse((yield* ask(`/stores/totals/keys/${fresh}`)).json.found)
         const prefix = yield* ask("/stores/totals/prefix?prefix=fresh")
         assert.deepStrictEqual(prefix.json.entries, [])
+        assert.strictEqual((yield* ask(`/stores/steps/windows/${held}`)).json.windows?.length, 5, "the held window write")
+        assert.deepStrictEqual((yield* ask(`/stores/span/sessions/${held}`)).json.sessions, [{ start: 1000, end: 5000, value: 5 }])
       }
       yield* Deferred.succeed(release, undefined)
       yield* caughtUp(applicationId, input)
       assert.strictEqual((yield* ask(`/state/count/${held}`)).json.value, 6)
+      assert.deepStrictEqual((yield* ask(`/stores/steps/windows/${held}?from=6000&to=6000`)).json.windows, [{ start: 6000, value: 6 }])
       assert.strictEqual((yield* ask(`/stores/totals/keys/${fresh}`)).json.value, 1)
 
       // Bad requests: clear 4xx, the run keeps going.

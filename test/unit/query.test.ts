@@ -35,12 +35,13 @@ const refused = (url: string) => {
 
 describe("query requests", () => {
   it("reads the state, key, range and prefix queries, keys percent-decoded", () => {
-    assert.deepStrictEqual(parsed("/state/count/a%20b%2Fc"), { _tag: "State", transformer: "count", key: "a b/c", partition: undefined })
+    assert.deepStrictEqual(parsed("/state/count/a%20b%2Fc"), { _tag: "State", transformer: "count", key: "a b/c", partition: undefined, format: "json" })
     assert.deepStrictEqual(parsed("/stores/totals/keys/%C3%A9?partition=3"), {
       _tag: "StoreKey",
       store: "totals",
       key: "é",
-      partition: 3
+      partition: 3,
+      format: "json"
     })
     assert.deepStrictEqual(parsed("/stores/totals/range?from=a&to=m&limit=10&after=c"), {
       _tag: "StoreScan",
@@ -48,7 +49,8 @@ describe("query requests", () => {
       bounds: { _tag: "Range", from: "a", to: "m" },
       limit: 10,
       after: "c",
-      partition: undefined
+      partition: undefined,
+      format: "json"
     })
     assert.deepStrictEqual(parsed("/stores/totals/range"), {
       _tag: "StoreScan",
@@ -56,7 +58,8 @@ describe("query requests", () => {
       bounds: { _tag: "Range", from: undefined, to: undefined },
       limit: Request.defaultLimit,
       after: undefined,
-      partition: undefined
+      partition: undefined,
+      format: "json"
     })
     assert.deepStrictEqual(parsed("/stores/totals/prefix?prefix=user-"), {
       _tag: "StoreScan",
@@ -64,9 +67,10 @@ describe("query requests", () => {
       bounds: { _tag: "Prefix", prefix: "user-" },
       limit: Request.defaultLimit,
       after: undefined,
-      partition: undefined
+      partition: undefined,
+      format: "json"
     })
-    assert.deepStrictEqual(parsed("/state/count/"), { _tag: "State", transformer: "count", key: "", partition: undefined })
+    assert.deepStrictEqual(parsed("/state/count/"), { _tag: "State", transformer: "count", key: "", partition: undefined, format: "json" })
   })
 
   it("refuses malformed keys and parameters, and pages above the largest", () => {
@@ -201,6 +205,7 @@ describe("query answers", () => {
       const window = yield* ask(source, `/stores/windows/keys/a?partition=0`)
       assert.strictEqual(window.status, 404)
       assert.include(window.json.message, "WindowStore")
+    assert.include(window.json.message, "/stores/{store}/windows/{key}")
 
       // Partition 1 restores: a scan of every partition here waits rather than answer without it.
       const partial = yield* ask(source, "/stores/totals/range")

@@ -5,21 +5,29 @@
  * queries read the store itself, never a batch in flight nor the state cache,
  * so a write whose transaction has not committed is never an answer.
  *
+ * What is read: a transformer's state of a key; a `KeyValueStore` by key,
+ * range and prefix; a `WindowStore`'s windows of a key by start time and a
+ * `SessionStore`'s sessions of a key by end and start time (as Kafka
+ * Streams' `ReadOnlyWindowStore` and `ReadOnlySessionStore`), from the
+ * entries as those stores lay them out (`stores/keys.ts`).
+ *
  * A key belongs to one partition (the producer's default partitioner over its
  * text, or the request's `partition`): answered when that partition's task is
- * active here, `NotHere` when the partition is not assigned here, `NotReady`
- * while it restores (or its store cannot be read: the task is moving).
+ * active here, `NotHere` (naming its owner, from the group's routes) when the
+ * partition is not assigned here, `NotReady` while it restores (or its store
+ * cannot be read: the task is moving).
  *
  * @internal
  */
 import { Effect } from "effect"
 import * as QueryRoutes from "../QueryRoutes.ts"
 import type { StateStore } from "../StateStore.ts"
-import { compare, namespace, namespaceEnd, prefixEnd } from "../stores/keys.ts"
+import { compare, decodeTime, encodeTime, maxTime, namespace, namespaceEnd, prefixEnd, timeWidth } from "../stores/keys.ts"
 import { partitionOf } from "./partitioner.ts"
 import { BadRequest, NotHere, NotReady, Unknown } from "./QueryError.ts"
 import type { QueryError } from "./QueryError.ts"
-import type { Bounds, Query } from "./request.ts"
+import { sessionCursorText } from "./request.ts"
+import type { Bounds, Format, Query } from "./request.ts"
 
 /**
  * A partition as a query sees it here: its task's store, restoring (or
@@ -61,9 +69,12 @@ const jsonOf = (text: string): unknown => {
   }
 }
 
+/** A stored value as the answer carries it: its JSON, or its stored text (`format=text`). */
+const valueOf = (text: string, format: Format): unknown => format === "text" ? text : jsonOf(text)
+
 /** A key's value, or that it has none. */
-const found = (text: string | undefined) =>
-  text === undefined ? { found: false, value: null } : { found: true, value: jsonOf(text) }
+const found = (text: string | undefined, format: Format) =>
+  text === undefined ? { found: false, value: null } : { found: true, value: valueOf(text, format) }
 
 const partitionFor = (source: Source, key: string, requested: number | undefined): Effect.Effect<number, BadRequest> =>
   requested === undefined
@@ -131,16 +142,105 @@ const metadata = (source: Source, key: string | undefined, requested: number | u
 const reading = <A, E>(partition: number, read: Effect.Effect<A, E>): Effect.Effect<A, NotReady> =>
   Effect.mapError(read, () => new NotReady({ partition, reason: "unavailable", retryAfterMillis }))
 
-const keyValueStore = (source: Source, name: string): Effect.Effect<string, Unknown> => {
-  if (source.keyValueStores.includes(name)) return Effect.succeed(name)
-  const kind = source.otherStores.get(name)
+/** The kinds of store a query reads. */
+type StoreKind = "KeyValueStore" | "WindowStore" | "SessionStore"
+
+/** What each kind of store is asked with. */
+const queriedWith: Record<StoreKind, string> = {
+  KeyValueStore: "/stores/{store}/keys/{key}, /range or /prefix",
+  WindowStore: "/stores/{store}/windows/{key}",
+  SessionStore: "/stores/{store}/sessions/{key}"
+}
+
+/** Store `name` when it is a store of `kind` here. */
+const storeNamed = (source: Source, name: string, kind: StoreKind): Effect.Effect<string, Unknown> => {
+  const found = source.keyValueStores.includes(name) ? "KeyValueStore" : source.otherStores.get(name)
+  if (found === kind) return Effect.succeed(name)
+  const known = [
+    ...(kind === "KeyValueStore" ? source.keyValueStores : []),
+    ...[...source.otherStores].filter(([, other]) => other === kind).map(([store]) => store)
+  ]
   return Effect.fail(
     new Unknown({
       what: "store",
+      kind,
       name,
-      known: source.keyValueStores,
-      detail: kind === undefined ? undefined : `a ${kind}: only KeyValueStores are queried so far`
+      known,
+      detail: found === undefined
+        ? undefined
+        : `a ${found}: ask it with ${queriedWith[found === "WindowStore" || found === "SessionStore" ? found : "KeyValueStore"]}`
     })
+  )
+}
+
+const keyValueStore = (source: Source, name: string): Effect.Effect<string, Unknown> => storeNamed(source, name, "KeyValueStore")
+
+/** The largest time a window or session holds. */
+const maxSafe = Number.MAX_SAFE_INTEGER
+
+/**
+ * Reads up to `limit` of one key's entries (store keys `base` then `times`
+ * characters) from `gte` to `lte`, keeping those `keep` accepts. Entries of a
+ * longer key that starts with this one and a NUL sort among them and are
+ * skipped, so a page reads on until it is full or the range ends.
+ */
+const keyEntries = <A>(
+  store: StateStore,
+  bounds: { readonly base: string; readonly times: number; readonly gte: string; readonly lte: string; readonly limit: number },
+  keep: (storeKey: string, text: string) => A | undefined
+) =>
+  Effect.gen(function*() {
+    const entries: Array<A> = []
+    let gte = bounds.gte
+    while (entries.length < bounds.limit) {
+      const found = yield* store.range({ gte, lte: bounds.lte, limit: bounds.limit })
+      for (const [storeKey, text] of found) {
+        if (storeKey.length !== bounds.base.length + bounds.times) continue
+        const entry = keep(storeKey, text)
+        if (entry === undefined) continue
+        entries.push(entry)
+        if (entries.length === bounds.limit) break
+      }
+      const last = found[found.length - 1]
+      if (found.length < bounds.limit || last === undefined) break
+      gte = `${last[0]}\u0000`
+    }
+    return entries
+  })
+
+/** A key's windows that start from `from` to `to`, after `after`, at most `limit`, in start order. */
+const windows = (store: StateStore, name: string, key: string, query: Extract<Query, { readonly _tag: "WindowFetch" }>) => {
+  const first = query.after === undefined ? query.from : Math.max(query.from, query.after + 1)
+  if (first > query.to || first > maxSafe) return Effect.succeed([])
+  const base = `${namespace(name)}${key}\u0000`
+  return keyEntries(
+    store,
+    { base, times: timeWidth, gte: base + encodeTime(first), lte: base + encodeTime(query.to), limit: query.limit },
+    (storeKey, text) => ({ start: decodeTime(storeKey, base.length), value: valueOf(text, query.format) })
+  )
+}
+
+/** A key's sessions that end at or after `earliestEnd` and start at or before `latestStart`, after `after`, at most `limit`, by end then start. */
+const sessions = (store: StateStore, name: string, key: string, query: Extract<Query, { readonly _tag: "SessionFetch" }>) => {
+  const base = `${namespace(name)}${key}\u0000`
+  const lowest = encodeTime(query.earliestEnd) + encodeTime(0)
+  // After the cursor's session (end, start): the least key above it.
+  const after = query.after === undefined ? lowest : `${encodeTime(query.after.end)}${encodeTime(query.after.start)}\u0000`
+  return keyEntries(
+    store,
+    {
+      base,
+      times: 2 * timeWidth,
+      gte: base + (compare(after, lowest) >= 0 ? after : lowest),
+      lte: base + maxTime + maxTime,
+      limit: query.limit
+    },
+    (storeKey, text) => {
+      const start = decodeTime(storeKey, base.length + timeWidth)
+      return start > query.latestStart
+        ? undefined
+        : { start, end: decodeTime(storeKey, base.length), value: valueOf(text, query.format) }
+    }
   )
 }
 
@@ -175,14 +275,42 @@ export const answer = (source: Source, query: Query): Effect.Effect<Record<strin
         const partition = yield* partitionFor(source, query.key, query.partition)
         const store = yield* storeOf(source, partition)
         const text = yield* reading(partition, store.get(query.key))
-        return { transformer: source.transformer, key: query.key, partition, ...found(text) }
+        return { transformer: source.transformer, key: query.key, partition, ...found(text, query.format) }
       }
       case "StoreKey": {
         const name = yield* keyValueStore(source, query.store)
         const partition = yield* partitionFor(source, query.key, query.partition)
         const store = yield* storeOf(source, partition)
         const text = yield* reading(partition, store.get(namespace(name) + query.key))
-        return { store: name, key: query.key, partition, ...found(text) }
+        return { store: name, key: query.key, partition, ...found(text, query.format) }
+      }
+      case "WindowFetch": {
+        const name = yield* storeNamed(source, query.store, "WindowStore")
+        const partition = yield* partitionFor(source, query.key, query.partition)
+        const store = yield* storeOf(source, partition)
+        const page = yield* reading(partition, windows(store, name, query.key, query))
+        const last = page[page.length - 1]
+        return {
+          store: name,
+          key: query.key,
+          partition,
+          windows: page,
+          next: page.length === query.limit && last !== undefined ? last.start : null
+        }
+      }
+      case "SessionFetch": {
+        const name = yield* storeNamed(source, query.store, "SessionStore")
+        const partition = yield* partitionFor(source, query.key, query.partition)
+        const store = yield* storeOf(source, partition)
+        const page = yield* reading(partition, sessions(store, name, query.key, query))
+        const last = page[page.length - 1]
+        return {
+          store: name,
+          key: query.key,
+          partition,
+          sessions: page,
+          next: page.length === query.limit && last !== undefined ? sessionCursorText(last) : null
+        }
       }
       case "StoreScan": {
         const name = yield* keyValueStore(source, query.store)
@@ -199,7 +327,7 @@ export const answer = (source: Source, query: Query): Effect.Effect<Record<strin
         const entries: Array<{ readonly key: string; readonly value: unknown; readonly partition: number }> = []
         for (const [partition, store] of stores) {
           for (const [key, text] of yield* reading(partition, store.range(bounds))) {
-            entries.push({ key: key.slice(base), value: jsonOf(text), partition })
+            entries.push({ key: key.slice(base), value: valueOf(text, query.format), partition })
           }
         }
         const page = entries.sort((a, b) => compare(a.key, b.key)).slice(0, query.limit)

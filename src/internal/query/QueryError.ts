@@ -28,6 +28,8 @@ export class RangeTooLarge extends Data.TaggedError("RangeTooLarge")<{
 /** The transformer or store the path names is not one of this application's (404). */
 export class Unknown extends Data.TaggedError("Unknown")<{
   readonly what: "transformer" | "store"
+  /** For a store: the kind the query reads. */
+  readonly kind?: "KeyValueStore" | "WindowStore" | "SessionStore" | undefined
   readonly name: string
   /** What can be asked instead. */
   readonly known: ReadonlyArray<string>
@@ -36,7 +38,7 @@ export class Unknown extends Data.TaggedError("Unknown")<{
   override get message(): string {
     const known = this.known.length === 0 ? "none" : this.known.map((name) => JSON.stringify(name)).join(", ")
     return `no queryable ${this.what} ${JSON.stringify(this.name)}${this.detail === undefined ? "" : ` (${this.detail})`}: ` +
-      `the ${this.what === "transformer" ? "stateful transformers" : "KeyValueStores"} here are ${known}`
+      `the ${this.what === "transformer" ? "stateful transformers" : `${this.kind ?? "KeyValueStore"}s`} here are ${known}`
   }
 }
 

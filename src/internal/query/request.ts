@@ -10,13 +10,23 @@
  *   `from` to `to` (both inclusive, each optional), in key order.
  * - `GET /stores/{store}/prefix?prefix=&limit=&after=`: its entries whose key
  *   starts with `prefix`, in key order.
+ * - `GET /stores/{store}/windows/{key}?from=&to=&limit=&after=`: a
+ *   `WindowStore`'s windows of a key that start from `from` to `to` (epoch
+ *   milliseconds, both inclusive, each optional), in start order, after the
+ *   start `after` (Kafka Streams' `ReadOnlyWindowStore.fetch(key, from, to)`).
+ * - `GET /stores/{store}/sessions/{key}?earliestEnd=&latestStart=&limit=&after=`:
+ *   a `SessionStore`'s sessions of a key that end at or after `earliestEnd`
+ *   and start at or before `latestStart` (each optional: every session), by
+ *   end then start, after the session `after` (`{end}-{start}`) (Kafka
+ *   Streams' `ReadOnlySessionStore.fetch(key)` / `findSessions`).
  *
  * Keys are the stored text (what the key Schema encodes), percent-encoded in
  * the path. Every query takes `partition=` (the partition to ask; default:
  * the key's, by the producer's default partitioner; for a scan, every
  * partition active here). A scan answers at most `limit` entries (default
  * `defaultLimit`, at most `maxLimit`) after the key `after` (the previous
- * page's `next`).
+ * page's `next`). `format=text` answers each value as its stored text (what
+ * the Schema encodes; the typed client decodes it) instead of its JSON.
  *
  * Pure.
  *
@@ -38,11 +48,32 @@ export type Bounds =
   | { readonly _tag: "Range"; readonly from: string | undefined; readonly to: string | undefined }
   | { readonly _tag: "Prefix"; readonly prefix: string }
 
+/** How an answer carries values: their JSON (default), or their stored text. */
+export type Format = "json" | "text"
+
+/** A session, as a page's cursor. */
+export interface SessionCursor {
+  readonly end: number
+  readonly start: number
+}
+
 /** A query, parsed. */
 export type Query =
   | { readonly _tag: "Metadata"; readonly key: string | undefined; readonly partition: number | undefined }
-  | { readonly _tag: "State"; readonly transformer: string; readonly key: string; readonly partition: number | undefined }
-  | { readonly _tag: "StoreKey"; readonly store: string; readonly key: string; readonly partition: number | undefined }
+  | {
+    readonly _tag: "State"
+    readonly transformer: string
+    readonly key: string
+    readonly partition: number | undefined
+    readonly format: Format
+  }
+  | {
+    readonly _tag: "StoreKey"
+    readonly store: string
+    readonly key: string
+    readonly partition: number | undefined
+    readonly format: Format
+  }
   | {
     readonly _tag: "StoreScan"
     readonly store: string
@@ -50,6 +81,32 @@ export type Query =
     readonly limit: number
     readonly after: string | undefined
     readonly partition: number | undefined
+    readonly format: Format
+  }
+  | {
+    readonly _tag: "WindowFetch"
+    readonly store: string
+    readonly key: string
+    /** Window starts from `from` to `to`, both inclusive. */
+    readonly from: number
+    readonly to: number
+    readonly limit: number
+    /** The start of the previous page's last window (exclusive). */
+    readonly after: number | undefined
+    readonly partition: number | undefined
+    readonly format: Format
+  }
+  | {
+    readonly _tag: "SessionFetch"
+    readonly store: string
+    readonly key: string
+    readonly earliestEnd: number
+    readonly latestStart: number
+    readonly limit: number
+    /** The previous page's last session (exclusive). */
+    readonly after: SessionCursor | undefined
+    readonly partition: number | undefined
+    readonly format: Format
   }
 
 /** Not a query's path (a 404 of the router's). */
@@ -103,6 +160,39 @@ const optionalKey = (params: URLSearchParams, name: string): Either.Either<strin
   return text === null ? Either.right(undefined) : checkedKey(text, `parameter ${name}`)
 }
 
+/** A time parameter (epoch milliseconds, an integer 0 or more), `fallback` when unset. */
+const time = (params: URLSearchParams, name: string, fallback: number): Either.Either<number, BadRequest> => {
+  const text = params.get(name)
+  if (text === null) return Either.right(fallback)
+  const n = /^\d{1,16}$/.test(text) ? Number(text) : Number.NaN
+  return Number.isSafeInteger(n)
+    ? Either.right(n)
+    : Either.left(invalid(`${name}=${JSON.stringify(text)}: ${name} must be a time in epoch milliseconds, an integer 0 or more`))
+}
+
+const format = (params: URLSearchParams): Either.Either<Format, BadRequest> => {
+  const text = params.get("format")
+  return text === null || text === "json"
+    ? Either.right("json")
+    : text === "text"
+    ? Either.right("text")
+    : Either.left(invalid(`format=${JSON.stringify(text)}: format is json (default) or text`))
+}
+
+/** The text of a session cursor (`{end}-{start}`), as `next` answers it and `after` takes it. */
+export const sessionCursorText = (cursor: SessionCursor): string => `${cursor.end}-${cursor.start}`
+
+const sessionCursor = (params: URLSearchParams): Either.Either<SessionCursor | undefined, BadRequest> => {
+  const text = params.get("after")
+  if (text === null) return Either.right(undefined)
+  const match = /^(\d{1,16})-(\d{1,16})$/.exec(text)
+  const end = Number(match?.[1])
+  const start = Number(match?.[2])
+  return Number.isSafeInteger(end) && Number.isSafeInteger(start)
+    ? Either.right({ end, start })
+    : Either.left(invalid(`after=${JSON.stringify(text)}: a session page's after is the previous page's next, {end}-{start}`))
+}
+
 /** The limit of a scan: `defaultLimit` when unset, a positive integer up to `maxLimit`. */
 export const parseLimit = (params: URLSearchParams): Either.Either<number, BadRequest | RangeTooLarge> =>
   Either.flatMap(integer(params, "limit"), (limit): Either.Either<number, BadRequest | RangeTooLarge> =>
@@ -132,16 +222,29 @@ export const parse = (url: string): Either.Either<Query, NoRoute | BadRequest | 
       const key = yield* optionalKey(params, "key")
       return { _tag: "Metadata", key, partition } as const
     }
+    const as = yield* format(params)
     if (parts[1] === "state" && parts.length === 4 && parts[2] !== "" && parts[2] !== undefined && parts[3] !== undefined) {
       const transformer = yield* segment(parts[2], "transformer name")
       const key = yield* Either.flatMap(segment(parts[3], "key"), (key) => checkedKey(key, "key"))
-      return { _tag: "State", transformer, key, partition } as const
+      return { _tag: "State", transformer, key, partition, format: as } as const
     }
     if (parts[1] !== "stores" || parts[2] === undefined || parts[2] === "") return yield* Either.left(noRoute)
     const store = yield* segment(parts[2], "store name")
-    if (parts[3] === "keys" && parts.length === 5 && parts[4] !== undefined) {
+    if ((parts[3] === "keys" || parts[3] === "windows" || parts[3] === "sessions") && parts.length === 5 && parts[4] !== undefined) {
       const key = yield* Either.flatMap(segment(parts[4], "key"), (key) => checkedKey(key, "key"))
-      return { _tag: "StoreKey", store, key, partition } as const
+      if (parts[3] === "keys") return { _tag: "StoreKey", store, key, partition, format: as } as const
+      const limit = yield* parseLimit(params)
+      if (parts[3] === "windows") {
+        const from = yield* time(params, "from", 0)
+        const to = yield* time(params, "to", Number.MAX_SAFE_INTEGER)
+        const afterText = params.get("after")
+        const after = afterText === null ? undefined : yield* time(params, "after", 0)
+        return { _tag: "WindowFetch", store, key, from, to, limit, after, partition, format: as } as const
+      }
+      const earliestEnd = yield* time(params, "earliestEnd", 0)
+      const latestStart = yield* time(params, "latestStart", Number.MAX_SAFE_INTEGER)
+      const after = yield* sessionCursor(params)
+      return { _tag: "SessionFetch", store, key, earliestEnd, latestStart, limit, after, partition, format: as } as const
     }
     if (parts.length !== 4 || (parts[3] !== "range" && parts[3] !== "prefix")) return yield* Either.left(noRoute)
     const limit = yield* parseLimit(params)
@@ -149,11 +252,11 @@ export const parse = (url: string): Either.Either<Query, NoRoute | BadRequest | 
     if (parts[3] === "range") {
       const from = yield* optionalKey(params, "from")
       const to = yield* optionalKey(params, "to")
-      return { _tag: "StoreScan", store, bounds: { _tag: "Range", from, to }, limit, after, partition } as const
+      return { _tag: "StoreScan", store, bounds: { _tag: "Range", from, to }, limit, after, partition, format: as } as const
     }
     const prefix = yield* optionalKey(params, "prefix")
     if (prefix === undefined) {
       return yield* Either.left(invalid("a prefix scan needs prefix= (the start of the keys; empty: every key)"))
     }
-    return { _tag: "StoreScan", store, bounds: { _tag: "Prefix", prefix }, limit, after, partition } as const
+    return { _tag: "StoreScan", store, bounds: { _tag: "Prefix", prefix }, limit, after, partition, format: as } as const
   })
