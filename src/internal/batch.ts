@@ -27,6 +27,7 @@ import type * as Timer from "../Timer.ts"
 import type * as Topic from "../Topic.ts"
 import type { RecordOf, Result, TaskState, Transformer } from "../Transformer.ts"
 import * as Cut from "./cut.ts"
+import * as Eager from "./eager.ts"
 import * as JsonCodec from "./jsonCodec.ts"
 import { deadLetter } from "./deadLetter.ts"
 import { decodeRecord } from "./decode.ts"
@@ -39,6 +40,7 @@ import * as Rules from "./rules.ts"
 import type { StateCache } from "./StateCache.ts"
 import * as StateCopy from "./stateCopy.ts"
 import * as StateKeyCheck from "./StateKeyCheck.ts"
+import { atEndOf as storedAtEndOf } from "./storedAtEnd.ts"
 import type { StateStore, StoreWrite } from "./StateStore.ts"
 import * as StoreAccess from "./stores/access.ts"
 import * as StoreSchemas from "./stores/schemas.ts"
@@ -144,8 +146,8 @@ interface Lane<Inputs extends ReadonlyArray<Topic.Any>, S> {
 interface Attempt<S> {
   readonly outputs: ReadonlyArray<Topic.EncodedRecord>
   readonly change: Option.Option<S> | undefined
-  /** The change as stored, checked to decode back (`null`: a delete); `undefined` without a change or a codec. */
-  readonly encoded: string | null | undefined
+  /** The change as stored, checked to decode back (`null`: a delete); `undefined` without a change or a codec; `AtEnd`: stored as the batch ends. */
+  readonly encoded: string | null | Cut.AtEnd | undefined
   /** Changes to other state keys of the task (`Result.others`), each checked as `encoded` is. */
   readonly others?: ReadonlyArray<Cut.OtherChange<S>> | undefined
   /** Changes to the timers of the unit's state key (`Result.timers`), checked. */
@@ -244,13 +246,16 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const topics = new Map(transformer.inputs.map((topic) => [topic.name, topic]))
     const decodeState = Option.map(transformer.state, (codec) => Schema.decodeEither(codec))
     // A private copy of each state the transform reads, unless the transformer never mutates one (`stateCopy.ts`).
+    const copiesOnRead = Option.isSome(transformer.state) && StateCopy.copiesOnRead(transformer)
     const copyState = Option.match(transformer.state, {
       onNone: (): StateCopy.StateCopy<S> => Either.right,
-      onSome: (codec): StateCopy.StateCopy<S> => StateCopy.copiesOnRead(transformer) ? StateCopy.make(codec) : Either.right
+      onSome: (codec): StateCopy.StateCopy<S> => copiesOnRead ? StateCopy.make(codec) : Either.right
     })
     const stateCodecName = `state of ${transformer.name}`
     // A state change's stored form and its decode back, on every record: the codec's cheaper steps.
     const storedSteps = Option.map(transformer.state, JsonCodec.steps)
+    // Skein's own bookkeeping states, stored once, as the batch ends (`storedAtEnd.ts`).
+    const atEnd = storedAtEndOf(transformer)
     const states = new Map<string, Option.Option<S>>()
     let retries = 0
     /** Set once `maxDuration` has passed: lanes start no further record. */
@@ -326,12 +331,13 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 
     /** Other state keys of the task, as the batch's finished records left them (a private copy each, as `copyState` makes). */
     const taskPartition = options.partition ?? slices[0]?.partition ?? 0
+    const copied = (state: Option.Option<S>) => Either.mapLeft(copyState(state), (cause) => new EncodeError({ topic: stateCodecName, cause }))
     const taskState: TaskState<S> = {
       get: (stateKey) => {
         const known = knownState(stateKey)
-        const current = known === undefined ? readState(stateKey, taskPartition) : Effect.succeed(known)
-        return Effect.flatMap(current, (state) =>
-          Either.mapLeft(copyState(state), (cause) => new EncodeError({ topic: stateCodecName, cause })))
+        if (known === undefined) return Effect.flatMap(readState(stateKey, taskPartition), copied)
+        // Known, for a transformer that reads its states without a copy (the stream DSL's): done at once (`eager.ts`).
+        return copiesOnRead ? Effect.flatMap(Effect.succeed(known), copied) : Effect.succeed(known)
       }
     }
 
@@ -363,9 +369,10 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       change: Option.Option<S> | undefined,
       stateKey: string,
       source: FetchedRecord
-    ): Either.Either<string | null | undefined, EncodeError | StateNotStorable> => {
+    ): Either.Either<string | null | Cut.AtEnd | undefined, EncodeError | StateNotStorable> => {
       if (change === undefined || Option.isNone(storedSteps)) return Either.right(undefined)
       if (Option.isNone(change)) return Either.right(null)
+      if (atEnd !== undefined && atEnd(change.value)) return Either.right(Cut.AtEnd)
       const stored = storedSteps.value.store(change.value)
       if (Either.isRight(stored)) return Either.right(stored.right)
       if (stored.left._tag === "Encode") return Either.left(new EncodeError({ topic: stateCodecName, cause: stored.left.cause }))
@@ -399,7 +406,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         if (Either.isLeft(copy)) return Effect.fail(new EncodeError({ topic: stateCodecName, cause: copy.left }))
         const unit = overlay?.unit(source)
         if (unit === undefined) {
-          return Effect.flatMap(
+          // A transform that is done at once (the stream DSL's, `eager.ts`) is settled in this call.
+          return Eager.flatMap(
             transformer.transform(decoded, copy.right, taskState),
             (result): Effect.Effect<A, unknown> => settle(result, stateKey, source, trace, then)
           )
@@ -423,9 +431,9 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     ): Effect.Effect<A, unknown> => {
       const change = changeOf(result)
       const stored = storedForm(change, stateKey, source)
-      if (Either.isLeft(stored)) return Either.left(stored.left)
+      if (Either.isLeft(stored)) return Effect.fail(stored.left)
       const others = othersOf(result, source)
-      if (Either.isLeft(others)) return Either.left(others.left)
+      if (Either.isLeft(others)) return Effect.fail(others.left)
       const timers = result.timers
       if (timers !== undefined && timers.length > 0) {
         if (!timed) {
@@ -439,7 +447,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       }
       const encoded = Outputs.encode(result.emit ?? [], options.messageLimits, options.partitionCounts, source, trace)
       return Either.isEither(encoded)
-        ? Either.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right, others: others.right, timers }))
+        ? Eager.fromEither(Either.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right, others: others.right, timers })))
         : Effect.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right, others: others.right, timers }))
     }
 
@@ -825,9 +833,26 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       }
     }), before)
 
-    // Each kept change was encoded (and checked to read back) by the record that made it.
+    // Each kept change was encoded (and checked to read back) by the record that made it, but those stored at the end.
     const writes: Array<StoreWrite> = []
     for (const [key, value] of kept.encoded) writes.push({ key, value })
+    for (const key of kept.atEnd) {
+      const state = kept.states.get(key)
+      if (state === undefined || Option.isNone(storedSteps)) {
+        return yield* Effect.dieMessage(`Skein invariant broken: ${transformer.name}'s state ${key} is stored at the end without a state`)
+      }
+      if (Option.isNone(state)) {
+        writes.push({ key, value: null })
+        continue
+      }
+      const stored = storedSteps.value.store(state.value)
+      if (Either.isLeft(stored)) {
+        return yield* Effect.dieMessage(
+          `Skein invariant broken: ${transformer.name}'s state ${key}, stored at the end, cannot be stored: ${String(stored.left.cause)}`
+        )
+      }
+      writes.push({ key, value: stored.right })
+    }
     return {
       outputs: kept.outputs,
       writes,

@@ -15,6 +15,13 @@ import type { EncodedRecord } from "../Topic.ts"
 import type { StoreWrite } from "./StateStore.ts"
 import type * as Timers from "./timers.ts"
 
+/**
+ * The stored form of a change that is made once the batch ends, from the key's last kept
+ * change (`storedAtEnd.ts`): Skein's own bookkeeping, storable by construction.
+ */
+export const AtEnd: unique symbol = Symbol.for("skein/cut/AtEnd")
+export type AtEnd = typeof AtEnd
+
 /** What a finished record produced. */
 export interface Done<S> {
   readonly offset: number
@@ -22,8 +29,11 @@ export interface Done<S> {
   readonly outputs: ReadonlyArray<EncodedRecord>
   /** `undefined`: the state was not changed; otherwise the new state (`None`: deleted). */
   readonly change: Option.Option<S> | undefined
-  /** The new state as stored (`null`: deleted), checked to decode back; `undefined` without a change or a codec. */
-  readonly encoded?: string | null | undefined
+  /**
+   * The new state as stored (`null`: deleted), checked to decode back; `undefined` without a change or a codec;
+   * `AtEnd`: stored as the batch ends.
+   */
+  readonly encoded?: string | null | AtEnd | undefined
   readonly disposition: "processed" | "skipped" | "deadLettered"
   /** Changes to other state keys of the task (`Result.others`), applied after `change`. */
   readonly others?: ReadonlyArray<OtherChange<S>> | undefined
@@ -41,7 +51,7 @@ export interface Done<S> {
 export interface OtherChange<S> {
   readonly key: string
   readonly change: Option.Option<S>
-  readonly encoded: string | null | undefined
+  readonly encoded: string | null | AtEnd | undefined
 }
 
 /** Records run one after the other, and those of them that finished (a prefix). */
@@ -72,6 +82,8 @@ export interface Cut<S> {
   readonly states: ReadonlyMap<string, Option.Option<S>>
   /** The same final states as stored (`null`: deleted), for the keys whose records encoded them. */
   readonly encoded: ReadonlyMap<string, string | null>
+  /** The keys whose last kept change is stored as the batch ends (`AtEnd`): their state is in `states`. */
+  readonly atEnd: ReadonlySet<string>
   readonly cuts: ReadonlyArray<SliceCut>
   readonly processed: number
   readonly skipped: number
@@ -93,6 +105,17 @@ export const cut = <S>(slices: ReadonlyArray<SliceProgress<S>>, before: Readonly
   const outputs: Array<EncodedRecord> = []
   const states = new Map<string, Option.Option<S>>()
   const encoded = new Map<string, string | null>()
+  const atEnd = new Set<string>()
+  /** The key's last kept change as stored, or stored at the end. */
+  const store = (key: string, value: string | null | AtEnd): void => {
+    if (value === AtEnd) {
+      encoded.delete(key)
+      atEnd.add(key)
+    } else {
+      encoded.set(key, value)
+      atEnd.delete(key)
+    }
+  }
   const disposedRuns: Array<string> = []
   const cuts: Array<SliceCut> = []
   const taskWrites: Array<Timers.Write> = []
@@ -105,21 +128,21 @@ export const cut = <S>(slices: ReadonlyArray<SliceProgress<S>>, before: Readonly
     for (const output of done.outputs) outputs.push(output)
     if (done.change !== undefined) {
       states.set(done.stateKey, done.change)
-      if (done.encoded !== undefined) encoded.set(done.stateKey, done.encoded)
+      if (done.encoded !== undefined) store(done.stateKey, done.encoded)
     }
     if (done.others !== undefined) {
       for (const other of done.others) {
         states.set(other.key, other.change)
-        if (other.encoded !== undefined) encoded.set(other.key, other.encoded)
+        if (other.encoded !== undefined) store(other.key, other.encoded)
       }
     }
     if (done.taskWrites !== undefined) {
       for (const write of done.taskWrites) {
-        encoded.set(write.key, write.value)
+        store(write.key, write.value)
         taskWrites.push(write)
       }
     }
-    if (done.storeWrites !== undefined) for (const write of done.storeWrites) encoded.set(write.key, write.value)
+    if (done.storeWrites !== undefined) for (const write of done.storeWrites) store(write.key, write.value)
     fired += done.fired ?? 0
   }
   for (const done of before) keep(done)
@@ -143,5 +166,5 @@ export const cut = <S>(slices: ReadonlyArray<SliceProgress<S>>, before: Readonly
     while (kept < slice.offsets.length && slice.offsets[kept]! < offset) kept++
     cuts.push({ offset, kept })
   }
-  return { outputs, states, encoded, cuts, processed, skipped, deadLettered, disposedRuns, taskWrites, fired }
+  return { outputs, states, encoded, atEnd, cuts, processed, skipped, deadLettered, disposedRuns, taskWrites, fired }
 }

@@ -15,9 +15,11 @@
  */
 import { Effect, Either, Metric, Option, Schema } from "effect"
 import * as RunnerMetrics from "../RunnerMetrics.ts"
+import * as Eager from "../eager.ts"
 import { applicationIdOf } from "../runAll.ts"
 import { defaultStateKey } from "../StateKeyCheck.ts"
 import * as StateCopy from "../stateCopy.ts"
+import * as StoredAtEnd from "../storedAtEnd.ts"
 import { ConfigurationError, EncodeError, InvalidTimestamp, OperatorFailed } from "../../SkeinError.ts"
 import * as JoinWindows from "../../JoinWindows.ts"
 import * as SessionWindows from "../../SessionWindows.ts"
@@ -581,7 +583,7 @@ const makeTransformer = (parts: TransformerParts): Transformer.Any => {
     return Transformer.stateless({
       name: parts.name,
       inputs: parts.inputs,
-      transform: (record) => Effect.map(runRecord(parts, record, undefined), (emit) => ({ emit })),
+      transform: (record) => Eager.map(runRecord(parts, record, undefined), (emit) => ({ emit })),
       rules: parts.rules
     })
   }
@@ -613,7 +615,7 @@ const makeTransformer = (parts: TransformerParts): Transformer.Any => {
           changed = true
           return forward({ ...keyed, value: next.value, timestamp: next.timestamp })
         }
-        return Effect.map(runRecord(parts, record, aggregator), (emit) => ({
+        return Eager.map(runRecord(parts, record, aggregator), (emit) => ({
           emit,
           ...(changed && Option.isSome(current) ? { state: Transformer.set(current.value) } : {})
         }))
@@ -665,7 +667,7 @@ const storesTransformer = <S, I>(parts: TransformerParts, stores: KeyStores.KeyS
           return forward({ ...keyed, value, timestamp, previous })
         }
       })
-      return Effect.flatMap(runRecord(parts, record, aggregator, undefined, access), (emit) => {
+      return Eager.flatMap(runRecord(parts, record, aggregator, undefined, access), (emit) => {
         if (!changed) return Effect.succeed({ emit })
         const state = stores.write(slots)
         return Either.isLeft(state) ? Effect.fail(state.left) : Effect.succeed({ emit, state: state.right })
@@ -701,7 +703,8 @@ const windowedTransformer = <A, I>(
     lateCounter: RunnerMetrics.streamsLateRecordsOf(applicationIdOf(parts.applicationId, parts), parts.name, parts.aggregateName)
   }
   const copyValue = privateCopy(parts, spec.state)
-  return {
+  // The task's time and index change with nearly every record: stored once per transaction.
+  return StoredAtEnd.storedAtEnd({
     name: parts.name,
     inputs: parts.inputs,
     state: Option.some(Topic.json(WindowAggregate.stateSchema(spec.state))),
@@ -728,12 +731,12 @@ const windowedTransformer = <A, I>(
         : SessionWindows.isSessionWindows(windows)
         ? (keyed, forward) => SessionAggregate.process(operator, windows, context, keyed, record.topic, forward)
         : (keyed, forward) => WindowAggregate.process(operator, windows, context, keyed, record.topic, forward)
-      return Effect.map(
+      return Eager.map(
         runRecord(parts, record, aggregator, (timestamp) => WindowAggregate.observeStreamTime(context, timestamp)),
         (emit) => ({ emit, ...context.result() })
       )
     }
-  }
+  }, WindowAggregate.isBookkeeping)
 }
 
 /**
@@ -765,7 +768,7 @@ const streamJoinTransformer = (
       return Effect.flatMap(StreamStreamJoin.Context.load(task), (context) => {
         const join: StreamJoinStep = (side, keyed, forward, dropped) =>
           StreamStreamJoin.process(operator, context, side, keyed, record.topic, forward, dropped)
-        return Effect.map(runRecord(parts, record, undefined, undefined, undefined, join), (emit) => ({ emit, ...context.result() }))
+        return Eager.map(runRecord(parts, record, undefined, undefined, undefined, join), (emit) => ({ emit, ...context.result() }))
       })
     }
   }
@@ -836,28 +839,27 @@ const positionOf = (input: Transformer.RecordOf<ReadonlyArray<Topic.Any>>) => ({
 const eventTime = (
   parts: TransformerParts,
   input: Transformer.RecordOf<ReadonlyArray<Topic.Any>>
-): Effect.Effect<number, InvalidTimestamp | OperatorFailed> =>
-  Effect.suspend((): Effect.Effect<number, InvalidTimestamp | OperatorFailed> => {
-    const extractor = parts.extractors.get(input.topic)
-    let timestamp = input.timestamp
-    if (extractor !== undefined) {
-      try {
-        timestamp = extractor(input)
-      } catch (cause) {
-        return Effect.fail(
-          new OperatorFailed({
-            operator: parts.sourceNames.get(input.topic) ?? input.topic,
-            kind: "timestamp extractor",
-            source: positionOf(input),
-            cause
-          })
-        )
-      }
+): Effect.Effect<number, InvalidTimestamp | OperatorFailed> => {
+  const extractor = parts.extractors.get(input.topic)
+  let timestamp = input.timestamp
+  if (extractor !== undefined) {
+    try {
+      timestamp = extractor(input)
+    } catch (cause) {
+      return Effect.fail(
+        new OperatorFailed({
+          operator: parts.sourceNames.get(input.topic) ?? input.topic,
+          kind: "timestamp extractor",
+          source: positionOf(input),
+          cause
+        })
+      )
     }
-    return Number.isFinite(timestamp) && timestamp >= 0
-      ? Effect.succeed(timestamp)
-      : Effect.fail(new InvalidTimestamp({ topic: input.topic, partition: input.partition, offset: input.offset, timestamp }))
-  })
+  }
+  return Number.isFinite(timestamp) && timestamp >= 0
+    ? Effect.succeed(timestamp)
+    : Effect.fail(new InvalidTimestamp({ topic: input.topic, partition: input.partition, offset: input.offset, timestamp }))
+}
 
 /**
  * Runs one input record through the sub-topology's operators, children in
@@ -875,7 +877,7 @@ const runRecord = (
   const emit: Array<Topic.OutputRecord> = []
 
   const visitChildren = (node: Graph.Node, record: Graph.StreamRecord): Effect.Effect<void, unknown, unknown> =>
-    Effect.forEach(parts.children(node), (child) => visit(child, record, node), { discard: true })
+    Eager.forEach(parts.children(node), (child) => visit(child, record, node))
 
   /** Counts and logs a record a table or a join drops, as Kafka Streams does (its dropped-records metric). */
   const dropped = (node: Graph.Node, why: string): Effect.Effect<void> => {
@@ -900,9 +902,7 @@ const runRecord = (
    * when a stream record looks its key up (Kafka Streams' value getters), so they run then, once.
    */
   const visitTableChildren = (node: Graph.Node, record: Graph.StreamRecord): Effect.Effect<void, unknown, unknown> =>
-    Effect.forEach(parts.children(node).filter((child) => !onlyJoins(child, node)), (child) => visit(child, record, node), {
-      discard: true
-    })
+    Eager.forEach(parts.children(node).filter((child) => !onlyJoins(child, node)), (child) => visit(child, record, node))
   const onlyJoins = (child: Graph.Node, parent: Graph.Node): boolean =>
     (child._tag === "Join" && child.table === parent) ||
     (child._tag === "TableStep" && parts.children(child).every((c) => onlyJoins(c, child)))
@@ -945,8 +945,8 @@ const runRecord = (
           return Effect.fail(new OperatorFailed({ operator: parts.nameOf(node), kind: node.kind, source: positionOf(input), cause }))
         }
         return Effect.isEffect(out)
-          ? Effect.flatMap(out, (records) => Effect.forEach(records, (r) => visitChildren(node, r), { discard: true }))
-          : Effect.forEach(out, (r) => visitChildren(node, r), { discard: true })
+          ? Eager.flatMap(out, (records) => Eager.forEach(records, (r) => visitChildren(node, r)))
+          : Eager.forEach(out, (r) => visitChildren(node, r))
       }
       case "Aggregate": {
         if (aggregator === undefined) return Effect.dieMessage("Skein invariant broken: an aggregate ran outside its sub-topology")
@@ -1041,16 +1041,19 @@ const runRecord = (
   }
 
   const roots = parts.rootsByTopic.get(input.topic) ?? []
-  return Effect.flatMap(eventTime(parts, input), (timestamp) => {
+  // Eagerly (`eager.ts`): a record whose operators are all synchronous runs in this call; each step is
+  // built where it runs (the record's event time, then its stream time, then its operators).
+  return Eager.flatMap(eventTime(parts, input), (timestamp) => {
     const start: Graph.StreamRecord = { key: input.key, value: input.value, timestamp, headers: input.rawHeaders }
-    const visited = Effect.forEach(roots, (root) => visit(root, start, undefined), { discard: true })
+    const visited = () => Eager.forEach(roots, (root) => visit(root, start, undefined))
     // An aggregation's function threw (`guarded`): the record's error, for the rules.
-    const run = aggregator === undefined && streamJoin === undefined ? visited : Effect.catchSomeDefect(visited, (defect) =>
-      defect instanceof Threw
-        ? Option.some(
-          Effect.fail(new OperatorFailed({ operator: defect.operator, kind: defect.kind, source: positionOf(input), cause: defect.cause }))
-        )
-        : Option.none())
-    return Effect.as(observe === undefined ? run : Effect.zipRight(observe(timestamp), run), emit)
+    const run = () =>
+      aggregator === undefined && streamJoin === undefined ? visited() : Eager.catchSomeDefect(visited, (defect) =>
+        defect instanceof Threw
+          ? Option.some(
+            Effect.fail(new OperatorFailed({ operator: defect.operator, kind: defect.kind, source: positionOf(input), cause: defect.cause }))
+          )
+          : Option.none())
+    return Eager.map(observe === undefined ? run() : Eager.flatMap(observe(timestamp), run), () => emit)
   })
 }

@@ -18,6 +18,7 @@
  * @internal
  */
 import { Effect, Either, Option } from "effect"
+import * as Eager from "../eager.ts"
 import type { SessionWindows } from "../../SessionWindows.ts"
 import * as Windowed from "../../Windowed.ts"
 import type * as Graph from "./graph.ts"
@@ -40,7 +41,8 @@ export const process = <A>(
   inputTopic: string,
   forward: (record: Graph.StreamRecord) => Effect.Effect<void, unknown, unknown>
 ): Effect.Effect<void, unknown, unknown> =>
-  Effect.gen(function*() {
+  // Eagerly (`eager.ts`): where every state it reads is known and `forward`'s operators are synchronous, in this call.
+  Eager.gen(function*() {
     const session = operator.session
     if (session === undefined) return yield* Effect.dieMessage("Skein invariant broken: a session aggregation without its merge")
     const gap = windows.inactivityGapMs

@@ -15,6 +15,7 @@
  * @internal
  */
 import { Effect, Either, Option } from "effect"
+import * as Eager from "../eager.ts"
 import type { SlidingWindows } from "../../SlidingWindows.ts"
 import * as Windowed from "../../Windowed.ts"
 import type * as Graph from "./graph.ts"
@@ -36,7 +37,8 @@ export const process = <A>(
   inputTopic: string,
   forward: (record: Graph.StreamRecord) => Effect.Effect<void, unknown, unknown>
 ): Effect.Effect<void, unknown, unknown> =>
-  Effect.gen(function*() {
+  // Eagerly (`eager.ts`): where every state it reads is known and `forward`'s operators are synchronous, in this call.
+  Eager.gen(function*() {
     const d = windows.timeDifferenceMs
     const grace = windows.graceMs
     const retention = 2 * d + grace
@@ -73,7 +75,8 @@ export const process = <A>(
       changed = true
       if (existed) return Effect.void
       const close = start + d + grace + 1
-      return Effect.zipRight(appendToBucket(context, closingKey(close), context.ownKey), addTime(context, closeIndex, closes, close))
+      // Each step built where it runs: the helpers are eager (`eager.ts`).
+      return Eager.flatMap(appendToBucket(context, closingKey(close), context.ownKey), () => addTime(context, closeIndex, closes, close))
     }
 
     const emitUpdate = (start: number, value: A, timestamp: number) =>
@@ -89,12 +92,12 @@ export const process = <A>(
       }
       const value = operator.add(previous, record)
       const timestamp = Option.isNone(previous) ? ts : Math.max(ts, previousTimestamp)
-      return Effect.zipRight(put(start, value, timestamp), emitUpdate(start, value, timestamp))
+      return Eager.flatMap(put(start, value, timestamp), () => emitUpdate(start, value, timestamp))
     }
 
     /** The record's right window, a copy of the aggregate of the records after it (no close check, as in Kafka Streams). */
     const createRightWindow = (aggregate: Stored<A>) =>
-      Effect.zipRight(put(ts + 1, aggregate.value, aggregate.timestamp), emitUpdate(ts + 1, aggregate.value, aggregate.timestamp))
+      Eager.flatMap(put(ts + 1, aggregate.value, aggregate.timestamp), () => emitUpdate(ts + 1, aggregate.value, aggregate.timestamp))
 
     if (ts < d) {
       // processEarly: records before `d` share the window [0, d].

@@ -24,7 +24,8 @@
  *
  * @internal
  */
-import { Effect, Either, Metric, Option, Schema } from "effect"
+import { Effect, Either, Metric, Option, Predicate, Schema } from "effect"
+import * as Eager from "../eager.ts"
 import * as TimeWindows from "../../TimeWindows.ts"
 import type { KeyChange, TaskState } from "../../Transformer.ts"
 import * as Transformer from "../../Transformer.ts"
@@ -68,6 +69,15 @@ const Closing = Schema.TaggedStruct("Closing", { keys: Schema.Array(Schema.Strin
 
 const chunkSize = 128
 const chunkKey = (bucketKey: string, n: number): string => `${bucketKey}.${n}`
+
+/**
+ * Whether `state` is the task's bookkeeping (its time, an index bucket or
+ * slot), not a key's windows: numbers and state keys only, storable by
+ * construction, so the batch stores it once per transaction
+ * (`storedAtEnd.ts`), where the task's time changes with nearly every record.
+ */
+export const isBookkeeping = (state: unknown): boolean =>
+  Predicate.isTagged(state, "Time") || Predicate.isTagged(state, "Closing") || Predicate.isTagged(state, "Times")
 
 /** The state of a windowed sub-topology's task: what each kind of state key holds. */
 export const stateSchema = <A, I>(value: Schema.Schema<A, I>) =>
@@ -147,7 +157,7 @@ export class RecordContext<A> {
     const changed = this.changed.get(key)
     return changed !== undefined
       ? Effect.succeed(changed)
-      : Effect.flatMap(this.task.get(key), (state) => privateAggregates(state, this.copyValue))
+      : Eager.flatMap(this.task.get(key), (state) => Eager.fromEither(privateAggregates(state, this.copyValue)))
   }
 
   put(key: string, state: Option.Option<WindowState<A>>): void {
@@ -163,7 +173,7 @@ export class RecordContext<A> {
   /** The task's time (loaded once per record). */
   loadTime(): Effect.Effect<Time, unknown> {
     if (this.time !== undefined) return Effect.succeed(this.time)
-    return Effect.flatMap(this.task.get(timeKey), (stored) => {
+    return Eager.flatMap(this.task.get(timeKey), (stored) => {
       if (Option.isSome(stored) && stored.value._tag !== "Time") {
         return Effect.dieMessage(`Skein invariant broken: the state key ${timeKey} holds ${stored.value._tag}`)
       }
@@ -234,7 +244,7 @@ export const addTime = <A>(
 ): Effect.Effect<void, unknown> => {
   const slot = Math.floor(time / index.slotMs)
   const key = `${index.prefix}${slot}`
-  return Effect.map(context.get(key), (stored) => {
+  return Eager.map(context.get(key), (stored) => {
     const times = Option.isSome(stored) && stored.value._tag === "Times" ? stored.value.times : []
     if (!times.includes(time)) context.put(key, Option.some({ _tag: "Times", times: [...times, time].sort((a, b) => a - b) }))
     if (!slots.includes(slot)) {
@@ -251,7 +261,7 @@ export const takeDue = <A>(
   slots: Array<number>,
   upTo: number
 ): Effect.Effect<ReadonlyArray<number>, unknown> =>
-  Effect.gen(function*() {
+  Eager.gen(function*() {
     const due: Array<number> = []
     while (slots.length > 0 && slots[0]! * index.slotMs <= upTo) {
       const key = `${index.prefix}${slots[0]!}`
@@ -275,7 +285,7 @@ export const slotFor = (span: number): number => Math.max(1, Math.ceil(Math.sqrt
 
 /** Adds `stateKey` to the index bucket `bucketKey`. */
 export const appendToBucket = <A>(context: RecordContext<A>, bucketKey: string, stateKey: string): Effect.Effect<void, unknown> =>
-  Effect.map(context.get(bucketKey), (bucket) => {
+  Eager.map(context.get(bucketKey), (bucket) => {
     const head = Option.isSome(bucket) && bucket.value._tag === "Closing" ? bucket.value : { _tag: "Closing" as const, keys: [], chunks: 0 }
     if (head.keys.length < chunkSize) {
       context.put(bucketKey, Option.some({ ...head, keys: [...head.keys, stateKey] }))
@@ -287,7 +297,7 @@ export const appendToBucket = <A>(context: RecordContext<A>, bucketKey: string, 
 
 /** The state keys of the index bucket `bucketKey`, each once, in the order they were added; the bucket is deleted. */
 export const takeBucket = <A>(context: RecordContext<A>, bucketKey: string): Effect.Effect<ReadonlyArray<string>, unknown> =>
-  Effect.gen(function*() {
+  Eager.gen(function*() {
     const bucket = yield* context.get(bucketKey)
     if (Option.isNone(bucket) || bucket.value._tag !== "Closing") return []
     const keys = new Set<string>()
@@ -303,7 +313,7 @@ export const takeBucket = <A>(context: RecordContext<A>, bucketKey: string): Eff
 
 /** Moves the task's stream time to `timestamp` if it is larger (every record of the sub-topology). */
 export const observeStreamTime = <A>(context: RecordContext<A>, timestamp: number): Effect.Effect<void, unknown> =>
-  Effect.flatMap(context.loadTime(), (time) => {
+  Eager.flatMap(context.loadTime(), (time) => {
     if (timestamp > time.streamTime) context.setTime({ ...time, streamTime: timestamp })
     return Effect.void
   })
@@ -324,7 +334,7 @@ export const ownWindows = <A>(
   record: Graph.StreamRecord,
   inputTopic: string
 ): Effect.Effect<Windows<A>, unknown> =>
-  Effect.gen(function*() {
+  Eager.gen(function*() {
     const own = windowsOf(yield* context.get(context.ownKey), context.ownKey)
     if (Either.isLeft(own)) return yield* Effect.dieMessage(`Skein invariant broken: ${own.left}`)
     if (own.right !== undefined) return own.right
@@ -372,7 +382,8 @@ export const process = <A>(
   inputTopic: string,
   forward: (record: Graph.StreamRecord) => Effect.Effect<void, unknown, unknown>
 ): Effect.Effect<void, unknown, unknown> =>
-  Effect.gen(function*() {
+  // Eagerly (`eager.ts`): where every state it reads is known and `forward`'s operators are synchronous, in this call.
+  Eager.gen(function*() {
     const { windowing } = operator
     const { emit } = windowing
     const time = yield* context.loadTime()

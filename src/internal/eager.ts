@@ -1,0 +1,118 @@
+/**
+ * Effects composed eagerly: the stream DSL's per-record work without the
+ * fiber runtime where nothing in it needs one.
+ *
+ * An `Exit` is an Effect that is already done (what `Effect.succeed`,
+ * `Effect.fail`, `Effect.void` and `Effect.die` return). These combinators
+ * look at the step before them: when it is an `Exit`, the next step runs at
+ * once, in the same call, and their result is an `Exit` again; from the
+ * first step that is not (a state read from the store, a user's effectful
+ * operator, a log line) the rest is composed with Effect's own combinators
+ * and runs when that Effect runs. One way of writing the data path, two
+ * speeds: a record whose steps are all done at once never enters the
+ * runtime, and one that needs it gets the same steps in the same order.
+ *
+ * What makes it correct: a step is built where it runs. Code written with
+ * these runs each step as it is built, so an Effect made early and run
+ * later (`Effect.zipRight(a, b)` with `b` built before `a` ran) would run
+ * `b` first; write `flatMap(a, () => b)`. And a step is built once per run:
+ * never hold one to run twice.
+ *
+ * A throw in a step that runs at once is thrown to the caller (where a lazy
+ * step's throw becomes a defect of its fiber): `catchSomeDefect` treats
+ * both alike.
+ *
+ * @internal
+ */
+import { Cause, Effect, Either, Exit, Option } from "effect"
+import type { YieldWrap } from "effect/Utils"
+import { yieldWrapGet } from "effect/Utils"
+
+/** Whether `self` is done: an `Exit`, with `self`'s success and error types. */
+export const isDone = <A, E, R>(self: Effect.Effect<A, E, R>): self is Exit.Exit<A, E> => Exit.isExit(self)
+
+/** `f` of `self`'s value: at once when `self` is done (an `Exit`), else when `self` runs. */
+export const flatMap = <A, E, R, B, E2, R2>(
+  self: Effect.Effect<A, E, R>,
+  f: (a: A) => Effect.Effect<B, E2, R2>
+): Effect.Effect<B, E | E2, R | R2> => {
+  if (!isDone(self)) return Effect.flatMap(self, f)
+  return self._tag === "Success" ? f(self.value) : Exit.failCause(self.cause)
+}
+
+/** `f` of `self`'s value, eagerly (`flatMap`). */
+export const map = <A, E, R, B>(self: Effect.Effect<A, E, R>, f: (a: A) => B): Effect.Effect<B, E, R> =>
+  flatMap(self, (a) => Exit.succeed(f(a)))
+
+/** An `Either` as an `Exit` (an `Either` is an Effect, but not a done one). */
+export const fromEither = <A, E>(either: Either.Either<A, E>): Exit.Exit<A, E> =>
+  Either.isRight(either) ? Exit.succeed(either.right) : Exit.fail(either.left)
+
+/** `f` of each item in order, each after the previous one finished (`Effect.forEach` with `discard`), eagerly. */
+export const forEach = <A, E, R>(
+  items: Iterable<A>,
+  f: (item: A) => Effect.Effect<void, E, R>
+): Effect.Effect<void, E, R> => {
+  const iterator = items[Symbol.iterator]()
+  const rest = (): Effect.Effect<void, E, R> => {
+    for (let next = iterator.next(); next.done !== true; next = iterator.next()) {
+      const step = f(next.value)
+      if (!isDone(step)) return Effect.flatMap(step, rest)
+      if (step._tag === "Failure") return step
+    }
+    return Exit.void
+  }
+  return rest()
+}
+
+/** The error and context of the Effects a generator given to `gen` yields. */
+type ErrorOf<Y> = Y extends YieldWrap<Effect.Effect<infer _A, infer E, infer _R>> ? E : never
+type ContextOf<Y> = Y extends YieldWrap<Effect.Effect<infer _A, infer _E, infer R>> ? R : never
+
+/**
+ * `Effect.gen`, eagerly: the generator runs at once, each `yield*` of a done
+ * step resumed in the same call; at the first step that is not done, the
+ * rest of the generator runs when that step's Effect runs. Unlike
+ * `Effect.gen`, the body runs when `gen` is called.
+ */
+export function gen<Y extends YieldWrap<Effect.Effect<unknown, unknown, unknown>>, A>(
+  body: () => Generator<Y, A, unknown>
+): Effect.Effect<A, ErrorOf<Y>, ContextOf<Y>>
+export function gen<A>(
+  body: () => Generator<YieldWrap<Effect.Effect<unknown, unknown, unknown>>, A, unknown>
+): Effect.Effect<A, unknown, unknown> {
+  const iterator = body()
+  const resume = (input: unknown): Effect.Effect<A, unknown, unknown> => {
+    let state = iterator.next(input)
+    while (state.done !== true) {
+      const step = yieldWrapGet(state.value)
+      if (!isDone(step)) return Effect.flatMap(step, resume)
+      if (step._tag === "Failure") return Exit.failCause(step.cause)
+      state = iterator.next(step.value)
+    }
+    return Exit.succeed(state.value)
+  }
+  return resume(undefined)
+}
+
+/**
+ * `Effect.catchSomeDefect` of what `self` makes, eagerly: a throw while
+ * making it, or a defect it dies with, is given to `pf`.
+ */
+export const catchSomeDefect = <A, E, R, A2, E2, R2>(
+  self: () => Effect.Effect<A, E, R>,
+  pf: (defect: unknown) => Option.Option<Effect.Effect<A2, E2, R2>>
+): Effect.Effect<A | A2, E | E2, R | R2> => {
+  let made: Effect.Effect<A, E, R>
+  try {
+    made = self()
+  } catch (defect) {
+    made = Exit.die(defect)
+  }
+  if (!isDone(made)) return Effect.catchSomeDefect(made, pf)
+  if (made._tag === "Success") return made
+  const defect = Cause.dieOption(made.cause)
+  if (Option.isNone(defect)) return made
+  const recovered = pf(defect.value)
+  return Option.isSome(recovered) ? recovered.value : made
+}
