@@ -20,6 +20,7 @@
 //    `#a-heading`) names a heading of that file (GitHub's slugs).
 // 3. docs/api.md has no section for a module the package does not export (and a warning names
 //    a public module without a section).
+// 4. The README's test command is the `npm` steps of .ci/run.
 //
 // Exits 1 with one line per problem (file:line). `node scripts/check-docs.mjs` runs it;
 // test/unit/docs.test.ts runs it in `npm test`.
@@ -274,6 +275,22 @@ if (existsSync(apiIndex)) {
   }
   for (const name of sections) {
     if (!modules.has(name)) problems.push(`docs/api.md: section ${name} names no module of src/index.ts or src/testing/index.ts`)
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. The README's test command is what CI runs: the `npm ...` steps of .ci/run, in order
+
+const readme = readFileSync(join(root, "README.md"), "utf8")
+const testCommand = /^# The tests[^\n]*\n(.+)$/m.exec(readme)?.[1]
+if (testCommand === undefined) {
+  problems.push("README.md: no \"# The tests\" command line (the set-up section's second command)")
+} else {
+  const readmeSteps = testCommand.split("&&").map((step) => step.trim())
+  const ciSteps = readFileSync(join(root, ".ci", "run"), "utf8").split("\n").map((line) => line.trim())
+    .filter((line) => line.startsWith("npm "))
+  if (readmeSteps.join(" && ") !== ciSteps.join(" && ")) {
+    problems.push(`README.md: the test command (${readmeSteps.join(" && ")}) is not what .ci/run runs (${ciSteps.join(" && ")})`)
   }
 }
 
