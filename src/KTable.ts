@@ -5,7 +5,9 @@
  * update deletes); `toStream` turns its updates into a stream, one record per
  * update (Kafka Streams without a cache: every update is emitted, a deletion
  * as a tombstone); `KStream.join` and `KStream.leftJoin` look records up in it;
- * `join`, `leftJoin` and `outerJoin` join two tables on their key.
+ * `join`, `leftJoin` and `outerJoin` join two tables on their key,
+ * `foreignKeyJoin` and `foreignKeyLeftJoin` on a key of the other table that
+ * each value names.
  *
  * @since 0.4.0
  */
@@ -272,6 +274,143 @@ export const outerJoin: {
   ): KTable<K, VR, E | E2, R | R2> =>
     // The tables' operators made the values (a `V`, a `VO`), or the side has none.
     tableJoin(self, other, "outer", (value, otherValue) => joiner(value as V | null, otherValue as VO | null), options)
+)
+
+/**
+ * Options of a foreign-key join: its name in the topology (`describe`),
+ * which also names its internal topics
+ * (`{applicationId}-{name}-subscription-registration-topic` and
+ * `{applicationId}-{name}-subscription-response-topic`) and its subscription
+ * store: name a join whose topology may change, so that they stay.
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export type ForeignKeyJoined = KStream.Named
+
+const onForeignKey = <K, V, E, R, KO, VO, VR, E2, R2>(
+  self: KTable<K, V, E, R>,
+  other: KTable<KO, VO, E2, R2>,
+  kind: "inner" | "left",
+  foreignKey: (value: V, key: K) => KO | null,
+  joiner: (value: unknown, otherValue: unknown) => VR,
+  options: ForeignKeyJoined | undefined
+): KTable<K, VR, E | E2, R | R2> =>
+  grouped.table(Graph.foreignKeyJoin({
+    kind,
+    left: self.node,
+    right: other.node,
+    // The left table's operators made the value (a `V`) of a key of its topic (a `K`).
+    foreignKey: (value, key) => foreignKey(value as V, key as K),
+    joiner
+  }, options?.name))
+
+/**
+ * This table joined with `other` on the key of `other` that each of its
+ * values names (a foreign-key join, inner: Kafka Streams'
+ * `KTable.join(other, foreignKeyExtractor, joiner)`, KIP-213): a key of this
+ * table has a value while its value names a key of `other` (`foreignKey`,
+ * `null`: none) and `other` has a value for it, `joiner(value, otherValue)`.
+ * The result is keyed by this table's key.
+ *
+ * An update of this table emits the joined value once `other` answers, or a
+ * deletion when its new foreign key has no value there (if the key was
+ * joined before, or may have been); an update of `other` emits for every key
+ * of this table that names it. As in Kafka Streams, each update travels
+ * through two internal topics: subscriptions keyed by the foreign key (with
+ * `other`'s partition count) and responses keyed by this table's key (with
+ * this table's), so that neither table needs to be co-partitioned with the
+ * other; a response for a value this table no longer has is dropped (counted
+ * in `skein_streams_dropped_records_total`). Both tables must be read from
+ * topics (`KTable.from`, with `filter` and `mapValues`), and be two tables.
+ * Exactly-once as every sub-topology: the subscriptions, the responses and
+ * the right side's subscription store commit in their tasks' transactions.
+ *
+ * @example
+ * ```ts
+ * import { KTable } from "skein"
+ *
+ * const orders = KTable.from(Orders).pipe(
+ *   KTable.foreignKeyJoin(KTable.from(Customers), (order) => order.customer, (order, customer) => ({ ...order, customer }))
+ * )
+ * ```
+ *
+ * @since 0.6.0
+ * @category joins
+ */
+export const foreignKeyJoin: {
+  <K, V, KO, VO, VR, E2, R2>(
+    other: KTable<KO, VO, E2, R2>,
+    foreignKey: (value: V, key: K) => KO | null,
+    joiner: (value: V, otherValue: VO) => VR,
+    options?: ForeignKeyJoined
+  ): <E, R>(self: KTable<K, V, E, R>) => KTable<K, VR, E | E2, R | R2>
+  <K, V, E, R, KO, VO, VR, E2, R2>(
+    self: KTable<K, V, E, R>,
+    other: KTable<KO, VO, E2, R2>,
+    foreignKey: (value: V, key: K) => KO | null,
+    joiner: (value: V, otherValue: VO) => VR,
+    options?: ForeignKeyJoined
+  ): KTable<K, VR, E | E2, R | R2>
+} = dual(
+  (args) => isTable(args[1]),
+  <K, V, E, R, KO, VO, VR, E2, R2>(
+    self: KTable<K, V, E, R>,
+    other: KTable<KO, VO, E2, R2>,
+    foreignKey: (value: V, key: K) => KO | null,
+    joiner: (value: V, otherValue: VO) => VR,
+    options?: ForeignKeyJoined
+  ): KTable<K, VR, E | E2, R | R2> =>
+    // An inner join calls its joiner with both values, made by the tables' operators: a `V` and a `VO`.
+    onForeignKey(self, other, "inner", foreignKey, (value, otherValue) => joiner(value as V, otherValue as VO), options)
+)
+
+/**
+ * This table joined with `other` on the key of `other` each of its values
+ * names, keeping every key of this table (a foreign-key left join: Kafka
+ * Streams' `KTable.leftJoin(other, foreignKeyExtractor, joiner)`):
+ * `joiner(value, otherValue)`, with `null` while the value names no key of
+ * `other` or `other` has no value for it. Every update of this table emits
+ * (a deletion a tombstone) once its answer comes back; otherwise as
+ * `foreignKeyJoin`.
+ *
+ * @example
+ * ```ts
+ * import { KTable } from "skein"
+ *
+ * KTable.from(Orders).pipe(
+ *   KTable.foreignKeyLeftJoin(KTable.from(Customers), (order) => order.customer, (order, customer) => ({ ...order, customer }))
+ * )
+ * ```
+ *
+ * @since 0.6.0
+ * @category joins
+ */
+export const foreignKeyLeftJoin: {
+  <K, V, KO, VO, VR, E2, R2>(
+    other: KTable<KO, VO, E2, R2>,
+    foreignKey: (value: V, key: K) => KO | null,
+    joiner: (value: V, otherValue: VO | null) => VR,
+    options?: ForeignKeyJoined
+  ): <E, R>(self: KTable<K, V, E, R>) => KTable<K, VR, E | E2, R | R2>
+  <K, V, E, R, KO, VO, VR, E2, R2>(
+    self: KTable<K, V, E, R>,
+    other: KTable<KO, VO, E2, R2>,
+    foreignKey: (value: V, key: K) => KO | null,
+    joiner: (value: V, otherValue: VO | null) => VR,
+    options?: ForeignKeyJoined
+  ): KTable<K, VR, E | E2, R | R2>
+} = dual(
+  (args) => isTable(args[1]),
+  <K, V, E, R, KO, VO, VR, E2, R2>(
+    self: KTable<K, V, E, R>,
+    other: KTable<KO, VO, E2, R2>,
+    foreignKey: (value: V, key: K) => KO | null,
+    joiner: (value: V, otherValue: VO | null) => VR,
+    options?: ForeignKeyJoined
+  ): KTable<K, VR, E | E2, R | R2> =>
+    // The tables' operators made the values: this table's (a `V`, always there), the other's (a `VO`, or none).
+    onForeignKey(self, other, "left", foreignKey, (value, otherValue) => joiner(value as V, otherValue as VO | null), options)
 )
 
 /**

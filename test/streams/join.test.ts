@@ -6,7 +6,10 @@
  * inputs have different partition counts fails at startup, naming both
  * topics and the fix, before it reads anything. A table-table outer join
  * emits on updates of either table, and a tombstone once a key is gone from
- * both. A stream-stream inner join joins each order with its payment, once.
+ * both. A foreign-key join of tables with different partition counts joins
+ * each order with the customer it names through its subscription and
+ * response topics, on updates of either table. A stream-stream inner join
+ * joins each order with its payment, once.
  * The differential tests against Kafka Streams are join-driver.test.ts,
  * table-join-driver.test.ts and stream-join-driver.test.ts (in process).
  */
@@ -114,6 +117,68 @@ describe("streams: a stream-table join on a broker", () => {
       )
       yield* phase(produceRaw(customers, [{ key: "c2", value: null }, { key: "c0", value: null }]), ["c0=tombstone", "c2=null+a2"])
       yield* phase(produceRaw(addresses, [{ key: "c5", value: null }, { key: "c4", value: "a4b" }]), ["c4=n4+a4b", "c5=tombstone"])
+      assert.ok(Option.isNone(yield* Fiber.poll(fiber)), "the topology is still running")
+    }), 120_000)
+
+  it.scopedLive("a foreign-key join across topics with different partition counts: updates of either table, deletions, a changed foreign key", () =>
+    Effect.gen(function*() {
+      const applicationId = unique("fk-join-app")
+      const orders = unique("orders")
+      const customers = unique("customers")
+      const output = unique("order-customers")
+      // Not co-partitioned: the subscriptions get the customers' 3 partitions, the responses the orders' 2.
+      yield* createTopics([{ name: orders, partitions: 2 }, { name: customers, partitions: 3 }, { name: output, partitions: 2 }])
+      const Orders = Topic.make({ name: orders, key: Schema.String, value: Schema.String })
+      const Customers = Topic.make({ name: customers, key: Schema.String, value: Schema.String })
+      const Output = Topic.make({ name: output, key: Schema.String, value: Schema.String })
+      const topology = Topology.make("order-customers", [
+        KTable.from(Orders, { name: "orders" }).pipe(
+          // An order "c{n}:{item}" names its customer c{n}.
+          KTable.foreignKeyJoin(KTable.from(Customers, { name: "customers" }), (order) => order.split(":")[0] ?? null, (o, c) => `${o}+${c}`, {
+            name: "order-customer"
+          }),
+          KTable.toStream,
+          KStream.to(Output)
+        )
+      ])
+      const compiled = Topology.compile(topology, applicationId)
+      assert.ok(Either.isRight(compiled))
+      if (Either.isLeft(compiled)) return
+      assert.deepStrictEqual(compiled.right.internalTopics.map((t) => [t.name, t.upstreamInputs]), [
+        [`${applicationId}-order-customer-subscription-registration-topic`, [customers]],
+        [`${applicationId}-order-customer-subscription-response-topic`, [orders]]
+      ])
+      const fiber = yield* Effect.forkScoped(
+        Topology.run(topology).pipe(Effect.provide(SkeinConfig.layer({ applicationId, brokers: brokers() })))
+      )
+      const results = Effect.map(readCommitted(output), (records) => records.map((r) => `${r.key}=${r.value ?? "tombstone"}`))
+      const expected: Array<string> = []
+      const phase = (produced: Effect.Effect<unknown, unknown>, emitted: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          expected.push(...emitted)
+          yield* produced
+          yield* eventually(Effect.map(results, (all) => all.length >= expected.length), {
+            timeout: 60_000,
+            what: `${expected.length} joined results`
+          })
+          assert.deepStrictEqual((yield* results).sort(), [...expected].sort())
+        })
+      yield* phase(produceRaw(customers, Array.from({ length: 5 }, (_, i) => ({ key: `c${i}`, value: `name${i}` }))), [])
+      // o5 names c5, which has no value yet: an inner join emits nothing for it.
+      yield* phase(
+        produceRaw(orders, Array.from({ length: 8 }, (_, i) => ({ key: `o${i}`, value: `c${i % 6}:item${i}` }))),
+        ["o0=c0:item0+name0", "o1=c1:item1+name1", "o2=c2:item2+name2", "o3=c3:item3+name3", "o4=c4:item4+name4", "o6=c0:item6+name0", "o7=c1:item7+name1"]
+      )
+      // A customer's update reaches each of its orders.
+      yield* phase(produceRaw(customers, [{ key: "c1", value: "name1b" }]), ["o1=c1:item1+name1b", "o7=c1:item7+name1b"])
+      // A deleted order, and an order moved to a customer without a value: tombstones.
+      yield* phase(produceRaw(orders, [{ key: "o0", value: null }, { key: "o2", value: "c5:item2" }]), ["o0=tombstone", "o2=tombstone"])
+      // The new customer answers both orders that name it; a deleted customer deletes its orders' results.
+      yield* phase(produceRaw(customers, [{ key: "c5", value: "name5" }, { key: "c3", value: null }]), [
+        "o2=c5:item2+name5",
+        "o5=c5:item5+name5",
+        "o3=tombstone"
+      ])
       assert.ok(Option.isNone(yield* Fiber.poll(fiber)), "the topology is still running")
     }), 120_000)
 

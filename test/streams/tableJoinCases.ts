@@ -2,8 +2,10 @@
  * The table join cases of the differential tests (issue 32): table-table
  * joins (inner, left, outer; plain, and through a filter and a mapValues on
  * each side), an aggregation's table as a join input (stream-table and
- * table-table), and a re-keyed stream joined with a table through the
- * repartition Skein inserts itself. Each names the oracle's topology
+ * table-table), a re-keyed stream joined with a table through the
+ * repartition Skein inserts itself, and foreign-key joins (inner, left;
+ * plain and filtered: each `left` value "l" + n names the `right` key
+ * "k" + (n % 14), none when n % 10 is 0). Each names the oracle's topology
  * (test/oracle, `Topologies.java`: value `l + "+" + r`, `null` for a missing
  * side) and builds the same join in Skein.
  *
@@ -33,6 +35,8 @@ export interface TableJoinCase {
   readonly tombstones: { readonly left: boolean; readonly right: boolean }
   /** How many sub-topologies Skein compiles it to. */
   readonly subTopologies: number
+  /** The seeds it runs on (default `seeds`): a foreign-key join pipes three batches per record, so one each. */
+  readonly seeds?: ReadonlyArray<number>
   /** The join in Skein, writing `output`. */
   readonly build: () => Topology.Topology<never, never>
 }
@@ -58,6 +62,9 @@ const streamToOutput = (name: string, stream: KStream.KStream<string, string>) =
 
 /** The new key of a re-keyed stream record, as the oracle's `Topologies.rekey`: `k` + (n % 20) for the value `l` + n. */
 const rekey = (value: string): string => `k${num(value) % 20}`
+
+/** The foreign key a `left` value names in `right`, as the oracle's `Topologies.foreignKey`. */
+const foreignKey = (value: string): string | null => num(value) % 10 === 0 ? null : `k${num(value) % 14}`
 
 const tables = { left: true, right: true }
 const rightStream = { left: true, right: false }
@@ -149,6 +156,34 @@ export const cases: ReadonlyArray<TableJoinCase> = [
           KStream.leftJoin(rightTable(), joiner, { key: Schema.String, value: Schema.String, name: "rekeyed" })
         )
       )
+  },
+  {
+    topology: "fk-join",
+    tombstones: tables,
+    subTopologies: 2,
+    seeds: [11],
+    build: () => toOutput("fk-join", KTable.foreignKeyJoin(leftTable(), rightTable(), foreignKey, joiner))
+  },
+  {
+    topology: "fk-left-join",
+    tombstones: tables,
+    subTopologies: 2,
+    seeds: [23],
+    build: () => toOutput("fk-left-join", KTable.foreignKeyLeftJoin(leftTable(), rightTable(), foreignKey, joiner))
+  },
+  {
+    topology: "fk-filtered-join",
+    tombstones: tables,
+    subTopologies: 2,
+    seeds: [47],
+    build: () => toOutput("fk-filtered-join", KTable.foreignKeyJoin(filteredLeft(), filteredRight(), foreignKey, joiner))
+  },
+  {
+    topology: "fk-filtered-left-join",
+    tombstones: tables,
+    subTopologies: 2,
+    seeds: [11],
+    build: () => toOutput("fk-filtered-left-join", KTable.foreignKeyLeftJoin(filteredLeft(), filteredRight(), foreignKey, joiner))
   }
 ]
 

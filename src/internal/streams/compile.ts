@@ -22,11 +22,13 @@ import * as StateCopy from "../stateCopy.ts"
 import * as StoredAtEnd from "../storedAtEnd.ts"
 import { ConfigurationError, EncodeError, InvalidTimestamp, OperatorFailed } from "../../SkeinError.ts"
 import * as JoinWindows from "../../JoinWindows.ts"
+import type * as KeyValueStore from "../../KeyValueStore.ts"
 import * as SessionWindows from "../../SessionWindows.ts"
 import * as SlidingWindows from "../../SlidingWindows.ts"
 import * as TimeWindows from "../../TimeWindows.ts"
 import * as Topic from "../../Topic.ts"
 import * as Transformer from "../../Transformer.ts"
+import * as ForeignKeyJoin from "./foreignKeyJoin.ts"
 import * as Graph from "./graph.ts"
 import * as KeyStores from "./keyStores.ts"
 import type { KeyText } from "./keyText.ts"
@@ -120,11 +122,22 @@ const prefixOf = (node: Graph.Node): string => {
       return node.kind === "inner" ? "KTABLE-JOIN" : node.kind === "left" ? "KTABLE-LEFTJOIN" : "KTABLE-OUTERJOIN"
     case "StreamJoin":
       return node.kind === "inner" ? "KSTREAM-JOIN" : node.kind === "left" ? "KSTREAM-LEFTJOIN" : "KSTREAM-OUTERJOIN"
+    case "FkSubscribe":
+      return "KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION"
+    case "FkRespond":
+      return "KTABLE-FK-JOIN-SUBSCRIPTION-STATE-STORE"
+    case "FkResponse":
+      return "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE"
+    case "FkJoin":
+      return "KTABLE-FK-JOIN-OUTPUT"
   }
 }
 
 /** The repartition topic of a node named `name`. */
 export const repartitionTopic = (applicationId: string, name: string): string => `${applicationId}-${name}-repartition`
+
+/** The subscription or response topic of a foreign-key join's node named `name` (Kafka Streams' names). */
+export const foreignKeyTopic = (applicationId: string, name: string): string => `${applicationId}-${name}-topic`
 
 const fail = (problem: string, fix: string) => Either.left(new ConfigurationError({ problem, fix }))
 
@@ -195,6 +208,10 @@ export const compile = (
       const checked = checkStreamJoin(node, names.get(node)!)
       if (Either.isLeft(checked)) return Either.left(checked.left)
     }
+    if (node._tag === "FkJoin") {
+      const checked = checkForeignKeyJoin(node.join, names.get(node)!)
+      if (Either.isLeft(checked)) return Either.left(checked.left)
+    }
     if (node._tag === "TableJoin") {
       if (node.left === node.right) {
         return fail(
@@ -234,6 +251,12 @@ export const compile = (
     if (node._tag === "TableStep") markPrevious(node.parent)
   }
   for (const node of nodes) {
+    if (node._tag === "FkJoin") {
+      // Kafka Streams sends both sides' previous values to a foreign-key join: the left's names the
+      // subscription to delete, and a right `filter` passes on no change that deletes what it had not passed.
+      markPrevious(node.join.left)
+      markPrevious(node.join.right)
+    }
     if (node._tag !== "TableJoin") continue
     // Both sides, whatever the kind (`tableJoin.ts`).
     markPrevious(node.left)
@@ -243,7 +266,7 @@ export const compile = (
   // A boundary is written by its parent's sub-topology and read by its own.
   const boundaries = new Set<Graph.Node>()
   for (const node of nodes) {
-    if (node._tag === "Repartition") boundaries.add(node)
+    if (node._tag === "Repartition" || node._tag === "FkSubscribe" || node._tag === "FkResponse") boundaries.add(node)
     if (node._tag === "Grouping" && Graph.keyChanged(node.parent)) {
       if (node.codecs === undefined) {
         return fail(
@@ -256,7 +279,13 @@ export const compile = (
     }
   }
   const codecsOf = (node: Graph.Node): Graph.Codecs | undefined =>
-    node._tag === "Repartition" || node._tag === "Grouping" ? node.codecs : undefined
+    node._tag === "Repartition" || node._tag === "Grouping"
+      ? node.codecs
+      : node._tag === "FkSubscribe"
+      ? ForeignKeyJoin.subscriptionCodecs(topicTable(node.join.right))
+      : node._tag === "FkResponse"
+      ? ForeignKeyJoin.responseCodecs(topicTable(node.join.left))
+      : undefined
   const partitionsOf = (node: Graph.Node): number | undefined =>
     node._tag === "Repartition" || node._tag === "Grouping" ? node.partitions : undefined
 
@@ -304,7 +333,9 @@ export const compile = (
   const internalTopicOf = new Map<Graph.Node, string>()
   const internal = new Map<Graph.Node, Graph.InternalTopic>()
   for (const boundary of boundaries) {
-    const topic = repartitionTopic(applicationId, names.get(boundary)!)
+    const topic = boundary._tag === "FkSubscribe" || boundary._tag === "FkResponse"
+      ? foreignKeyTopic(applicationId, names.get(boundary)!)
+      : repartitionTopic(applicationId, names.get(boundary)!)
     internalTopicOf.set(boundary, topic)
     internal.set(boundary, codecsOf(boundary)!.topic(topic))
   }
@@ -341,7 +372,7 @@ export const compile = (
       )
     }
     const tables = groupNodes.filter((n): n is Graph.TableSource => n._tag === "TableSource")
-    const joins = groupNodes.some((n) => n._tag === "Join" || n._tag === "TableJoin")
+    const joins = groupNodes.some((n) => n._tag === "Join" || n._tag === "TableJoin" || n._tag === "FkRespond" || n._tag === "FkJoin")
     const windowed = aggregates.find((a) => a.windowing !== undefined)
     const streamJoins = groupNodes.filter((n): n is Graph.StreamJoin => n._tag === "StreamJoin")
     if (streamJoins.length > 0 && (streamJoins.length > 1 || aggregates.length > 0 || tables.length > 0 || joins)) {
@@ -384,6 +415,14 @@ export const compile = (
         ? [...tables, ...aggregates].sort((a, b) => a.seq - b.seq).map((node) => storeOf(node, names.get(node)!))
         : [],
       sendsPrevious,
+      foreignKeys: new Map(groupNodes.flatMap((n) =>
+        n._tag === "FkJoin" || n._tag === "FkSubscribe" || n._tag === "FkRespond"
+          ? [[n.join, ForeignKeyJoin.sidesOf(topicTable(n.join.left), topicTable(n.join.right))] as const]
+          : []
+      )),
+      subscriptionStores: new Map(
+        groupNodes.flatMap((n) => n._tag === "FkRespond" ? [[n, ForeignKeyJoin.subscriptionStore(names.get(n)!)] as const] : [])
+      ),
       applicationId,
       nameOf: (node) => names.get(node)!,
       sourceNames: new Map(roots.flatMap((r) => isSource(r) ? r.topics.map((t) => [t.name, names.get(r)!] as const) : [])),
@@ -426,6 +465,22 @@ export const compile = (
         streamTopics: [...new Set(topicsOf(node.left))],
         tableTopics: [...new Set(topicsOf(node.right))],
         labels: ["left table", "right table"]
+      }]
+      : node._tag === "FkRespond"
+      ? [{
+        // The subscriptions meet the right table's records of their foreign key in one task.
+        name: names.get(node)!,
+        streamTopics: [internalTopicOf.get(node.subscriptions)!],
+        tableTopics: [...new Set(topicsOf(node.table))],
+        labels: ["subscription topic", "right table"]
+      }]
+      : node._tag === "FkJoin"
+      ? [{
+        // The responses meet the left table's records of their key in one task.
+        name: names.get(node)!,
+        streamTopics: [internalTopicOf.get(node.responses)!],
+        tableTopics: [...new Set(topicsOf(node.table))],
+        labels: ["response topic", "left table"]
       }]
       : []
   )
@@ -477,6 +532,34 @@ const joinableTable = (table: Graph.Node, join: string): Either.Either<void, Con
     "Write that table to a topic (KTable.toStream, KStream.to) and join KTable.from(that topic)"
   )
 
+/** The table read from a topic that a foreign-key join's side reads, through its table operators. */
+const topicTableOf = (node: Graph.Node): Option.Option<Graph.TableSource> =>
+  Option.filter(storeNodeOf(node), (store): store is Graph.TableSource => store._tag === "TableSource")
+
+/** Fails for a foreign-key join whose sides are not tables read from topics, or one table. */
+const checkForeignKeyJoin = (join: Graph.ForeignKeyJoin, name: string): Either.Either<void, ConfigurationError> => {
+  const left = topicTableOf(join.left)
+  const right = topicTableOf(join.right)
+  if (Option.isNone(left) || Option.isNone(right)) {
+    return fail(
+      `The foreign-key join "${name}" joins a table that is not read from a topic (KTable.from, and its mapValues and ` +
+        "filter): an aggregation's table, a windowed one or a join's result cannot be a side of a foreign-key join yet",
+      "Write that table to a topic (KTable.toStream, KStream.to) and join KTable.from(that topic)"
+    )
+  }
+  if (left.value === right.value) {
+    return fail(
+      `The foreign-key join "${name}" joins a table with itself`,
+      "Copy the table to a second topic (KTable.toStream, KStream.to) and join KTable.from of that topic"
+    )
+  }
+  return Either.right(undefined)
+}
+
+/** The table source of a foreign-key join's side (`checkForeignKeyJoin` made sure there is one). */
+const topicTable = (node: Graph.Node): Graph.TableSource =>
+  Option.getOrThrowWith(topicTableOf(node), () => new Error("Skein invariant broken: a foreign-key join's side is not a table of a topic"))
+
 /** The store of a table's source or an aggregation, named `name`. */
 const storeOf = (node: Graph.TableSource | Graph.Aggregate, name: string): KeyStores.Store =>
   node._tag === "TableSource"
@@ -505,6 +588,10 @@ interface TransformerParts {
   readonly stores: ReadonlyArray<KeyStores.Store>
   /** The table operators whose changes carry their previous value (`Graph.StreamRecord.previous`). */
   readonly sendsPrevious: ReadonlySet<Graph.Node>
+  /** The foreign-key joins the sub-topology has a node of, and what those need of their sides. */
+  readonly foreignKeys: ReadonlyMap<Graph.ForeignKeyJoin, ForeignKeyJoin.Sides>
+  /** The subscriptions each foreign-key join's right side of the sub-topology keeps. */
+  readonly subscriptionStores: ReadonlyMap<Graph.FkRespond, KeyValueStore.KeyValueStore<string, ForeignKeyJoin.Stored>>
   /** The application the topology is compiled for (metric labels). */
   readonly applicationId: string
   /** Each node's name, as `describe` prints it (for `OperatorFailed`). */
@@ -635,6 +722,7 @@ const storesTransformer = <S, I>(parts: TransformerParts, stores: KeyStores.KeyS
     name: parts.name,
     inputs: parts.inputs,
     state: stores.state,
+    stores: [...parts.subscriptionStores.values()],
     transform: (record, stored) => {
       // Decoded from the stored form: the record's own copies, which user functions may mutate.
       const read = stores.read(stored)
@@ -905,6 +993,7 @@ const runRecord = (
     Eager.forEach(parts.children(node).filter((child) => !onlyJoins(child, node)), (child) => visit(child, record, node))
   const onlyJoins = (child: Graph.Node, parent: Graph.Node): boolean =>
     (child._tag === "Join" && child.table === parent) ||
+    (child._tag === "FkJoin" && child.table === parent) ||
     (child._tag === "TableStep" && parts.children(child).every((c) => onlyJoins(c, child)))
 
   const operatorFailed = (node: Graph.Node, kind: string, cause: unknown) =>
@@ -925,8 +1014,51 @@ const runRecord = (
     return { value, timestamp }
   }
 
+  /** What a foreign-key join's nodes use of this run (`foreignKeyJoin.ts`). */
+  const foreignKeyRun = (join: Graph.ForeignKeyJoin, access: StoreAccess): ForeignKeyJoin.Run => ({
+    partition: input.partition,
+    sides: parts.foreignKeys.get(join)!,
+    write: (node, record) => emit.push(parts.writer(node)!.write(record)),
+    visitChildren,
+    visitTableChildren,
+    dropped,
+    failed: operatorFailed,
+    lookup: (table, key) => lookup(access, table, key),
+    stored: (table) => Option.map(Option.flatMap(storeNodeOf(table), access.get), (slot) => slot.value),
+    through: (table, key, value, timestamp) =>
+      tableStepsOf(table).reduce<unknown>((value, step) => value === null ? null : step.apply({ key, value, timestamp, headers: [] }), value)
+  })
+
+  /** A foreign-key join's node (`foreignKeyJoin.ts`); its subscriptions reach it from its left table, or from their topic. */
+  const visitForeignKeyJoin = (
+    node: Graph.FkSubscribe | Graph.FkRespond | Graph.FkResponse | Graph.FkJoin,
+    record: Graph.StreamRecord,
+    from: Graph.Node | undefined,
+    writes: boolean
+  ): Effect.Effect<void, unknown, unknown> => {
+    if (stores === undefined) return Effect.dieMessage("Skein invariant broken: a foreign-key join ran outside its tables' sub-topology")
+    const run = foreignKeyRun(node.join, stores)
+    switch (node._tag) {
+      case "FkSubscribe":
+        return writes ? ForeignKeyJoin.subscribe(run, node, record) : visitChildren(node, record)
+      case "FkResponse":
+        return visitChildren(node, record)
+      case "FkRespond": {
+        const store = parts.subscriptionStores.get(node)
+        if (store === undefined) return Effect.dieMessage("Skein invariant broken: a foreign-key join's right side has no subscription store")
+        return ForeignKeyJoin.respond(run, node, store, record, from === node.subscriptions)
+      }
+      case "FkJoin":
+        // Only responses join: a change of the left table never reaches the join (`visitTableChildren`).
+        if (from !== node.responses) return Effect.dieMessage("Skein invariant broken: a table change reached a foreign-key join")
+        return ForeignKeyJoin.joinResponse(run, node, record)
+    }
+  }
+
   const visit = (node: Graph.Node, record: Graph.StreamRecord, from: Graph.Node | undefined): Effect.Effect<void, unknown, unknown> => {
     const writer = parts.writer(node)
+    // A foreign-key join's subscriptions are made from the left table's change, then written.
+    if (node._tag === "FkSubscribe") return visitForeignKeyJoin(node, record, from, writer !== undefined)
     if (writer !== undefined) {
       emit.push(writer.write(record))
       return Effect.void
@@ -1006,6 +1138,10 @@ const runRecord = (
         if (joined === undefined) return Effect.void
         return visitTableChildren(node, { key: record.key, value: joined.value, timestamp: joined.timestamp, headers: record.headers })
       }
+      case "FkRespond":
+      case "FkResponse":
+      case "FkJoin":
+        return visitForeignKeyJoin(node, record, from, false)
       case "StreamJoin": {
         if (streamJoin === undefined) return Effect.dieMessage("Skein invariant broken: a stream-stream join ran outside its sub-topology")
         const side = from === node.left ? "left" : from === node.right ? "right" : undefined

@@ -101,12 +101,70 @@ export type Node =
   | Join
   | TableJoin
   | StreamJoin
+  | FkSubscribe
+  | FkRespond
+  | FkResponse
+  | FkJoin
 
 interface Base {
   /** Creation order: children run in the order they were declared. */
   readonly seq: number
   /** Set by the user (`{ name }`), else given at compile time. */
   readonly name: string | undefined
+}
+
+/**
+ * A foreign-key table-table join (`KTable.foreignKeyJoin`, Kafka Streams'
+ * `KTable.join(other, foreignKeyExtractor, joiner)`, KIP-213), shared by its
+ * four nodes: the left table's changes subscribe to the right table's key
+ * their value names (`FkSubscribe`, a topic keyed by that key, co-partitioned
+ * with the right table), the right side keeps the subscriptions and answers
+ * them and its own changes (`FkRespond`) on a topic keyed by the left key
+ * (`FkResponse`, co-partitioned with the left table), and the left side joins
+ * each answer still current with its value (`FkJoin`): `foreignKeyJoin.ts`.
+ */
+export interface ForeignKeyJoin {
+  readonly kind: "inner" | "left"
+  /** The left table, and the right table whose key its values name. */
+  readonly left: Node
+  readonly right: Node
+  /** The right table's key a left value names (`null`: none). */
+  readonly foreignKey: (value: unknown, key: unknown) => unknown
+  /** The joined value of a left value and a right value (`null`: none, a left join's). */
+  readonly joiner: (left: unknown, right: unknown) => unknown
+}
+
+/** A foreign-key join's subscriptions: written by the left table's sub-topology, read by the right table's. */
+export interface FkSubscribe extends Base {
+  readonly _tag: "FkSubscribe"
+  readonly join: ForeignKeyJoin
+  /** The left table. */
+  readonly parent: Node
+}
+
+/** A foreign-key join's right side: keeps the subscriptions and answers them and the right table's changes. */
+export interface FkRespond extends Base {
+  readonly _tag: "FkRespond"
+  readonly join: ForeignKeyJoin
+  readonly subscriptions: FkSubscribe
+  /** The right table. */
+  readonly table: Node
+}
+
+/** A foreign-key join's responses: written by the right table's sub-topology, read by the left table's. */
+export interface FkResponse extends Base {
+  readonly _tag: "FkResponse"
+  readonly join: ForeignKeyJoin
+  readonly parent: FkRespond
+}
+
+/** A foreign-key join's result: each current response joined with the left table's value, as a table change. */
+export interface FkJoin extends Base {
+  readonly _tag: "FkJoin"
+  readonly join: ForeignKeyJoin
+  readonly responses: FkResponse
+  /** The left table. */
+  readonly table: Node
 }
 
 /** Records of one or more topics. */
@@ -185,6 +243,8 @@ export interface TableSource extends Base {
   readonly keyTexts: ReadonlyArray<KeyText.KeyText>
   /** How a value is stored, whatever its type: the state's Schema is made where it was known. */
   readonly use: <X>(f: <V, I>(value: Schema.Schema<V, I>) => X) => X
+  /** The topic's key codec, whatever its type (a foreign-key join's internal topics are keyed by it). */
+  readonly keyed: <X>(f: <K>(key: Topic.AnyCodec<K>) => X) => X
 }
 
 /**
@@ -283,7 +343,8 @@ export const tableSource = <K, V, I>(
   name,
   topics: [view],
   keyTexts: [KeyText.make(topic.key)],
-  use: (f) => f(value)
+  use: (f) => f(value),
+  keyed: (f) => f(topic.key)
 })
 
 export const tableStep = (
@@ -318,6 +379,33 @@ export const streamJoin = (
   values: StreamJoin["values"],
   name: string | undefined
 ): StreamJoin => ({ _tag: "StreamJoin", seq: next(), name, kind, left, right, windows, joiner, values })
+
+/** The four nodes of a foreign-key join named `name` (unset: named at compile time), its result last. */
+export const foreignKeyJoin = (join: ForeignKeyJoin, name: string | undefined): FkJoin => {
+  const subscriptions: FkSubscribe = {
+    _tag: "FkSubscribe",
+    seq: next(),
+    name: name === undefined ? undefined : `${name}-subscription-registration`,
+    join,
+    parent: join.left
+  }
+  const respond: FkRespond = {
+    _tag: "FkRespond",
+    seq: next(),
+    name: name === undefined ? undefined : `${name}-subscription-store`,
+    join,
+    subscriptions,
+    table: join.right
+  }
+  const responses: FkResponse = {
+    _tag: "FkResponse",
+    seq: next(),
+    name: name === undefined ? undefined : `${name}-subscription-response`,
+    join,
+    parent: respond
+  }
+  return { _tag: "FkJoin", seq: next(), name, join, responses, table: join.left }
+}
 
 export const step = (parent: Node, kind: StepKind, keyChanging: boolean, run: Step, name: string | undefined): StepNode => ({
   _tag: "Step",
@@ -394,6 +482,10 @@ export const parentsOf = (node: Node): ReadonlyArray<Node> => {
     case "TableJoin":
     case "StreamJoin":
       return [node.left, node.right]
+    case "FkRespond":
+      return [node.subscriptions, node.table]
+    case "FkJoin":
+      return [node.responses, node.table]
     default:
       return [node.parent]
   }
@@ -411,6 +503,10 @@ export const keyChanged = (node: Node): boolean => {
     case "Grouping":
     case "Aggregate":
     case "TableJoin":
+    case "FkSubscribe":
+    case "FkRespond":
+    case "FkResponse":
+    case "FkJoin":
       // A grouping whose key may have changed repartitions (compile.ts fails without its codecs).
       return false
     case "Step":

@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.BiConsumer;
+import java.util.function.Function;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KeyValue;
@@ -168,6 +169,15 @@ final class Topologies {
   /** The table {@code right}, only values whose number is not a multiple of 4, upper-cased ("R" + n). */
   private static KTable<String, String> filteredRight(StreamsBuilder builder) {
     return table(builder, RIGHT, "right-table").filter((k, v) -> num(v) % 4 != 0).mapValues((v) -> v.toUpperCase());
+  }
+
+  /**
+   * The foreign key a value of the table {@code left} names in the table {@code right}: "k" + (n % 14)
+   * for the value "l" + n (k12 and k13 never have a right value), none (null) when n % 10 == 0.
+   */
+  private static String foreignKey(String value) {
+    int n = num(value);
+    return n % 10 == 0 ? null : "k" + (n % 14);
   }
 
   static {
@@ -394,6 +404,28 @@ final class Topologies {
             .toStream().to(OUTPUT, Produced.with(S, S)));
     registerJoin("aggregate-table-left-join", "(right stream reduce max) table leftJoin left table.", List.of(),
         (builder, p) -> maxTable(builder, RIGHT).leftJoin(table(builder, LEFT, "left-table"), JOINER)
+            .toStream().to(OUTPUT, Produced.with(S, S)));
+
+    // fk-join / fk-left-join: the table `left` joined with the table `right` on the key of `right` its
+    // value names (Topologies.foreignKey), KTable.join(other, foreignKeyExtractor, joiner) (KIP-213):
+    // subscription and response topics, a stale response dropped. fk-filtered-join / -left-join: the
+    // same with the left table filtered (n % 3 != 0) and the right one filtered (n % 4 != 0) and
+    // upper-cased, as table-table-filtered-join. No params.
+    registerJoin("fk-join", "left table join right table on the foreign key its value names (inner).", List.of(),
+        (builder, p) -> table(builder, LEFT, "left-table")
+            .join(table(builder, RIGHT, "right-table"), (Function<String, String>) Topologies::foreignKey, JOINER)
+            .toStream().to(OUTPUT, Produced.with(S, S)));
+    registerJoin("fk-left-join", "left table leftJoin right table on the foreign key its value names.", List.of(),
+        (builder, p) -> table(builder, LEFT, "left-table")
+            .leftJoin(table(builder, RIGHT, "right-table"), (Function<String, String>) Topologies::foreignKey, JOINER)
+            .toStream().to(OUTPUT, Produced.with(S, S)));
+    registerJoin("fk-filtered-join", "left table filtered join right table filtered, mapped, on the foreign key (inner).", List.of(),
+        (builder, p) -> filteredLeft(builder)
+            .join(filteredRight(builder), (Function<String, String>) Topologies::foreignKey, JOINER)
+            .toStream().to(OUTPUT, Produced.with(S, S)));
+    registerJoin("fk-filtered-left-join", "left table filtered leftJoin right table filtered, mapped, on the foreign key.", List.of(),
+        (builder, p) -> filteredLeft(builder)
+            .leftJoin(filteredRight(builder), (Function<String, String>) Topologies::foreignKey, JOINER)
             .toStream().to(OUTPUT, Produced.with(S, S)));
   }
 }
