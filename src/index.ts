@@ -68,3 +68,5 @@ export * as KeyValueStore from "./KeyValueStore.ts"
 export * as WindowStore from "./WindowStore.ts"
 /** @since 0.5.0 */
 export * as SessionStore from "./SessionStore.ts"
+/** @since 0.6.0 */
+export * as QueryClient from "./QueryClient.ts"

@@ -7,11 +7,13 @@
  * the run keeps going; with a second instance, each key is answered by the
  * instance that runs its partition, asked at either (the other forwards it,
  * or answers NotHere naming the owner when told not to forward: the group's
- * routes).
+ * routes); the typed client, given one instance, answers every key (typed,
+ * following NotHere to the owner) and scans every partition across both.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, HashMap, Logger, Option, Redacted, Schema } from "effect"
-import { KeyValueStore, SessionStore, Topic, Transformer, WindowStore } from "../../src/index.ts"
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
+import { KeyValueStore, QueryClient, SessionStore, Topic, Transformer, WindowStore } from "../../src/index.ts"
 import { partitionOf } from "../../src/internal/query/partitioner.ts"
 import { caughtUp, createTopics, eventually, produce, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
 import { tempDir } from "../helpers/tempDir.ts"
@@ -236,5 +238,17 @@ describe("interactive queries on a broker", () => {
           key
         )
       }
+      // The typed client, given only the first instance: every key's value, its windows, and a scan of both instances.
+      const client = yield* QueryClient.make({ endpoints: [`127.0.0.1:${instance.stats.queryPort}`], token: Redacted.make(token) })
+        .pipe(Effect.provide(FetchHttpClient.layer))
+      const expected = new Map(keys.map((key) => [key, key === "k1" ? 3 : key === held ? 6 : Option.getOrThrow(HashMap.get(latest, key))]))
+      for (const [key, committed] of expected) {
+        assert.deepStrictEqual(yield* client.state(transformer, key), Option.some(committed), key)
+        assert.deepStrictEqual(yield* client.get(Totals, key), Option.some(committed), key)
+        const windows = yield* client.windows(Steps, key, 0, Number.MAX_SAFE_INTEGER)
+        assert.deepStrictEqual(windows.map((w) => w.value), Array.from({ length: committed }, (_, i) => i + 1), key)
+      }
+      const page = yield* client.range(Totals, { from: "k", to: "k~" })
+      assert.deepStrictEqual(page.entries.map((e) => [e.key, e.value]), [...expected])
     }), { timeout: 60_000 })
 })
