@@ -83,7 +83,16 @@ export const make = (options: {
           // is never followed as empty (nor reported warm or announced); the failure below says why.
           return yield* PartitionsAdded.storeMissing(admin, options.inputTopics, changelog, partition, range.partitions)
         }
-        const start = ChangelogReplay.start(yield* store.checkpoint, { topic: changelog, partition }, range)
+        const checkpoint = yield* store.checkpoint
+        let start = ChangelogReplay.start(checkpoint, { topic: changelog, partition }, range)
+        // A store an active task left: kept only if the changelog holds the commit that wrote it last.
+        let lastCommit = start.mode === "tail" && typeof checkpoint === "object"
+          ? ChangelogReplay.checkLastCommit(checkpoint)
+          : undefined
+        if (lastCommit !== undefined && range.end < lastCommit.until) {
+          start = { mode: "full", reason: ChangelogReplay.lostReason(lastCommit) }
+          lastCommit = undefined
+        }
         let position = range.low
         if (start.mode === "full") {
           localStores.remove(partition)
@@ -92,7 +101,8 @@ export const make = (options: {
         } else {
           position = start.from
         }
-        yield* store.replay([], { topic: changelog, partition, offset: position })
+        // Until the last commit is found, the checkpoint (which names it) stays as it is.
+        if (lastCommit === undefined) yield* store.replay([], { topic: changelog, partition, offset: position })
         localStores.set(partition, position)
         stats.setStandby(partition, position, Math.max(0, range.end - position))
         const tail = yield* options.tail
@@ -106,15 +116,27 @@ export const make = (options: {
         for (;;) {
           const event = yield* take
           const next = Math.max(position, event.next)
+          const records = event._tag === "Records" ? event.records.filter((r) => r.offset >= position) : []
+          const found = lastCommit?.feed(records, next) ?? "held"
+          if (found === "lost" && lastCommit !== undefined) {
+            // The store holds state no committed record backs: emptied, so the partition's task restores in full.
+            const reason = ChangelogReplay.lostReason(lastCommit)
+            localStores.remove(partition)
+            yield* Effect.ensuring(store.clear, Effect.sync(() => event._tag === "Records" && event.ack()))
+            stats.recordStandbyFailure()
+            current.delete(partition)
+            return yield* Effect.logWarning(
+              `standby ${partition} dropped: ${reason}. Its store was emptied: a task of partition ${partition} ` +
+                `starting here restores in full`
+            )
+          }
+          if (found === "held") lastCommit = undefined
+          const checkpoint = found === "held" ? { topic: changelog, partition, offset: next } : undefined
           if (event._tag === "Records") {
             // A batch may begin before the position (fetched from a committed transaction's start).
-            const records = event.records.filter((r) => r.offset >= position)
-            yield* Effect.ensuring(
-              ChangelogReplay.apply(store, records, { topic: changelog, partition, offset: next }),
-              Effect.sync(event.ack)
-            )
-          } else if (next > position) {
-            yield* store.replay([], { topic: changelog, partition, offset: next })
+            yield* Effect.ensuring(ChangelogReplay.apply(store, records, checkpoint), Effect.sync(event.ack))
+          } else if (next > position && checkpoint !== undefined) {
+            yield* store.replay([], checkpoint)
           }
           position = next
           localStores.set(partition, position)

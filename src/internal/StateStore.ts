@@ -47,12 +47,25 @@ export interface Checkpoint {
   readonly topic: string
   readonly partition: number
   readonly offset: number
+  /**
+   * The commit that wrote the store last, when a commit did (not a restore):
+   * its last changelog batch, at `offset`. A restart keeps the store only if
+   * the changelog holds that batch (`ChangelogReplay.checkLastCommit`).
+   */
+  readonly lastCommit?: LastCommit
+}
+
+/** A commit's last changelog batch: its record count and their digest (`ChangelogReplay.digest`). */
+export interface LastCommit {
+  readonly records: number
+  readonly digest: string
 }
 
 const CheckpointJson = Schema.parseJson(Schema.Struct({
   topic: Schema.String,
   partition: Schema.Int,
-  offset: Schema.Int
+  offset: Schema.Int,
+  lastCommit: Schema.optionalWith(Schema.Struct({ records: Schema.Int, digest: Schema.String }), { exact: true })
 }))
 
 /**

@@ -187,22 +187,45 @@ const restore = (
       // The inputs gained partitions while running: never a missing changelog partition restored as empty.
       return yield* PartitionsAdded.storeMissing(context.admin, context.inputTopics, changelog.topic, partition, range.partitions)
     }
-    const start = ChangelogReplay.start(yield* store.checkpoint, { topic: changelog.topic, partition }, range)
-    if (start.mode === "full") {
-      announce?.remove(partition)
-      yield* store.clear
+    const checkpoint = yield* store.checkpoint
+    let start = ChangelogReplay.start(checkpoint, { topic: changelog.topic, partition }, range)
+    // A kept store is kept only if the changelog holds the commit that wrote it last.
+    const lastCommit = start.mode === "tail" && typeof checkpoint === "object"
+      ? ChangelogReplay.checkLastCommit(checkpoint)
+      : undefined
+    if (lastCommit !== undefined && range.end < lastCommit.until) {
+      start = { mode: "full", reason: ChangelogReplay.lostReason(lastCommit) }
     }
-    const from = start.mode === "tail" ? start.from : range.low
-    const total = range.end - from
     let restored = 0
-    context.onRestoreProgress(partition, 0, total)
-    if (total > 0) {
+    let from = range.low
+    /** Reads the changelog from `from` to its end into the store. */
+    const readTail = Effect.gen(function*() {
+      const total = range.end - from
+      restored = 0
+      context.onRestoreProgress(partition, 0, total)
+      if (total <= 0) return
       const reader = yield* changelog.reader
       yield* reader.read(permit, partition, { from, until: range.end }, (records) =>
         ChangelogReplay.apply(store, records).pipe(Effect.tap(() => {
+          lastCommit?.feed(records, records.length === 0 ? from : records[records.length - 1]!.offset + 1)
           restored += records.length
           context.onRestoreProgress(partition, restored, total)
         })))
+    })
+    if (start.mode === "tail") {
+      from = start.from
+      yield* readTail
+      if (lastCommit !== undefined && lastCommit.end(range.end) === "lost") {
+        // What the tail wrote is committed, but the store beneath it is not: start again from nothing.
+        start = { mode: "full", reason: ChangelogReplay.lostReason(lastCommit) }
+        yield* Effect.logWarning(`task ${partition}: ${start.reason}; restoring in full`)
+      }
+    }
+    if (start.mode === "full") {
+      announce?.remove(partition)
+      yield* store.clear
+      from = range.low
+      yield* readTail
     }
     yield* store.replay([], { topic: changelog.topic, partition, offset: range.end })
     announce?.set(partition, range.end)
@@ -385,7 +408,8 @@ const checkpointAfter = (
   appended: ReadonlyArray<Producer.Appended>,
   changelog: Option.Option<string>,
   partition: number,
-  exactlyOnce: boolean
+  exactlyOnce: boolean,
+  writes: ReadonlyArray<StateStore.StoreWrite>
 ):
   | { readonly checkpoint: StateStore.Checkpoint; readonly lag: number; readonly position: number }
   | undefined =>
@@ -395,8 +419,14 @@ const checkpointAfter = (
   const written = appended.find((a) => a.topic === topic && a.partition === partition)
   if (written === undefined) return undefined
   const records = written.records ?? 0
+  // That batch holds the commit's last `records` changelog records (sent in order): what a restart checks.
+  const lastCommit = records > 0 && records <= writes.length
+    ? { records, digest: ChangelogReplay.digest(writes.slice(writes.length - records)) }
+    : undefined
   return {
-    checkpoint: { topic, partition, offset: written.baseOffset },
+    checkpoint: lastCommit === undefined
+      ? { topic, partition, offset: written.baseOffset }
+      : { topic, partition, offset: written.baseOffset, lastCommit },
     lag: records,
     position: written.records === undefined ? written.baseOffset : written.baseOffset + records + (exactlyOnce ? 1 : 0)
   }
@@ -475,9 +505,16 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
             Option.match(task.store, {
               onNone: () => Effect.void,
               onSome: (store) => {
-                const after = checkpointAfter(receipt.appended, options.changelog, partition, task.delivery._tag === "ExactlyOnce")
+                const after = checkpointAfter(
+                  receipt.appended,
+                  options.changelog,
+                  partition,
+                  task.delivery._tag === "ExactlyOnce",
+                  result.writes
+                )
                 return Faults.afterCommitBeforeStore(partition).pipe(
                   Effect.zipRight(store.write(receipt, result.writes, after?.checkpoint)),
+                  Effect.zipRight(Faults.afterStoreWrite(partition)),
                   Effect.tap(() => {
                     if (after !== undefined) task.stored(after.position, after.lag)
                   })

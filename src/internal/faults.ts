@@ -8,6 +8,13 @@
  * what a crash or a power loss at that moment leaves
  * (`test/state/kill-after-commit.test.ts`).
  *
+ * `SKEIN_FAULT=commit-lost:<n>` makes the process's n-th transaction abort
+ * where it would commit, while its caller is told it committed (a receipt
+ * as for any commit), and SIGKILLs the process once that commit's store
+ * write is done: what a client is left with when a broker acknowledges a
+ * commit and then loses it (test/chaos/FINDINGS.md #5 and #6), then the
+ * process dies. The store then holds a commit its changelog does not.
+ *
  * The variable is read once, when this module loads. Unset, the hook is
  * `Effect.void` and nothing else here ever runs; a runner that starts with
  * it set logs a warning saying which fault point is armed, or that the value
@@ -20,19 +27,20 @@ import * as fs from "node:fs"
 
 const variable = "SKEIN_FAULT"
 
-/** A fault point armed by `SKEIN_FAULT`: the process dies at its `commit`-th commit (1-based). */
-interface AfterCommitBeforeStore {
-  readonly _tag: "AfterCommitBeforeStore"
-  readonly commit: number
-}
+/** A fault point armed by `SKEIN_FAULT`, at the process's `commit`-th commit (1-based). */
+type FaultPoint =
+  | { readonly _tag: "AfterCommitBeforeStore"; readonly commit: number }
+  | { readonly _tag: "CommitLost"; readonly commit: number }
 
-const parse = (text: string): AfterCommitBeforeStore | undefined => {
-  const match = /^after-commit-before-store:([1-9]\d{0,8})$/.exec(text.trim())
-  return match === null ? undefined : { _tag: "AfterCommitBeforeStore", commit: Number(match[1]) }
+const parse = (text: string): FaultPoint | undefined => {
+  const match = /^(after-commit-before-store|commit-lost):([1-9]\d{0,8})$/.exec(text.trim())
+  if (match === null) return undefined
+  const commit = Number(match[2])
+  return match[1] === "commit-lost" ? { _tag: "CommitLost", commit } : { _tag: "AfterCommitBeforeStore", commit }
 }
 
 const setting: string | undefined = typeof process === "undefined" ? undefined : process.env[variable]
-const armed: AfterCommitBeforeStore | undefined = setting === undefined ? undefined : parse(setting)
+const armed: FaultPoint | undefined = setting === undefined ? undefined : parse(setting)
 
 /** Logs at a runner's start that a fault point is armed, or that `SKEIN_FAULT` names none; nothing when unset. */
 export const announce: Effect.Effect<void> = setting === undefined
@@ -43,8 +51,11 @@ export const announce: Effect.Effect<void> = setting === undefined
       `${variable} is for Skein's own tests only`
   )
   : Effect.logWarning(
-    `${variable}: this process SIGKILLs itself at its commit ${armed.commit}, after the transaction and before ` +
-      `the store write (for Skein's own tests only)`
+    armed._tag === "CommitLost"
+      ? `${variable}: this process aborts its transaction ${armed.commit} while reporting it committed, then SIGKILLs ` +
+        `itself after the store write (for Skein's own tests only)`
+      : `${variable}: this process SIGKILLs itself at its commit ${armed.commit}, after the transaction and before ` +
+        `the store write (for Skein's own tests only)`
   )
 
 /** Commits seen by the armed fault point. */
@@ -55,7 +66,7 @@ let commits = 0
  * with `after-commit-before-store:<n>`, the n-th call in this process
  * SIGKILLs it (no finalizer runs, no later step of the commit either).
  */
-export const afterCommitBeforeStore: (partition: number) => Effect.Effect<void> = armed === undefined
+export const afterCommitBeforeStore: (partition: number) => Effect.Effect<void> = armed?._tag !== "AfterCommitBeforeStore"
   ? () => Effect.void
   : (partition) =>
     Effect.suspend(() => {
@@ -65,3 +76,29 @@ export const afterCommitBeforeStore: (partition: number) => Effect.Effect<void> 
       process.kill(process.pid, "SIGKILL")
       return Effect.never
     })
+
+/** Transactions seen by the armed `commit-lost` fault point; whether it aborted one. */
+let transactions = 0
+let lost = false
+
+/**
+ * Asked by a transaction before it commits: true when it is the one
+ * `commit-lost:<n>` names, which then aborts and reports a commit.
+ */
+export const loseCommit = (): boolean => {
+  if (armed?._tag !== "CommitLost") return false
+  transactions++
+  if (transactions !== armed.commit) return false
+  fs.writeSync(2, `skein fault commit-lost: transaction ${transactions} aborted, reported committed\n`)
+  lost = true
+  return true
+}
+
+/** Runs after a task's store write: SIGKILLs the process once a lost commit was written to its store. */
+export const afterStoreWrite = (partition: number): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (!lost) return Effect.void
+    fs.writeSync(2, `skein fault commit-lost: SIGKILL after the store write (task ${partition})\n`)
+    process.kill(process.pid, "SIGKILL")
+    return Effect.never
+  })

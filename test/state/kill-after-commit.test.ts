@@ -1,12 +1,19 @@
 /**
- * SIGKILL between a commit and its store write: the counting app
- * (test/apps/aggregate.ts) runs as a child process with the fault point
- * `SKEIN_FAULT=after-commit-before-store:<n>`, so each run kills itself
- * right after its n-th transaction committed and before that commit's store
- * write (and checkpoint) reached LevelDB. Every restart must restore its
- * stores' tails from the checkpoints before the lost writes (still valid),
- * and the final state must equal a read_committed recount of the input,
- * exactly.
+ * SIGKILL around a commit: the counting app (test/apps/aggregate.ts) runs as
+ * a child process with a fault point armed, so each faulty run kills itself
+ * at its commit `KILL_AT`:
+ * - `SKEIN_FAULT=after-commit-before-store:<n>`: right after the transaction
+ *   committed and before that commit's store write (and checkpoint) reached
+ *   LevelDB. The restart restores the stores' tails from the checkpoints
+ *   before the lost writes (still valid).
+ * - `SKEIN_FAULT=commit-lost:<n>`: the transaction is aborted where it would
+ *   commit while the task is told it committed (a broker that acknowledged a
+ *   commit and lost it: test/chaos/FINDINGS.md #5, #6), the store takes the
+ *   commit's writes, then the process dies. The restart must not keep that
+ *   store's tail: its changelog does not hold the store's last commit, so it
+ *   restores in full.
+ * Either way the final state must equal a read_committed recount of the
+ * input, exactly.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -23,8 +30,9 @@ const app = path.join(import.meta.dirname, "..", "apps", "aggregate.ts")
 const PARTITIONS = 2
 const KEYS = 300
 const ROUNDS = 8
-/** Runs that kill themselves, each at its commit `KILL_AT`; then one runs to the end. */
-const KILLS = 3
+/** Runs that kill themselves, each at its commit `KILL_AT` with its fault point; then one runs to the end. */
+const FAULTS = ["after-commit-before-store", "commit-lost", "after-commit-before-store"] as const
+const KILLS = FAULTS.length
 const KILL_AT = 8
 
 interface Run {
@@ -82,10 +90,13 @@ const restoresOf = (output: string) =>
       until: Number(m[6])
     }))
 
-/** The fault point's last words in a run's output (`src/internal/faults.ts`). */
-const faultsOf = (output: string) =>
-  [...output.matchAll(/skein fault after-commit-before-store: SIGKILL at commit (\d+) \(task (\d+)\)/g)]
-    .map((m) => ({ commit: Number(m[1]), partition: Number(m[2]) }))
+/** The fault points' last words in a run's output (`src/internal/faults.ts`): the task killed and the commit. */
+const faultsOf = (output: string) => [
+  ...[...output.matchAll(/skein fault after-commit-before-store: SIGKILL at commit (\d+) \(task (\d+)\)/g)]
+    .map((m) => ({ fault: "after-commit-before-store", commit: Number(m[1]), partition: Number(m[2]) })),
+  ...[...output.matchAll(/skein fault commit-lost: transaction (\d+) aborted, reported committed\n[^]*?skein fault commit-lost: SIGKILL after the store write \(task (\d+)\)/g)]
+    .map((m) => ({ fault: "commit-lost", commit: Number(m[1]), partition: Number(m[2]) }))
+]
 
 /** Each key's aggregate after all of `records` (each partition's in offset order). */
 const recount = (records: ReadonlyArray<{ readonly key: string | null; readonly value: string | null; readonly offset: number }>) => {
@@ -113,8 +124,8 @@ const recount = (records: ReadonlyArray<{ readonly key: string | null; readonly 
 
 const sorted = <V>(map: ReadonlyMap<string, V>) => [...map].sort(([a], [b]) => a.localeCompare(b))
 
-describe("SIGKILL between a commit and its store write", () => {
-  it.scopedLive("after each restart the stores restore their tails; the final state equals a read_committed recount, exactly", () =>
+describe("SIGKILL around a commit", () => {
+  it.scopedLive("a restart keeps a store's tail only when the changelog holds its last commit; the final state equals a read_committed recount, exactly", () =>
     Effect.gen(function*() {
       const input = unique("kac-in")
       const output = unique("kac-out")
@@ -154,9 +165,7 @@ describe("SIGKILL between a commit and its store write", () => {
       const never = () => Promise.resolve(false)
 
       const runs: Array<Run> = []
-      for (let kill = 0; kill < KILLS; kill++) {
-        runs.push(yield* runApp({ ...env, SKEIN_FAULT: `after-commit-before-store:${KILL_AT}` }, never))
-      }
+      for (const fault of FAULTS) runs.push(yield* runApp({ ...env, SKEIN_FAULT: `${fault}:${KILL_AT}` }, never))
       runs.push(yield* runApp(env, caughtUp))
       const context = (i: number) => `run ${i} (${runs[i]?.ending}):\n${runs[i]?.output.split("\n").slice(-40).join("\n")}`
 
@@ -165,9 +174,8 @@ describe("SIGKILL between a commit and its store write", () => {
         const faults = faultsOf(run.output)
         const restores = restoresOf(run.output)
         if (i < KILLS) {
-          // Each faulty run died at its commit KILL_AT, after the commit and before the store write.
-          assert.strictEqual(faults.length, 1, context(i))
-          assert.strictEqual(faults[0]?.commit, KILL_AT, context(i))
+          // Each faulty run died at its commit KILL_AT, by its own fault point.
+          assert.deepStrictEqual(faults.map((f) => [f.fault, f.commit]), [[FAULTS[i], KILL_AT]], context(i))
         } else {
           assert.deepStrictEqual(faults, [], context(i))
         }
@@ -180,14 +188,25 @@ describe("SIGKILL between a commit and its store write", () => {
           for (const r of restores) assert.deepStrictEqual([r.mode, r.reason], ["full", "no local state (no checkpoint)"])
           continue
         }
-        // The checkpoint before the lost write is still valid: a tail restore, never a full one.
-        for (const r of restores) assert.deepStrictEqual([r.mode, r.reason], ["tail", "local state kept"], context(i))
-        // The killed task reads the lost commit's changelog records (after the checkpoint) back.
-        const killed = faultsOf(runs[i - 1]?.output ?? "")[0]?.partition
-        const first = restores.find((r) => r.partition === killed)
-        if (first === undefined) return assert.fail(`no restore of the killed task ${killed}: ${context(i)}`)
-        assert.isAbove(first.records, 0, JSON.stringify(first))
-        assert.isAtLeast(first.until - first.from, first.records, JSON.stringify(first))
+        const killed = faultsOf(runs[i - 1]?.output ?? "")[0]
+        if (killed === undefined) return assert.fail(`no fault in run ${i - 1}: ${context(i - 1)}`)
+        for (const r of restores) {
+          if (killed.fault === "commit-lost" && r.partition === killed.partition) {
+            // The store took a commit its changelog does not hold: never kept.
+            assert.strictEqual(r.mode, "full", context(i))
+            assert.match(r.reason, /does not hold the store's last commit/, context(i))
+          } else {
+            // The checkpoint before the lost write is still valid: a tail restore, never a full one.
+            assert.deepStrictEqual([r.mode, r.reason], ["tail", "local state kept"], context(i))
+          }
+        }
+        if (killed.fault === "after-commit-before-store") {
+          // The killed task reads the lost commit's changelog records (after the checkpoint) back.
+          const first = restores.find((r) => r.partition === killed.partition)
+          if (first === undefined) return assert.fail(`no restore of the killed task ${killed.partition}: ${context(i)}`)
+          assert.isAbove(first.records, 0, JSON.stringify(first))
+          assert.isAtLeast(first.until - first.from, first.records, JSON.stringify(first))
+        }
       }
 
       const inputs = yield* readCommitted(input)

@@ -20,6 +20,7 @@ import { connectOrDisconnect, probeTransactionalId } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { recordBytes, recordSizeBound } from "../recordSize.ts"
 import { isFenced, toKafkaError } from "./errors.ts"
+import * as Faults from "../faults.ts"
 
 
 /**
@@ -262,6 +263,11 @@ export const runTransaction = async (
         consumerGroupId: offsets.groupId,
         topics: [...topics].map(([topic, partitions]) => ({ topic, partitions }))
       })
+    }
+    if (Faults.loseCommit()) {
+      // Skein's own crash tests only (`SKEIN_FAULT=commit-lost:<n>`): a commit a broker acknowledged and lost.
+      await transaction.abort()
+      return [...appended.values()]
     }
     await transaction.commit()
     return [...appended.values()]
