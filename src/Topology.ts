@@ -233,6 +233,14 @@ const describeCompiled = (name: string, compiled: Compile.Compiled, applicationI
             `window: before ${w.beforeMs} ms, after ${w.afterMs} ms, grace ${w.graceMs} ms; state: ${nameOf(node)})`
           break
         }
+        case "FkRespond":
+          label = `Processor ${nameOf(node)} (foreign-key join's subscriptions to ${nameOf(node.table)}; state: ${nameOf(node)})`
+          break
+        case "FkJoin":
+          label = `Processor ${nameOf(node)} (foreign-key ${node.join.kind === "inner" ? "join" : "leftJoin"} of ${
+            nameOf(node.table)
+          } with ${nameOf(node.join.right)})`
+          break
         default:
           label = isReader ? `Source ${nameOf(node)} (topics: ${internal})` : `Processor ${nameOf(node)} (${node._tag.toLowerCase()})`
       }
