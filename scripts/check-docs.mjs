@@ -20,6 +20,9 @@
 //    `#a-heading`) names a heading of that file (GitHub's slugs).
 // 3. docs/api.md is what scripts/api-index.mjs writes from the sources (a warning only).
 // 4. The README's test command is the `npm` steps of .ci/run.
+// 5. Every metric name (`skein_...`) the documentation quotes is in src/, every environment
+//    variable (`SKEIN_...`) is read somewhere in the code, and (a warning) every SkeinConfig
+//    setting has a row in docs/configuration.md.
 //
 // Exits 1 with one line per problem (file:line). `node scripts/check-docs.mjs` runs it;
 // test/unit/docs.test.ts runs it in `npm test`.
@@ -263,6 +266,48 @@ for (const file of files) {
 const { render: renderApiIndex } = await import("./api-index.mjs")
 if (readFileSync(join(root, "docs", "api.md"), "utf8") !== renderApiIndex()) {
   console.warn("[check-docs] docs/api.md is stale (a public module or export changed): run node scripts/api-index.mjs")
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Names the documentation quotes exist: every metric (`skein_...`) in src/, every environment
+//    variable (`SKEIN_...`) in the repository's code; and every SkeinConfig setting has a row in
+//    docs/configuration.md (a warning: a setting may land before its row).
+
+const codeText = (dirs) => {
+  const walk = (dir) =>
+    existsSync(dir)
+      ? readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+        const file = join(dir, entry.name)
+        if (entry.isDirectory()) return entry.name === "node_modules" ? [] : walk(file)
+        return /\.(ts|mjs|js|sh)$/.test(entry.name) ? [readFileSync(file, "utf8")] : []
+      })
+      : []
+  return dirs.flatMap((dir) => walk(join(root, dir))).join("\n")
+}
+const srcText = codeText(["src"])
+const repoText = `${srcText}\n${codeText(["test", "scripts", "bench", "examples", ".ci"])}\n${
+  readdirSync(root).filter((f) => /^vitest.*\.ts$/.test(f)).map((f) => readFileSync(join(root, f), "utf8")).join("\n")
+}`
+for (const file of files) {
+  const doc = relative(root, file)
+  readFileSync(file, "utf8").split("\n").forEach((line, index) => {
+    for (const [name] of line.matchAll(/\bskein_[a-z_]*[a-z]\b/g)) {
+      // `skein_partition_*`: a family prefix, not a name
+      if (!srcText.includes(`"${name}`) && !line.includes(`${name}_*`)) {
+        problems.push(`${doc}:${index + 1}: metric ${name} appears nowhere in src/`)
+      }
+    }
+    for (const [name] of line.matchAll(/\bSKEIN_[A-Z0-9_]*[A-Z0-9]\b/g)) {
+      if (!repoText.includes(name)) problems.push(`${doc}:${index + 1}: environment variable ${name} is read nowhere in the code`)
+    }
+  })
+}
+const configDoc = readFileSync(join(root, "docs", "configuration.md"), "utf8")
+const settingsInterface = /export interface SkeinConfig \{([\s\S]*?)\n\}/.exec(readFileSync(join(root, "src", "SkeinConfig.ts"), "utf8"))
+for (const [, setting] of (settingsInterface?.[1] ?? "").matchAll(/^  readonly (\w+)\??:/gm)) {
+  if (!new RegExp(`^\\|[^|\\n]*\`${setting}\``, "m").test(configDoc)) {
+    console.warn(`[check-docs] docs/configuration.md: no row for the setting ${setting} (src/SkeinConfig.ts)`)
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
