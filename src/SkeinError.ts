@@ -1148,6 +1148,39 @@ export class AuthorizationFailed extends Data.TaggedError("AuthorizationFailed")
 export type SecurityError = AuthenticationFailed | TlsError | AuthorizationFailed
 
 /**
+ * The database of a `DatabaseSink` failed: `reason` says how. `Unavailable`
+ * (the server cannot be reached or went away) is transient: a restart may get
+ * past it. `Refused` (a wrong URL, user or password, a missing database, no
+ * permission on the sink's tables) needs a fix first, named in `fix`.
+ * `Failed` is any other failed statement. The URL and its password are never
+ * part of the message.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Runner } from "skein"
+ *
+ * Runner.run(Orders).pipe(
+ *   Effect.catchTag("DatabaseError", (error) => Effect.logError(`${error.operation}: ${error.message}`))
+ * )
+ * ```
+ *
+ * @since 0.6.0
+ * @category errors
+ */
+export class DatabaseError extends Data.TaggedError("DatabaseError")<{
+  readonly reason: "Unavailable" | "Refused" | "Failed"
+  readonly operation: string
+  readonly fix?: string | undefined
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const detail = this.cause instanceof Error ? this.cause.message : String(this.cause)
+    return `Database ${this.operation} failed (${this.reason}): ${detail}${this.fix === undefined ? "" : `. ${this.fix}`}`
+  }
+}
+
+/**
  * Every fatal error a run can end with (besides the transform's own errors).
  *
  * @example
@@ -1182,6 +1215,7 @@ export type RunnerError =
   | AuthenticationFailed
   | TlsError
   | AuthorizationFailed
+  | DatabaseError
 
 /**
  * What a user can do about an error:
@@ -1244,6 +1278,8 @@ export const category = (error: RunnerError): Category => {
     case "DeliveryFailed":
     case "StateStoreError":
       return "transient"
+    case "DatabaseError":
+      return error.reason === "Refused" ? "setup" : "transient"
     case "DecodeError":
     case "EncodeError":
     case "StateNotStorable":
@@ -1308,7 +1344,8 @@ const runnerErrorTags: ReadonlySet<string> = new Set([
   "QueryServerError",
   "AuthenticationFailed",
   "TlsError",
-  "AuthorizationFailed"
+  "AuthorizationFailed",
+  "DatabaseError"
 ])
 
 /**

@@ -7,6 +7,7 @@
 import { Option } from "effect"
 import type { Duration, Effect, Schema } from "effect"
 import type { PredicateRule, TaggedRule, TaggedRuleFor } from "./ErrorRule.ts"
+import type { SinkHooks } from "./internal/database/DatabaseTask.ts"
 import { defaultStateKey } from "./internal/StateKeyCheck.ts"
 import type { Declaration as StoreDeclaration } from "./internal/stores/access.ts"
 import type {
@@ -300,6 +301,13 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
     readonly retention: Duration.Duration
     readonly runOf?: ((record: RecordOf<Inputs>) => Effect.Effect<string>) | undefined
   }
+  /**
+   * Set by `DatabaseSink`: the task's positions and commits live in a
+   * database (its tables, and a batch handler's collector).
+   *
+   * @since 0.6.0
+   */
+  readonly database?: SinkHooks<E> | undefined
 }
 
 /**

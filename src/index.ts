@@ -70,3 +70,5 @@ export * as WindowStore from "./WindowStore.ts"
 export * as SessionStore from "./SessionStore.ts"
 /** @since 0.6.0 */
 export * as QueryClient from "./QueryClient.ts"
+/** @since 0.6.0 */
+export * as DatabaseSink from "./DatabaseSink.ts"

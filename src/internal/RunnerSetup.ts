@@ -36,6 +36,7 @@ import * as PartitionCounts from "./partitionCounts.ts"
 import * as LocalStores from "./LocalStores.ts"
 import * as Standbys from "./Standbys.ts"
 import * as StoreCleanup from "./StoreCleanup.ts"
+import * as DatabaseTask from "./database/DatabaseTask.ts"
 import * as PollBuffer from "./PollBuffer.ts"
 import type * as Queries from "./query/Queries.ts"
 import * as QueryRoutes from "./QueryRoutes.ts"
@@ -172,6 +173,8 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         deadLetterTopic: undefined
       })
     }
+    // A database sink: its tables are there (created when missing) before any task claims a partition.
+    const database = yield* DatabaseTask.setup(transformer.database, transformer.name)
     // One applicationId, one transformer: a group already running another one is refused.
     yield* GroupOwnership.check(admin, { groupId: config.applicationId, owner: transformer.name })
 
@@ -290,7 +293,8 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         localStores,
         onCheckpointLag: (partition, records) => {
           stats.setCheckpointLag(partition, records)
-        }
+        },
+        database
       }
     })
     wiring.manager = manager

@@ -22,7 +22,7 @@ import type { Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as path from "node:path"
 import type { ProcessingGuarantee } from "../SkeinConfig.ts"
-import type { RunnerError, StateStoreError } from "../SkeinError.ts"
+import type { DatabaseError, RunnerError, StateStoreError } from "../SkeinError.ts"
 import { KafkaError, OffsetOutOfRange, TaskMigrated } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { PartitionOffset, TopicPartition } from "../TopicPartition.ts"
@@ -35,6 +35,8 @@ import type { GroupConsumer } from "./kafka/consumer.ts"
 import * as Producer from "./kafka/producer.ts"
 import type { AtLeastOnceProducer, FencedProducer, RestorePermit } from "./kafka/producer.ts"
 import * as ChangelogReplay from "./ChangelogReplay.ts"
+import * as DatabaseTask from "./database/DatabaseTask.ts"
+import type { SinkStore } from "./database/SinkStore.ts"
 import { describe } from "./errorText.ts"
 import * as Faults from "./faults.ts"
 import * as PartitionsAdded from "./partitionsAdded.ts"
@@ -73,6 +75,8 @@ export interface Task<P extends number = number> {
    * checkpoint lag.
    */
   readonly stored: (position: number, checkpointLag: number) => void
+  /** A `DatabaseSink`'s task: its offsets and owner epoch live in the database. */
+  readonly database: Option.Option<DatabaseTask.TaskDatabase>
 }
 
 /** How a task's store was restored at its start. */
@@ -119,6 +123,8 @@ export interface TaskContext {
    * its store's checkpoint (what a restart of the task would read again).
    */
   readonly onCheckpointLag: (partition: number, records: number) => void
+  /** A `DatabaseSink`'s tables: positions come from there, and commits go there (see `DatabaseTask`). */
+  readonly database?: { readonly store: SinkStore; readonly kafkaCommitInterval: Duration.Duration } | undefined
 }
 
 /** The transactional id of task `partition`: static, so a new owner fences the old one. */
@@ -305,7 +311,10 @@ export const make = <P extends number>(context: TaskContext, partition: P): Effe
         })
       }
     const permit: RestorePermit = delivery.producer
-    const startOffsets = yield* committedOffsets(context, permit, partition)
+    const claimed = context.database === undefined
+      ? Option.none<DatabaseTask.Claimed>()
+      : Option.some(yield* DatabaseTask.claim(context, context.database.store, context.database.kafkaCommitInterval, delivery, partition))
+    const startOffsets = Option.isSome(claimed) ? claimed.value.startOffsets : yield* committedOffsets(context, permit, partition)
     const stateful = yield* Option.match(context.changelog, {
       onNone: () =>
         Effect.succeed(
@@ -374,6 +383,7 @@ export const make = <P extends number>(context: TaskContext, partition: P): Effe
       timers: Timers.makeTable(),
       restore: Option.map(stateful, ({ restore }) => restore),
       runs,
+      database: Option.map(claimed, ({ database }) => database),
       stored: (position, checkpointLag) => {
         if (Option.isNone(stateful)) return
         stateful.value.announce?.set(partition, position)
@@ -387,7 +397,11 @@ export type Outcome<E> =
   | { readonly _tag: "Committed"; readonly partition: number }
   | { readonly _tag: "Migrated"; readonly partition: number; readonly error: TaskMigrated }
   | { readonly _tag: "DeliveryFailed"; readonly partition: number; readonly error: KafkaError }
-  | { readonly _tag: "Failed"; readonly partition: number; readonly cause: Cause.Cause<Batch.RecordError<E> | StateStoreError> }
+  | {
+    readonly _tag: "Failed"
+    readonly partition: number
+    readonly cause: Cause.Cause<Batch.RecordError<E> | StateStoreError | DatabaseError>
+  }
 
 /** What a committed batch of a task amounted to, for the caller's bookkeeping. */
 export interface Committed {
@@ -471,6 +485,7 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
     readonly onCommitted: (committed: Committed) => Effect.Effect<void>
   }
 ): Effect.Effect<Outcome<E>, never, R> => {
+  if (Option.isSome(task.database)) return DatabaseTask.processSlices(task, task.database.value, transformer, slices, options)
   const processed: Effect.Effect<Outcome<E>, never, R> = Effect.gen(function*() {
     const partition = task.partition
     const result = yield* Batch.run(transformer, task.store, slices, {

@@ -1,0 +1,313 @@
+/**
+ * The one boundary to `@effect/sql` for a `DatabaseSink`: Skein's two tables
+ * in the user's database and every statement on them.
+ *
+ * - The offsets table: `(group_id, topic, partition_id) -> next_offset,
+ *   epoch`. `next_offset` is where the partition resumes (NULL: never
+ *   committed); `epoch` is the owner's: a task bumps it when it takes the
+ *   partition (`claim`), and every batch's offset update is conditional on it
+ *   (`commit`), so a zombie's late transaction updates no row and rolls back.
+ * - The dead letter outbox: the copies of the records a batch dead-lettered,
+ *   written in the batch's transaction with its rows and offsets (so a
+ *   rollback drops them with the rest, a commit keeps each exactly once).
+ *   The task publishes them to the dead letter topic after the commit, in a
+ *   Kafka transaction that also commits the group's Kafka offsets to the same
+ *   positions; the Kafka offsets are thereby the outbox's "published up to"
+ *   mark. A new owner republishes the rows at or past that mark (the
+ *   transaction that would have published them never committed), then
+ *   deletes what is published.
+ *
+ * SQL errors are mapped to `DatabaseError` here, and only here.
+ *
+ * @internal
+ */
+import { SqlClient } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect, Option, Schema } from "effect"
+import type { ParseResult } from "effect"
+import { DatabaseError, TaskMigrated } from "../../SkeinError.ts"
+import type * as Topic from "../../Topic.ts"
+import type { PartitionOffset } from "../../TopicPartition.ts"
+
+/** The names of Skein's tables in the user's database. */
+export interface Tables {
+  readonly offsets: string
+  readonly deadLetters: string
+}
+
+/** What a task learns when it takes a partition. */
+export interface Claim {
+  /** The task's owner epoch: its commits are conditional on it. */
+  readonly epoch: number
+  /** The next offset of each input topic's partition; absent: never committed. */
+  readonly positions: ReadonlyMap<string, number>
+  /** Dead letters committed to the outbox but not published (at or past the Kafka offsets given). */
+  readonly pending: ReadonlyArray<Topic.EncodedRecord>
+}
+
+export interface SinkStore {
+  readonly tables: Tables
+  /** Creates the tables when missing (and checks they can be read and written). */
+  readonly ensure: Effect.Effect<void, DatabaseError>
+  /** Runs `body` in one database transaction (a savepoint when one is open), mapping SQL errors. */
+  readonly transaction: <A, E, R>(body: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DatabaseError, R>
+  /**
+   * Takes task `partition` of `groupId`: bumps the epoch of its rows (one per
+   * input topic, created when missing), reads their positions and the outbox
+   * rows at or past `published` (the group's Kafka offsets, read after the
+   * task's producer fenced the previous owner's). One transaction.
+   */
+  readonly claim: (
+    groupId: string,
+    partition: number,
+    topics: ReadonlyArray<string>,
+    published: ReadonlyMap<string, number>
+  ) => Effect.Effect<Claim, DatabaseError>
+  /**
+   * In the batch's transaction: the dead letters into the outbox, then the
+   * offsets, each update conditional on `epoch` (`TaskMigrated` when a newer
+   * owner bumped it: the transaction must roll back).
+   */
+  readonly commit: (
+    groupId: string,
+    partition: number,
+    epoch: number,
+    offsets: ReadonlyArray<PartitionOffset>,
+    deadLetters: ReadonlyArray<Topic.EncodedRecord>
+  ) => Effect.Effect<void, DatabaseError | TaskMigrated>
+  /** Deletes the outbox rows below `offsets` (published: the Kafka offsets reached them). */
+  readonly published: (groupId: string, offsets: ReadonlyArray<PartitionOffset>) => Effect.Effect<void, DatabaseError>
+}
+
+/** Error codes of Postgres (SQLSTATE) that a fix, not a retry, gets past. */
+const refusedCodes: ReadonlyMap<string, string> = new Map([
+  ["28P01", "Check the user and password of the database URL"],
+  ["28000", "Check the user of the database URL and the server's pg_hba.conf"],
+  ["3D000", "Create the database, or fix its name in the database URL"],
+  ["42501", "Grant the sink's user CREATE on the schema, or SELECT, INSERT, UPDATE, DELETE on Skein's tables"]
+])
+/** Connection errors of Node and Postgres's own shutdown codes: the server is not there (now). */
+const unavailableCodes: ReadonlySet<string> = new Set([
+  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND", "EPIPE", "57P01", "57P02", "57P03", "08000", "08003", "08006"
+])
+
+const codeOf = (cause: unknown): Option.Option<string> => {
+  let current: unknown = cause
+  for (let depth = 0; depth < 4 && typeof current === "object" && current !== null; depth++) {
+    if ("code" in current && typeof current.code === "string") return Option.some(current.code)
+    current = "cause" in current ? current.cause : undefined
+  }
+  return Option.none()
+}
+
+/** An `SqlError` (or any failure of the driver) as a `DatabaseError`, by its code. */
+export const toDatabaseError = (operation: string) => (error: SqlError | unknown): DatabaseError => {
+  const cause = typeof error === "object" && error !== null && "cause" in error && error.cause !== undefined
+    ? error.cause
+    : error
+  const code = codeOf(error)
+  if (Option.isSome(code)) {
+    const fix = refusedCodes.get(code.value)
+    if (fix !== undefined) return new DatabaseError({ reason: "Refused", operation, fix, cause })
+    if (unavailableCodes.has(code.value)) return new DatabaseError({ reason: "Unavailable", operation, cause })
+  }
+  const text = cause instanceof Error ? cause.message : String(cause)
+  if (/connect|terminat|closed|ECONNREFUSED/i.test(text)) return new DatabaseError({ reason: "Unavailable", operation, cause })
+  return new DatabaseError({ reason: "Failed", operation, cause })
+}
+
+/** A count or offset as the driver returns it (Postgres's BIGINT comes back as text). */
+const toNumber = (value: unknown): Option.Option<number> => {
+  if (typeof value === "number" && Number.isSafeInteger(value)) return Option.some(value)
+  if (typeof value === "bigint") return Option.some(Number(value))
+  if (typeof value === "string" && /^-?\d+$/.test(value)) return Option.some(Number(value))
+  return Option.none()
+}
+
+const numberField = (row: Record<string, unknown>, field: string, operation: string) =>
+  Option.match(toNumber(row[field]), {
+    onSome: Effect.succeed,
+    onNone: () => Effect.fail(new DatabaseError({ reason: "Failed", operation, cause: `column ${field} holds ${String(row[field])}` }))
+  })
+
+/** A header value's bytes, as base64 text. */
+const b64 = (value: string | Buffer): string => (typeof value === "string" ? Buffer.from(value, "utf8") : value).toString("base64")
+
+/** A dead letter as the outbox keeps it: bytes as base64 text. */
+const StoredRecord = Schema.Struct({
+  topic: Schema.String,
+  key: Schema.NullOr(Schema.String),
+  value: Schema.NullOr(Schema.String),
+  headers: Schema.Array(Schema.Tuple(Schema.String, Schema.String)),
+  partition: Schema.optionalWith(Schema.Number, { exact: true }),
+  timestamp: Schema.optionalWith(Schema.Number, { exact: true })
+})
+type StoredRecord = typeof StoredRecord.Type
+const StoredRecordJson = Schema.parseJson(StoredRecord)
+
+/** A dead letter as outbox text (bytes as base64): it comes back byte for byte. */
+export const encodeRecord = (record: Topic.EncodedRecord): string => {
+  const headers: Array<readonly [string, string]> = []
+  for (const [name, value] of Object.entries(record.headers ?? {})) {
+    if (value === undefined) continue
+    for (const one of Array.isArray(value) ? value : [value]) headers.push([name, b64(one)])
+  }
+  const stored: StoredRecord = {
+    topic: record.topic,
+    key: record.key === null ? null : b64(record.key),
+    value: record.value === null ? null : b64(record.value),
+    headers,
+    ...(record.partition === undefined ? {} : { partition: record.partition }),
+    ...(record.timestamp === undefined ? {} : { timestamp: record.timestamp })
+  }
+  return Schema.encodeSync(StoredRecordJson)(stored)
+}
+
+/** An outbox row's text back as the record to produce. */
+export const decodeRecord = (text: string): Effect.Effect<Topic.EncodedRecord, ParseResult.ParseError> =>
+  Effect.map(Schema.decode(StoredRecordJson)(text), (stored): Topic.EncodedRecord => {
+  const headers: Record<string, Array<Buffer>> = {}
+  for (const [name, value] of stored.headers) (headers[name] ??= []).push(Buffer.from(value, "base64"))
+  return {
+    topic: stored.topic,
+    key: stored.key === null ? null : Buffer.from(stored.key, "base64"),
+    value: stored.value === null ? null : Buffer.from(stored.value, "base64"),
+    headers,
+    ...(stored.partition === undefined ? {} : { partition: stored.partition }),
+    ...(stored.timestamp === undefined ? {} : { timestamp: stored.timestamp })
+  }
+  })
+
+/** The last value of header `name` as text (Skein's own headers follow the original ones). */
+const lastHeader = (record: Topic.EncodedRecord, name: string): string | undefined => {
+  const value = record.headers?.[name]
+  if (value === undefined) return undefined
+  const last = Array.isArray(value) ? value[value.length - 1] : value
+  return last === undefined ? undefined : typeof last === "string" ? last : last.toString("utf8")
+}
+
+/** The input record a dead letter copies (its `skein.source.*` headers). */
+export const sourceOf = (record: Topic.EncodedRecord): Option.Option<PartitionOffset> => {
+  const topic = lastHeader(record, "skein.source.topic")
+  const partition = Option.getOrUndefined(toNumber(lastHeader(record, "skein.source.partition")))
+  const offset = Option.getOrUndefined(toNumber(lastHeader(record, "skein.source.offset")))
+  return topic === undefined || partition === undefined || offset === undefined
+    ? Option.none()
+    : Option.some({ topic, partition, offset })
+}
+
+export const make = (sql: SqlClient.SqlClient, tables: Tables): SinkStore => {
+  const offsets = sql(tables.offsets)
+  const deadLetters = sql(tables.deadLetters)
+  const forUpdate = sql.onDialectOrElse({ pg: () => sql.unsafe(" FOR UPDATE"), orElse: () => sql.unsafe("") })
+
+  const createTables = Effect.zipRight(
+    sql`CREATE TABLE IF NOT EXISTS ${offsets} (
+      group_id TEXT NOT NULL,
+      topic TEXT NOT NULL,
+      partition_id INTEGER NOT NULL,
+      next_offset BIGINT,
+      epoch BIGINT NOT NULL,
+      PRIMARY KEY (group_id, topic, partition_id)
+    )`,
+    sql`CREATE TABLE IF NOT EXISTS ${deadLetters} (
+      group_id TEXT NOT NULL,
+      topic TEXT NOT NULL,
+      partition_id INTEGER NOT NULL,
+      source_offset BIGINT NOT NULL,
+      seq INTEGER NOT NULL,
+      record TEXT NOT NULL,
+      PRIMARY KEY (group_id, topic, partition_id, source_offset, seq)
+    )`
+  )
+  // Two instances creating the tables at once: Postgres may fail one (a unique violation on its
+  // catalog); the tables are there on the second try.
+  const ensure = createTables.pipe(
+    Effect.retry({ times: 1 }),
+    Effect.zipRight(sql`SELECT count(*) AS n FROM ${offsets} WHERE group_id = ${""}`),
+    Effect.zipRight(sql`SELECT count(*) AS n FROM ${deadLetters} WHERE group_id = ${""}`),
+    Effect.asVoid,
+    Effect.mapError(toDatabaseError(`creating or reading the tables ${tables.offsets} and ${tables.deadLetters}`))
+  )
+
+  const transaction = <A, E, R>(body: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseError, R> =>
+    sql.withTransaction(body).pipe(
+      Effect.catchIf(
+        (error): error is SqlError => typeof error === "object" && error !== null && "_tag" in error && error._tag === "SqlError",
+        (error) => Effect.fail(toDatabaseError("transaction")(error))
+      )
+    )
+
+  const claim: SinkStore["claim"] = (groupId, partition, topics, published) => {
+    const operation = `claiming partition ${partition} of ${topics.join(", ")} in ${tables.offsets}`
+    return sql.withTransaction(Effect.gen(function*() {
+      for (const topic of topics) {
+        yield* sql`INSERT INTO ${offsets} (group_id, topic, partition_id, next_offset, epoch)
+          VALUES (${groupId}, ${topic}, ${partition}, NULL, 0) ON CONFLICT DO NOTHING`
+      }
+      const rows = yield* sql`SELECT topic, next_offset, epoch FROM ${offsets}
+        WHERE group_id = ${groupId} AND partition_id = ${partition} AND ${sql.in("topic", topics)}
+        ORDER BY topic${forUpdate}`
+      let epoch = 0
+      const positions = new Map<string, number>()
+      for (const row of rows) {
+        epoch = Math.max(epoch, yield* numberField(row, "epoch", operation))
+        const next = toNumber(row["next_offset"])
+        if (Option.isSome(next) && typeof row["topic"] === "string") positions.set(row["topic"], next.value)
+      }
+      epoch += 1
+      yield* sql`UPDATE ${offsets} SET epoch = ${epoch}
+        WHERE group_id = ${groupId} AND partition_id = ${partition} AND ${sql.in("topic", topics)}`
+      const outbox = yield* sql`SELECT topic, source_offset, record FROM ${deadLetters}
+        WHERE group_id = ${groupId} AND partition_id = ${partition} ORDER BY topic, source_offset, seq`
+      const pending: Array<Topic.EncodedRecord> = []
+      for (const row of outbox) {
+        const topic = typeof row["topic"] === "string" ? row["topic"] : ""
+        const offset = yield* numberField(row, "source_offset", operation)
+        if (offset >= (published.get(topic) ?? 0) && typeof row["record"] === "string") pending.push(yield* decodeRecord(row["record"]))
+      }
+      return { epoch, positions, pending }
+    })).pipe(Effect.mapError(toDatabaseError(operation)))
+  }
+
+  const commit: SinkStore["commit"] = (groupId, partition, epoch, positions, letters) =>
+    Effect.gen(function*() {
+      const seqs = new Map<string, number>()
+      for (const record of letters) {
+        const source = Option.getOrElse(sourceOf(record), () => ({ topic: "", partition, offset: -1 }))
+        const key = `${source.topic}\u0000${source.offset}`
+        const seq = seqs.get(key) ?? 0
+        seqs.set(key, seq + 1)
+        yield* sql`INSERT INTO ${deadLetters} (group_id, topic, partition_id, source_offset, seq, record)
+          VALUES (${groupId}, ${source.topic}, ${partition}, ${source.offset}, ${seq}, ${encodeRecord(record)})`.pipe(
+          Effect.mapError(toDatabaseError(`writing a dead letter to ${tables.deadLetters}`))
+        )
+      }
+      for (const position of positions) {
+        const updated = yield* sql`UPDATE ${offsets} SET next_offset = ${position.offset}
+          WHERE group_id = ${groupId} AND topic = ${position.topic} AND partition_id = ${position.partition}
+          AND epoch = ${epoch} RETURNING epoch`.pipe(
+          Effect.mapError(toDatabaseError(`updating the offsets in ${tables.offsets}`))
+        )
+        if (updated.length === 0) {
+          return yield* new TaskMigrated({
+            partition,
+            cause: `the owner epoch of ${position.topic}/${position.partition} in ${tables.offsets} is no longer ${epoch}: ` +
+              "a newer owner took the partition, this transaction rolls back"
+          })
+        }
+      }
+    })
+
+  const published: SinkStore["published"] = (groupId, positions) =>
+    Effect.forEach(positions, (position) =>
+      sql`DELETE FROM ${deadLetters} WHERE group_id = ${groupId} AND topic = ${position.topic}
+        AND partition_id = ${position.partition} AND source_offset < ${position.offset}`, { discard: true }).pipe(
+      Effect.mapError(toDatabaseError(`deleting published dead letters from ${tables.deadLetters}`))
+    )
+
+  return { tables, ensure, transaction, claim, commit, published }
+}
+
+/** The `SqlClient` of the run's context, if the program provides one. */
+export const currentClient: Effect.Effect<Option.Option<SqlClient.SqlClient>> = Effect.serviceOption(SqlClient.SqlClient)
