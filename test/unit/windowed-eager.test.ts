@@ -3,8 +3,9 @@
  * operators are synchronous runs without the fiber runtime (`eager.ts`); an
  * effectful operator before or after the aggregation, or a state read from
  * the store (a cold cache), sends it through Effect: tumbling, hopping,
- * sliding and session counts, emitting updates and final results, write the
- * same records and the same stored states either way. The task's time and
+ * sliding and session counts and a tumbling aggregate (an object), emitting
+ * updates and final results, write the same records and the same stored
+ * states either way. The task's time and
  * index, stored once per transaction (`storedAtEnd.ts`), are stored as a
  * record-by-record encoding would have left them, also in a batch cut short
  * by a failing record.
@@ -38,7 +39,7 @@ const Events = Topic.make({ name: "events", key: Schema.String, value: Topic.jso
 const Counts = Topic.make({ name: "counts", key: Windowed.json(Schema.String), value: Topic.json(Schema.NullOr(Schema.Number)) })
 
 type Emit = TimeWindowedKStream.WindowedOptions["emit"]
-type Shape = "tumbling" | "hopping" | "sliding" | "session"
+type Shape = "tumbling" | "hopping" | "sliding" | "session" | "aggregate"
 
 /** A count over `shape` windows; `effectful`: an effectful identity operator before the grouping and after the aggregation. */
 const topologyOf = (shape: Shape, emit: Emit, effectful: boolean) => {
@@ -49,6 +50,17 @@ const topologyOf = (shape: Shape, emit: Emit, effectful: boolean) => {
     ? grouped.pipe(
       KGroupedStream.windowedBy(SessionWindows.ofInactivityGapAndGrace(300, 200)),
       SessionWindowedKStream.count({ name: "counts", emit })
+    )
+    : shape === "aggregate"
+    // An aggregate the user's functions make (an object): its windows are stored as each record finishes.
+    ? grouped.pipe(
+      KGroupedStream.windowedBy(TimeWindows.ofSizeAndGrace(1000, 200)),
+      TimeWindowedKStream.aggregate(() => ({ n: 0, last: 0 }), (total, record) => ({ n: total.n + 1, last: record.value.at }), {
+        name: "counts",
+        emit,
+        state: Schema.Struct({ n: Schema.Number, last: Schema.Number })
+      }),
+      KTable.mapValues((total) => total.n + total.last / 1e9)
     )
     : grouped.pipe(
       KGroupedStream.windowedBy(
@@ -160,10 +172,10 @@ describe("windowed aggregations, at once or through Effect", () => {
     }
   })
 
-  it.effect("tumbling, hopping, sliding and session counts: the same outputs and stored states at once, through Effect, and from a cold cache", () =>
+  it.effect("tumbling, hopping, sliding and session counts and a tumbling aggregate: the same outputs and stored states at once, through Effect, and from a cold cache", () =>
     Effect.gen(function*() {
       const records = inputs(400, 7)
-      for (const shape of ["tumbling", "hopping", "sliding", "session"] as const) {
+      for (const shape of ["tumbling", "hopping", "sliding", "session", "aggregate"] as const) {
         for (const emit of ["onWindowUpdate", "onWindowClose"] as const) {
           const what = `${shape} ${emit}`
           const eager = yield* runBatches(transformerOf(shape, emit, false), records, 50, false)

@@ -791,7 +791,7 @@ const windowedTransformer = <A, I>(
     lateCounter: RunnerMetrics.streamsLateRecordsOf(applicationIdOf(parts.applicationId, parts), parts.name, parts.aggregateName)
   }
   const copyValue = privateCopy(parts, spec.state)
-  // The task's time and index change with nearly every record: stored once per transaction.
+  // The task's time and index change with nearly every record (and a count's windows are whole numbers): stored once per transaction.
   return StoredAtEnd.storedAtEnd({
     name: parts.name,
     inputs: parts.inputs,
@@ -824,7 +824,7 @@ const windowedTransformer = <A, I>(
         (emit) => ({ emit, ...context.result() })
       )
     }
-  }, WindowAggregate.isBookkeeping)
+  }, WindowAggregate.storedAtEndOf(kind))
 }
 
 /**

@@ -79,6 +79,16 @@ const chunkKey = (bucketKey: string, n: number): string => `${bucketKey}.${n}`
 export const isBookkeeping = (state: unknown): boolean =>
   Predicate.isTagged(state, "Time") || Predicate.isTagged(state, "Closing") || Predicate.isTagged(state, "Times")
 
+/**
+ * The states of a windowed aggregation of `kind` the batch stores once per
+ * transaction (`storedAtEnd.ts`): its bookkeeping, and a count's windows too
+ * (Skein's own `add`: whole numbers, and key texts), storable by construction.
+ * The windows of a `reduce` or `aggregate` hold what the user's functions
+ * made: each is stored (and checked) as its record finishes.
+ */
+export const storedAtEndOf = (kind: Graph.Aggregate["kind"]): (state: unknown) => boolean =>
+  kind === "count" ? () => true : isBookkeeping
+
 /** The state of a windowed sub-topology's task: what each kind of state key holds. */
 export const stateSchema = <A, I>(value: Schema.Schema<A, I>) =>
   Schema.Union(
