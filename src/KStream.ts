@@ -34,6 +34,7 @@
 import { Effect } from "effect"
 import { dual } from "effect/Function"
 import type { Pipeable } from "effect/Pipeable"
+import type { GlobalKTable } from "./GlobalKTable.ts"
 import * as Graph from "./internal/streams/graph.ts"
 import * as KeyText from "./internal/streams/keyText.ts"
 import type { JoinWindows } from "./JoinWindows.ts"
@@ -567,6 +568,108 @@ export const leftJoin: {
       const record = typed<K, V>(r)
       // The table's operators made the value (a `VT`), or there is none (`null`).
       return joiner(record.value, tableValue as VT | null, record)
+    }, options?.name))
+)
+
+/**
+ * Each record joined with the value of a global table (`GlobalKTable.from`)
+ * for the key `keyMapper` maps it to (an inner join, Kafka Streams'
+ * `KStream.join(globalTable, keyMapper, joiner)`): a record whose key the
+ * global table does not have is dropped; `joiner` makes the output value,
+ * which keeps the record's key and timestamp. The global table holds every
+ * partition of its topic on every instance, loaded before any record is
+ * joined, so the stream needs no co-partitioning or repartitioning, even
+ * after `selectKey`. A record without a value, or whose key maps to `null`,
+ * is dropped (counted in `skein_streams_dropped_records_total` and logged).
+ *
+ * @example
+ * ```ts
+ * import { GlobalKTable, KStream } from "skein"
+ *
+ * const regions = GlobalKTable.from(Regions)
+ * KStream.from(Orders).pipe(KStream.globalJoin(regions, (order) => order.value.region, (order, region) => ({ ...order, region })))
+ * ```
+ *
+ * @since 0.6.0
+ * @category joins
+ */
+export const globalJoin: {
+  <K, V, KG, VG, VR>(
+    table: GlobalKTable<KG, VG>,
+    keyMapper: (record: Record<K, V>) => KG | null,
+    joiner: (value: V, globalValue: VG, record: Record<K, V>) => VR,
+    options?: Named
+  ): <E, R>(self: KStream<K, V, E, R>) => KStream<K, VR, E, R>
+  <K, V, E, R, KG, VG, VR>(
+    self: KStream<K, V, E, R>,
+    table: GlobalKTable<KG, VG>,
+    keyMapper: (record: Record<K, V>) => KG | null,
+    joiner: (value: V, globalValue: VG, record: Record<K, V>) => VR,
+    options?: Named
+  ): KStream<K, VR, E, R>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R, KG, VG, VR>(
+    self: KStream<K, V, E, R>,
+    table: GlobalKTable<KG, VG>,
+    keyMapper: (record: Record<K, V>) => KG | null,
+    joiner: (value: V, globalValue: VG, record: Record<K, V>) => VR,
+    options?: Named
+  ): KStream<K, VR, E, R> =>
+    fromNode(Graph.globalJoin(self.node, table.node, "inner", (r) => keyMapper(typed<K, V>(r)), (r, globalValue) => {
+      const record = typed<K, V>(r)
+      // An inner join calls its joiner only with a value of the global table, decoded by its topic's codec: a `VG`.
+      return joiner(record.value, globalValue as VG, record)
+    }, options?.name))
+)
+
+/**
+ * Each record joined with the value of a global table for the key
+ * `keyMapper` maps it to, or with `null` when the table has none (a left
+ * join, Kafka Streams' `KStream.leftJoin(globalTable, keyMapper, joiner)`).
+ * A record whose key maps to `null` is joined with `null`, as Kafka Streams
+ * 4.4 does; one without a value is dropped and counted. Otherwise as
+ * `globalJoin`.
+ *
+ * @example
+ * ```ts
+ * import { GlobalKTable, KStream } from "skein"
+ *
+ * KStream.from(Orders).pipe(
+ *   KStream.globalLeftJoin(GlobalKTable.from(Regions), (order) => order.value.region, (order, region) => ({ ...order, region }))
+ * )
+ * ```
+ *
+ * @since 0.6.0
+ * @category joins
+ */
+export const globalLeftJoin: {
+  <K, V, KG, VG, VR>(
+    table: GlobalKTable<KG, VG>,
+    keyMapper: (record: Record<K, V>) => KG | null,
+    joiner: (value: V, globalValue: VG | null, record: Record<K, V>) => VR,
+    options?: Named
+  ): <E, R>(self: KStream<K, V, E, R>) => KStream<K, VR, E, R>
+  <K, V, E, R, KG, VG, VR>(
+    self: KStream<K, V, E, R>,
+    table: GlobalKTable<KG, VG>,
+    keyMapper: (record: Record<K, V>) => KG | null,
+    joiner: (value: V, globalValue: VG | null, record: Record<K, V>) => VR,
+    options?: Named
+  ): KStream<K, VR, E, R>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R, KG, VG, VR>(
+    self: KStream<K, V, E, R>,
+    table: GlobalKTable<KG, VG>,
+    keyMapper: (record: Record<K, V>) => KG | null,
+    joiner: (value: V, globalValue: VG | null, record: Record<K, V>) => VR,
+    options?: Named
+  ): KStream<K, VR, E, R> =>
+    fromNode(Graph.globalJoin(self.node, table.node, "left", (r) => keyMapper(typed<K, V>(r)), (r, globalValue) => {
+      const record = typed<K, V>(r)
+      // The global table's topic codec decoded the value (a `VG`), or there is none (`null`).
+      return joiner(record.value, globalValue as VG | null, record)
     }, options?.name))
 )
 

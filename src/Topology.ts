@@ -31,6 +31,7 @@ import * as CoPartitioning from "./internal/streams/coPartitioning.ts"
 import * as Compile from "./internal/streams/compile.ts"
 import * as Graph from "./internal/streams/graph.ts"
 import * as Admin from "./internal/kafka/admin.ts"
+import * as GlobalTableLoader from "./internal/GlobalTableLoader.ts"
 import { applicationIdOf } from "./internal/runAll.ts"
 import * as RepartitionPurge from "./internal/streams/repartitionPurge.ts"
 import { makeKafka } from "./internal/kafka/client.ts"
@@ -233,6 +234,11 @@ const describeCompiled = (name: string, compiled: Compile.Compiled, applicationI
             `window: before ${w.beforeMs} ms, after ${w.afterMs} ms, grace ${w.graceMs} ms; state: ${nameOf(node)})`
           break
         }
+        case "GlobalJoin":
+          label = `Processor ${nameOf(node)} (${node.kind === "inner" ? "join" : "leftJoin"} of ${nameOf(node.stream)} with the global table ${
+            nameOf(node.table)
+          })`
+          break
         case "FkRespond":
           label = `Processor ${nameOf(node)} (foreign-key join's subscriptions to ${nameOf(node.table)}; state: ${nameOf(node)})`
           break
@@ -253,6 +259,10 @@ const describeCompiled = (name: string, compiled: Compile.Compiled, applicationI
       if (node._tag !== "Source" && !isReader) for (const parent of parentsOf(node)) lines.push(`      <-- ${nameOf(parent)}`)
     }
   })
+  if (compiled.globalTables.length > 0) {
+    lines.push("  Global tables (every partition on every instance):")
+    for (const table of compiled.globalTables) lines.push(`    ${table.name} (topic: ${table.topic})`)
+  }
   const internal = compiled.internalTopics
   if (internal.length > 0) {
     lines.push("  Internal topics:")
@@ -299,7 +309,12 @@ export const run = <E, R>(
       }
       yield* Effect.scoped(checkJoins(compiled, config))
       // The transformers' errors are the topology's operators' (`E`); their context is `R`.
-      return yield* (Runner.runAll(transformers) as Effect.Effect<never, RunnerError | StreamError<E>, R | SkeinConfig>)
+      const running = Runner.runAll(transformers) as Effect.Effect<never, RunnerError | StreamError<E>, R | SkeinConfig>
+      if (compiled.globalTables.length === 0) return yield* running
+      // Every global table is loaded before any record is processed, then kept up to date beside the run.
+      const kafka = yield* makeKafka(config)
+      const loaded = yield* GlobalTableLoader.start(kafka, yield* Admin.make(kafka), compiled.globalTables, config.applicationId)
+      return yield* Effect.raceFirst(running, loaded.failed)
     }))
   })
 

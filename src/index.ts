@@ -44,6 +44,8 @@ export * as KStream from "./KStream.ts"
 export * as KGroupedStream from "./KGroupedStream.ts"
 /** @since 0.4.0 */
 export * as KTable from "./KTable.ts"
+/** @since 0.6.0 */
+export * as GlobalKTable from "./GlobalKTable.ts"
 /** @since 0.4.0 */
 export * as Topology from "./Topology.ts"
 /** @since 0.4.0 */

@@ -8,7 +8,9 @@
  * emits on updates of either table, and a tombstone once a key is gone from
  * both. A foreign-key join of tables with different partition counts joins
  * each order with the customer it names through its subscription and
- * response topics, on updates of either table. A stream-stream inner join
+ * response topics, on updates of either table. A stream-global table left
+ * join sees the whole table loaded before its first record, then its
+ * updates. A stream-stream inner join
  * joins each order with its payment, once.
  * The differential tests against Kafka Streams are join-driver.test.ts,
  * table-join-driver.test.ts and stream-join-driver.test.ts (in process).
@@ -16,7 +18,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Fiber, Option, Schema } from "effect"
 import { applicationIdOf } from "../../src/internal/runAll.ts"
-import { JoinWindows, KStream, KTable, SkeinConfig, Topic, Topology, Transformer } from "../../src/index.ts"
+import { GlobalKTable, JoinWindows, KStream, KTable, SkeinConfig, Topic, Topology, Transformer } from "../../src/index.ts"
 import { brokers, caughtUp, createTopics, eventually, produceRaw, readCommitted, unique } from "../helpers/kafka.ts"
 
 const joinOf = (customers: string, orders: string, output: string) => {
@@ -179,6 +181,61 @@ describe("streams: a stream-table join on a broker", () => {
         "o5=c5:item5+name5",
         "o3=tombstone"
       ])
+      assert.ok(Option.isNone(yield* Fiber.poll(fiber)), "the topology is still running")
+    }), 120_000)
+
+  it.scopedLive("a stream-global table left join: the whole table loaded before the first record, then kept up to date", () =>
+    Effect.gen(function*() {
+      const applicationId = unique("global-join-app")
+      const orders = unique("orders")
+      const regions = unique("regions")
+      const output = unique("order-regions")
+      // Not co-partitioned: the global table has every partition of its topic on every instance.
+      yield* createTopics([{ name: orders, partitions: 2 }, { name: regions, partitions: 3 }, { name: output, partitions: 2 }])
+      const Orders = Topic.make({ name: orders, key: Schema.String, value: Schema.String })
+      const Regions = Topic.make({ name: regions, key: Schema.String, value: Schema.String })
+      const Output = Topic.make({ name: output, key: Schema.String, value: Schema.String })
+      const topology = Topology.make("order-regions", [
+        KStream.from(Orders).pipe(
+          // An order "r{n}:{item}" names its region r{n}.
+          KStream.globalLeftJoin(GlobalKTable.from(Regions, { name: "regions" }), (order) => order.value.split(":")[0] ?? null, (o, r) =>
+            `${o}+${r ?? "null"}`),
+          KStream.to(Output)
+        )
+      ])
+      // The table and the first orders are there before the run: every order is joined with the loaded table.
+      yield* produceRaw(regions, [
+        ...Array.from({ length: 6 }, (_, i) => ({ key: `r${i}`, value: `region${i}` })),
+        { key: "r5", value: null },
+        { key: "r0", value: "region0b" }
+      ])
+      yield* produceRaw(orders, Array.from({ length: 7 }, (_, i) => ({ key: `o${i}`, value: `r${i}:item${i}` })))
+      const fiber = yield* Effect.forkScoped(
+        Topology.run(topology).pipe(Effect.provide(SkeinConfig.layer({ applicationId, brokers: brokers() })))
+      )
+      const results = Effect.map(readCommitted(output), (records) => records.map((r) => `${r.key}=${r.value}`).sort())
+      yield* eventually(Effect.map(results, (all) => all.length >= 7), { timeout: 60_000, what: "7 joined orders" })
+      assert.deepStrictEqual(yield* results, [
+        "o0=r0:item0+region0b",
+        "o1=r1:item1+region1",
+        "o2=r2:item2+region2",
+        "o3=r3:item3+region3",
+        "o4=r4:item4+region4",
+        "o5=r5:item5+null",
+        "o6=r6:item6+null"
+      ])
+      // An update of the table reaches the orders after it (it is read apart from the orders: wait for it).
+      yield* produceRaw(regions, [{ key: "r6", value: "region6" }])
+      let n = 0
+      yield* eventually(
+        Effect.gen(function*() {
+          n++
+          yield* produceRaw(orders, [{ key: `p${n}`, value: `r6:probe${n}` }])
+          yield* eventually(Effect.map(results, (all) => all.some((r) => r.startsWith(`p${n}=`))), { timeout: 60_000, what: `probe ${n}` })
+          return (yield* results).includes(`p${n}=r6:probe${n}+region6`)
+        }),
+        { timeout: 60_000, what: "an order joined with the updated region" }
+      )
       assert.ok(Option.isNone(yield* Fiber.poll(fiber)), "the topology is still running")
     }), 120_000)
 

@@ -4,7 +4,8 @@
  * (plain, and through a filter and a mapValues on each side), an
  * aggregation's table joined with a stream and with a table, a re-keyed
  * stream joined with a table through the repartition topic Skein inserts,
- * and foreign-key joins through their subscription and response topics
+ * foreign-key joins through their subscription and response topics, and
+ * stream-global table joins (a global table's record applied at once)
  * (`tableJoinCases.ts`), each on three seeds (a foreign-key join on one) of 1,500 records with
  * tombstones, records without a key and out-of-order timestamps. Skein's
  * output equals Kafka Streams', record for record, in order (key, value,
@@ -51,6 +52,9 @@ describe("streams: table joins in process, against Kafka Streams", () => {
         /** Pipes a record into its reader, then what that wrote to repartition topics into theirs, depth first. */
         const pipe = (topic: string, raw: { key: Buffer | null; value: Buffer | null; timestamp: number }): Effect.Effect<void, unknown> =>
           Effect.gen(function*() {
+            // A global table's record updates it at once, as the oracle's global task does.
+            const global = compiled.right.globalTables.find((table) => table.topic === topic)
+            if (global !== undefined) return void global.store.apply(raw.key, raw.value)
             const reader = readerOf(topic)
             assert.isAtLeast(reader, 0, `${name}: a sub-topology reads ${topic}`)
             yield* drivers[reader]!.pipeRaw(topic, raw)

@@ -3,9 +3,10 @@
  * joins (inner, left, outer; plain, and through a filter and a mapValues on
  * each side), an aggregation's table as a join input (stream-table and
  * table-table), a re-keyed stream joined with a table through the
- * repartition Skein inserts itself, and foreign-key joins (inner, left;
- * plain and filtered: each `left` value "l" + n names the `right` key
- * "k" + (n % 14), none when n % 10 is 0). Each names the oracle's topology
+ * repartition Skein inserts itself, foreign-key joins (inner, left; plain
+ * and filtered: each `left` value "l" + n names the `right` key
+ * "k" + (n % 14), none when n % 10 is 0), and the stream `left` joined with
+ * the global table of `right` on that key (inner, left). Each names the oracle's topology
  * (test/oracle, `Topologies.java`: value `l + "+" + r`, `null` for a missing
  * side) and builds the same join in Skein.
  *
@@ -17,7 +18,7 @@
  * update anyway, and a join's timestamp is the larger of its sides').
  */
 import { Schema } from "effect"
-import { KGroupedStream, KStream, KTable, Topic, Topology } from "../../src/index.ts"
+import { GlobalKTable, KGroupedStream, KStream, KTable, Topic, Topology } from "../../src/index.ts"
 import { prng } from "../oracle/inputs.ts"
 import type { InputRecord } from "../oracle/kafkaStreams.ts"
 
@@ -154,6 +155,30 @@ export const cases: ReadonlyArray<TableJoinCase> = [
         KStream.from(Left).pipe(
           KStream.selectKey((record) => rekey(record.value)),
           KStream.leftJoin(rightTable(), joiner, { key: Schema.String, value: Schema.String, name: "rekeyed" })
+        )
+      )
+  },
+  {
+    topology: "stream-global-table-join",
+    tombstones: { left: false, right: true },
+    subTopologies: 1,
+    build: () =>
+      streamToOutput(
+        "stream-global-table-join",
+        KStream.from(Left).pipe(
+          KStream.globalJoin(GlobalKTable.from(Right, { name: "right-global" }), (record) => record.value === null ? null : foreignKey(record.value), joiner)
+        )
+      )
+  },
+  {
+    topology: "stream-global-table-left-join",
+    tombstones: { left: false, right: true },
+    subTopologies: 1,
+    build: () =>
+      streamToOutput(
+        "stream-global-table-left-join",
+        KStream.from(Left).pipe(
+          KStream.globalLeftJoin(GlobalKTable.from(Right, { name: "right-global" }), (record) => record.value === null ? null : foreignKey(record.value), joiner)
         )
       )
   },

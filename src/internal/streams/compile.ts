@@ -29,6 +29,7 @@ import * as TimeWindows from "../../TimeWindows.ts"
 import * as Topic from "../../Topic.ts"
 import * as Transformer from "../../Transformer.ts"
 import * as ForeignKeyJoin from "./foreignKeyJoin.ts"
+import { GlobalStore } from "./globalTable.ts"
 import * as Graph from "./graph.ts"
 import * as KeyStores from "./keyStores.ts"
 import type { KeyText } from "./keyText.ts"
@@ -67,6 +68,15 @@ export interface Compiled {
   readonly internalTopicOf: ReadonlyMap<Graph.Node, string>
   /** The stream-table joins, for the co-partitioning check (`Topology.run`). */
   readonly joins: ReadonlyArray<JoinInputs>
+  /** The global tables the topology's joins read: `Topology.run` loads each before the sub-topologies run. */
+  readonly globalTables: ReadonlyArray<GlobalTable>
+}
+
+/** A global table of the topology: its name, its topic, and the store its joins read. */
+export interface GlobalTable {
+  readonly name: string
+  readonly topic: string
+  readonly store: GlobalStore
 }
 
 /** A join's inputs: the topics its stream and its table read, which must be co-partitioned. */
@@ -130,6 +140,10 @@ const prefixOf = (node: Graph.Node): string => {
       return "KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE"
     case "FkJoin":
       return "KTABLE-FK-JOIN-OUTPUT"
+    case "GlobalTableSource":
+      return "KTABLE-SOURCE"
+    case "GlobalJoin":
+      return node.kind === "inner" ? "KSTREAM-JOIN" : "KSTREAM-LEFTJOIN"
   }
 }
 
@@ -161,6 +175,8 @@ export const compile = (
     if (seen.has(node)) return
     seen.add(node)
     for (const parent of Graph.parentsOf(node)) visit(parent)
+    // A global table is no parent of its joins (it is in no sub-topology), but it is named with them.
+    if (node._tag === "GlobalJoin") visit(node.table)
   }
   for (const sink of sinks) visit(sink)
   const nodes = [...seen].sort((a, b) => a.seq - b.seq)
@@ -297,7 +313,9 @@ export const compile = (
     return current
   }
   const groupOf = new Map<Graph.Node, Graph.Node>()
-  for (const node of nodes) {
+  // A global table is in no sub-topology: every instance loads it whole (`globalTable.ts`).
+  const grouped = nodes.filter((node) => node._tag !== "GlobalTableSource")
+  for (const node of grouped) {
     if (isSource(node) || boundaries.has(node)) {
       root.set(node, node)
       groupOf.set(node, node)
@@ -323,7 +341,7 @@ export const compile = (
   }
 
   const groups = new Map<Graph.Node, Array<Graph.Node>>()
-  for (const node of nodes) {
+  for (const node of grouped) {
     const group = find(groupOf.get(node)!)
     const list = groups.get(group) ?? []
     list.push(node)
@@ -340,6 +358,9 @@ export const compile = (
     internal.set(boundary, codecsOf(boundary)!.topic(topic))
   }
 
+  const globalStores = new Map(
+    nodes.flatMap((node) => node._tag === "GlobalTableSource" ? [[node, new GlobalStore(node.topic, node.keyText)] as const] : [])
+  )
   const subTopologies: Array<SubTopology> = []
   const members: Array<ReadonlyArray<Graph.Node>> = []
   const groupName = new Map<Graph.Node, string>()
@@ -431,7 +452,8 @@ export const compile = (
       rules,
       droppedNullKeys: { count: 0 },
       droppedNullValues: { count: 0 },
-      droppedJoinRecords: { count: 0 }
+      droppedJoinRecords: { count: 0 },
+      globalStores
     }))
     subTopologies.push({ index: subTopologies.length, name, inputs: inputs.map((t) => t.name), transformer })
     members.push(groupNodes)
@@ -487,6 +509,7 @@ export const compile = (
   return Either.right({
     subTopologies,
     internalTopics: coPartitioned(internalTopics, joins),
+    globalTables: [...globalStores].map(([node, store]) => ({ name: names.get(node)!, topic: node.topic.name, store })),
     names,
     children,
     members,
@@ -609,6 +632,8 @@ interface TransformerParts {
   readonly droppedNullValues: { count: number }
   /** Records a join or a table dropped (no key, or a stream record without a value), since the start. */
   readonly droppedJoinRecords: { count: number }
+  /** The global tables of the topology, which its stream-global table joins read. */
+  readonly globalStores: ReadonlyMap<Graph.GlobalTableSource, GlobalStore>
 }
 
 /**
@@ -1142,6 +1167,32 @@ const runRecord = (
       case "FkResponse":
       case "FkJoin":
         return visitForeignKeyJoin(node, record, from, false)
+      case "GlobalTableSource":
+        return Effect.dieMessage("Skein invariant broken: a global table ran in a sub-topology")
+      case "GlobalJoin": {
+        // Kafka Streams 4.4's KStreamKTableJoinProcessor with a global table's value getter: a record without a
+        // value is dropped; one whose key maps to none is joined with null by a left join, dropped by an inner one.
+        const store = parts.globalStores.get(node.table)
+        if (store === undefined) return Effect.dieMessage("Skein invariant broken: a global join without its global table")
+        if (record.value === null) return dropped(node, "without a value")
+        let key: unknown
+        try {
+          key = node.keyMapper(record) ?? null
+        } catch (cause) {
+          return operatorFailed(node, "key mapper", cause)
+        }
+        if (key === null && node.kind === "inner") return dropped(node, "whose key maps to no key of the global table")
+        const found = key === null ? Either.right(null) : store.get(key)
+        if (Either.isLeft(found)) return operatorFailed(node, "key mapper", found.left)
+        if (found.right === null && node.kind === "inner") return Effect.void
+        let value: unknown
+        try {
+          value = node.joiner(record, found.right)
+        } catch (cause) {
+          return operatorFailed(node, "joiner", cause)
+        }
+        return visitChildren(node, { ...record, value })
+      }
       case "StreamJoin": {
         if (streamJoin === undefined) return Effect.dieMessage("Skein invariant broken: a stream-stream join ran outside its sub-topology")
         const side = from === node.left ? "left" : from === node.right ? "right" : undefined

@@ -105,6 +105,8 @@ export type Node =
   | FkRespond
   | FkResponse
   | FkJoin
+  | GlobalTableSource
+  | GlobalJoin
 
 interface Base {
   /** Creation order: children run in the order they were declared. */
@@ -165,6 +167,35 @@ export interface FkJoin extends Base {
   readonly responses: FkResponse
   /** The left table. */
   readonly table: Node
+}
+
+/**
+ * A global table (`GlobalKTable.from`): every partition of its topic on
+ * every instance, kept up to date apart from any task (`globalTable.ts`). It
+ * is no sub-topology's input: a join reads it when a stream record looks a
+ * key up.
+ */
+export interface GlobalTableSource extends Base {
+  readonly _tag: "GlobalTableSource"
+  /** The topic's table view: a tombstone decodes to a `null` value. */
+  readonly topic: Topic.Any
+  readonly keyText: KeyText.KeyText
+}
+
+/**
+ * A stream joined with a global table (`KStream.globalJoin`,
+ * `globalLeftJoin`): each stream record looks up the key its `keyMapper`
+ * gives; the global table is not a parent (it is in no sub-topology).
+ */
+export interface GlobalJoin extends Base {
+  readonly _tag: "GlobalJoin"
+  readonly kind: "inner" | "left"
+  readonly stream: Node
+  readonly table: GlobalTableSource
+  /** The global table's key of a stream record (`null`: none); throws what the user's mapper throws. */
+  readonly keyMapper: (record: StreamRecord) => unknown
+  /** The joined value of a stream record and the global table's value (`null`: none, a left join's). */
+  readonly joiner: (record: StreamRecord, globalValue: unknown) => unknown
 }
 
 /** Records of one or more topics. */
@@ -407,6 +438,24 @@ export const foreignKeyJoin = (join: ForeignKeyJoin, name: string | undefined): 
   return { _tag: "FkJoin", seq: next(), name, join, responses, table: join.left }
 }
 
+/** The global table of `topic`, read through its table view. */
+export const globalTableSource = <K, V>(topic: Topic.Topic<K, V>, view: Topic.Any, name: string | undefined): GlobalTableSource => ({
+  _tag: "GlobalTableSource",
+  seq: next(),
+  name,
+  topic: view,
+  keyText: KeyText.make(topic.key)
+})
+
+export const globalJoin = (
+  stream: Node,
+  table: GlobalTableSource,
+  kind: GlobalJoin["kind"],
+  keyMapper: GlobalJoin["keyMapper"],
+  joiner: GlobalJoin["joiner"],
+  name: string | undefined
+): GlobalJoin => ({ _tag: "GlobalJoin", seq: next(), name, kind, stream, table, keyMapper, joiner })
+
 export const step = (parent: Node, kind: StepKind, keyChanging: boolean, run: Step, name: string | undefined): StepNode => ({
   _tag: "Step",
   seq: next(),
@@ -474,7 +523,11 @@ export const parentsOf = (node: Node): ReadonlyArray<Node> => {
   switch (node._tag) {
     case "Source":
     case "TableSource":
+    case "GlobalTableSource":
       return []
+    case "GlobalJoin":
+      // The global table is in no sub-topology: only the stream is a parent.
+      return [node.stream]
     case "Merge":
       return node.parents
     case "Join":
@@ -516,6 +569,11 @@ export const keyChanged = (node: Node): boolean => {
     case "Sink":
     case "TableStep":
       return keyChanged(node.parent)
+    case "GlobalTableSource":
+      return false
+    case "GlobalJoin":
+      // Its records keep the stream's key, which needs no partitioning of its own: no co-partitioning.
+      return keyChanged(node.stream)
     case "Join":
       // compile.ts fails a join whose stream's key may have changed: its records keep their input key.
       return keyChanged(node.stream)

@@ -423,6 +423,19 @@ final class Topologies {
         (builder, p) -> filteredLeft(builder)
             .join(filteredRight(builder), (Function<String, String>) Topologies::foreignKey, JOINER)
             .toStream().to(OUTPUT, Produced.with(S, S)));
+    // stream-global-table-join / -left-join: the stream `left` joined with the global table of `right`
+    // on the key its value names (Topologies.foreignKey), KStream.join(globalTable, keyMapper, joiner):
+    // the left join joins a record without a key too (KIP-962). No params.
+    registerJoin("stream-global-table-join", "left stream join right global table on the key its value names (inner).", List.of(),
+        (builder, p) -> left(builder).join(builder.globalTable(RIGHT, Consumed.with(S, S),
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("right-global").withKeySerde(S).withValueSerde(S)),
+                (k, v) -> v == null ? null : foreignKey(v), JOINER)
+            .to(OUTPUT, Produced.with(S, S)));
+    registerJoin("stream-global-table-left-join", "left stream leftJoin right global table on the key its value names.", List.of(),
+        (builder, p) -> left(builder).leftJoin(builder.globalTable(RIGHT, Consumed.with(S, S),
+                Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("right-global").withKeySerde(S).withValueSerde(S)),
+                (k, v) -> v == null ? null : foreignKey(v), JOINER)
+            .to(OUTPUT, Produced.with(S, S)));
     registerJoin("fk-filtered-left-join", "left table filtered leftJoin right table filtered, mapped, on the foreign key.", List.of(),
         (builder, p) -> filteredLeft(builder)
             .leftJoin(filteredRight(builder), (Function<String, String>) Topologies::foreignKey, JOINER)
