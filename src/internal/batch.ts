@@ -156,6 +156,9 @@ interface Attempt<S> {
   readonly stores?: ReadonlyArray<StoreWrite> | undefined
 }
 
+/** Records a lane runs at once, one after the other, before its fiber yields (`runLane`). */
+const atOnce = 64
+
 /** Decodes a slice's records with their topic's Schemas and computes their state keys. */
 const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
@@ -401,7 +404,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       trace: Tracing.TraceHeaders | undefined,
       then: (attempt: Attempt<S>) => A
     ): Effect.Effect<A, unknown, R> => {
-      const call = Effect.suspend(() => {
+      const call = () => {
         const copy = copyState(state)
         if (Either.isLeft(copy)) return Effect.fail(new EncodeError({ topic: stateCodecName, cause: copy.left }))
         const unit = overlay?.unit(source)
@@ -417,8 +420,9 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           (result): Effect.Effect<A, unknown> =>
             settle(result, stateKey, source, trace, (finished) => then({ ...finished, stores: unit.close() }))
         )
-      })
-      return Option.isSome(options.permits) ? options.permits.value.withPermits(1)(call) : call
+      }
+      // Called where the record runs (its lane, a rule's retry): without permits, the transform is called at once.
+      return Option.isSome(options.permits) ? options.permits.value.withPermits(1)(Effect.suspend(call)) : call()
     }
 
     /** A transform's (or `onTimer`'s) result, checked and encoded, ending in `then`. */
@@ -773,17 +777,39 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     })
     const prelude = Effect.zipRight(storesPrelude, timersPrelude)
 
-    /** A lane's records in order: each finished record's continuation starts the next (one `flatMap` a record). */
+    /**
+     * A lane's records in order. A record done at once (the stream DSL's, `eager.ts`) is followed by
+     * the next in the same call, `atOnce` of them before the fiber yields (as the runtime yields
+     * every so many steps); any other record's continuation starts the next (one `flatMap` a record).
+     */
     const runLane = (lane: Lane<Inputs, S>): Effect.Effect<void, unknown, R> => {
       const entries = lane.entries
       if (entries.length === 0) return Effect.void
       let index = 0
-      const next = (done: Cut.Done<S>): Effect.Effect<void, unknown, R> => {
+      const finished = (done: Cut.Done<S>): Effect.Effect<void, unknown, R> => {
         lane.done.push(done)
         index++
-        return index < entries.length && !pastDeadline() ? Effect.flatMap(processUnit(entries[index]!), next) : Effect.void
+        return rest()
       }
-      return Effect.flatMap(Effect.suspend(() => processUnit(entries[0]!)), next)
+      /** The lane's records from `index` (past the first, none once `maxDuration` has passed). */
+      const rest = (): Effect.Effect<void, unknown, R> => {
+        for (let ran = 0; index < entries.length && (index === 0 || !pastDeadline()); ran++) {
+          if (ran === atOnce) return Effect.flatMap(Effect.yieldNow(), rest)
+          let unit: Effect.Effect<Cut.Done<S>, unknown, R>
+          try {
+            unit = processUnit(entries[index]!)
+          } catch (defect) {
+            // Thrown while running at once: the defect a lazy step's throw is.
+            unit = Exit.die(defect)
+          }
+          if (!Eager.isDone(unit)) return Effect.flatMap(unit, finished)
+          if (unit._tag === "Failure") return unit
+          lane.done.push(unit.value)
+          index++
+        }
+        return Effect.void
+      }
+      return Effect.suspend(rest)
     }
 
     // The states this batch needs that are not cached: read from the store in one call.

@@ -64,6 +64,8 @@ export const headerPairs = (headers: FetchedHeaders): ReadonlyArray<readonly [st
 /** An output's headers by name: pairs grouped (a repeated name's values in order), a by-name object as it is. */
 export const headerRecord = (headers: Headers): Readonly<Record<string, HeaderValue>> => {
   if (!isPairs(headers)) return headers
+  // No pairs (the usual input's `rawHeaders`, passed on by the stream DSL): no Map and copies per output.
+  if (headers.length === 0) return noHeaders
   // A Map, then own properties: a header may be named `__proto__`.
   const byName = new Map<string, Array<string | Buffer>>()
   for (const [name, value] of headers) {
@@ -73,5 +75,7 @@ export const headerRecord = (headers: Headers): Readonly<Record<string, HeaderVa
   }
   return Object.fromEntries(Array.from(byName, ([name, values]) => [name, values.length === 1 ? values[0]! : values]))
 }
+
+const noHeaders: Readonly<Record<string, HeaderValue>> = Object.freeze({})
 
 const isPairs = (headers: Headers): headers is ReadonlyArray<readonly [string, string | Buffer]> => Array.isArray(headers)
