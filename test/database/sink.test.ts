@@ -6,11 +6,12 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { SqlClient } from "@effect/sql"
-import { Data, Deferred, Effect, Fiber, Schema } from "effect"
-import { DatabaseSink, ErrorRule, Topic } from "../../src/index.ts"
+import { PgClient } from "@effect/sql-pg"
+import { Data, Deferred, Effect, Fiber, Redacted, Schema } from "effect"
+import { DatabaseSink, ErrorRule, Runner, SkeinConfig, Topic } from "../../src/index.ts"
 import * as SinkStore from "../../src/internal/database/SinkStore.ts"
-import { createTopics, eventually, groupOffsets, offsets, produce, readCommitted, setGroupOffsets, unique } from "../helpers/kafka.ts"
-import { positions, startSink, withSql } from "./helpers.ts"
+import { brokers, createTopics, eventually, groupOffsets, offsets, produce, readCommitted, setGroupOffsets, unique } from "../helpers/kafka.ts"
+import { databaseUrl, positions, startSink, withSql } from "./helpers.ts"
 
 const Order = Schema.Struct({ id: Schema.String, amount: Schema.Number })
 
@@ -143,5 +144,35 @@ describe("DatabaseSink", () => {
       assert.deepStrictEqual(yield* ids(table), ["a", "b", "hold"])
       assert.strictEqual(holdCalls, 2, "the fenced attempt ran and was rolled back; the new owner's ran once")
       assert.isUndefined(yield* Fiber.poll(instance.fiber).pipe(Effect.map((exit) => exit._tag === "Some" ? exit : undefined)))
+    }))
+
+  it.scopedLive("a user without permission on Skein's tables fails the run at startup with the fix, and its password is in no message", () =>
+    Effect.gen(function*() {
+      const { group, In } = yield* setup(1)
+      const role = unique("limited").replace(/-/g, "_")
+      const password = "hunter2-secret"
+      yield* withSql((sql) => sql`CREATE ROLE ${sql(role)} LOGIN PASSWORD ${sql.unsafe(`'${password}'`)}`)
+      const url = new URL(databaseUrl())
+      url.username = role
+      url.password = password
+      const sink = DatabaseSink.make({
+        name: "orders",
+        inputs: [In],
+        handler: () => Effect.void,
+        // Fresh names: the user may not create them (no CREATE on the schema since Postgres 15).
+        tables: { offsets: unique("offsets").replace(/-/g, "_"), deadLetters: unique("letters").replace(/-/g, "_") }
+      })
+      const error = yield* Runner.run(sink).pipe(
+        Effect.provide(PgClient.layer({ url: Redacted.make(url.toString()) })),
+        Effect.provide(SkeinConfig.layer({ brokers: brokers(), applicationId: group })),
+        Effect.flip
+      )
+      assert.strictEqual(error._tag, "DatabaseError")
+      if (error._tag === "DatabaseError") {
+        assert.strictEqual(error.reason, "Refused")
+        assert.include(error.message, "Grant the sink's user CREATE on the schema")
+      }
+      assert.notInclude(String(error.message), password)
+      assert.notInclude(JSON.stringify(error), password)
     }))
 })
