@@ -264,6 +264,8 @@ export const addTime = <A>(
   })
 }
 
+const noneDue: Effect.Effect<ReadonlyArray<number>> = Effect.succeed([])
+
 /** The times of `index` at or before `upTo`, ascending, taken out of it (and their slots out of `slots`). */
 export const takeDue = <A>(
   context: RecordContext<A>,
@@ -271,7 +273,8 @@ export const takeDue = <A>(
   slots: Array<number>,
   upTo: number
 ): Effect.Effect<ReadonlyArray<number>, unknown> =>
-  Eager.gen(function*() {
+  // Nothing due (most records): no steps.
+  slots.length === 0 || slots[0]! * index.slotMs > upTo ? noneDue : Eager.gen(function*() {
     const due: Array<number> = []
     while (slots.length > 0 && slots[0]! * index.slotMs <= upTo) {
       const key = `${index.prefix}${slots[0]!}`
@@ -344,13 +347,13 @@ export const ownWindows = <A>(
   record: Graph.StreamRecord,
   inputTopic: string
 ): Effect.Effect<Windows<A>, unknown> =>
-  Eager.gen(function*() {
-    const own = windowsOf(yield* context.get(context.ownKey), context.ownKey)
-    if (Either.isLeft(own)) return yield* Effect.dieMessage(`Skein invariant broken: ${own.left}`)
-    if (own.right !== undefined) return own.right
+  Eager.flatMap(context.get(context.ownKey), (stored): Effect.Effect<Windows<A>, unknown> => {
+    const own = windowsOf(stored, context.ownKey)
+    if (Either.isLeft(own)) return Effect.dieMessage(`Skein invariant broken: ${own.left}`)
+    if (own.right !== undefined) return Effect.succeed(own.right)
     const keyText = operator.keyText(inputTopic).encode(record.key)
-    if (Either.isLeft(keyText)) return yield* Effect.fail(keyText.left)
-    return { _tag: "Windows", key: keyText.right, topic: inputTopic, windows: [] }
+    if (Either.isLeft(keyText)) return Effect.fail(keyText.left)
+    return Effect.succeed({ _tag: "Windows", key: keyText.right, topic: inputTopic, windows: [] })
   })
 
 export const lateRecord = <A>(
