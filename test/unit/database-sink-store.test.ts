@@ -6,6 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import * as SinkStore from "../../src/internal/database/SinkStore.ts"
+import { SkeinError } from "../../src/index.ts"
 import type { Topic } from "../../src/index.ts"
 
 describe("DatabaseSink store", () => {
@@ -44,5 +45,9 @@ describe("DatabaseSink store", () => {
     assert.strictEqual(gone.reason, "Unavailable")
     const other = SinkStore.toDatabaseError("commit")({ _tag: "SqlError", cause: Object.assign(new Error("syntax error"), { code: "42601" }) })
     assert.strictEqual(other.reason, "Failed")
+    // A refusal needs a fix first; a server that went away may be back at the next start.
+    assert.strictEqual(SkeinError.category(refused), "setup")
+    assert.isTrue(SkeinError.isTransient(gone))
+    assert.isTrue(SkeinError.isSkeinError(other))
   })
 })
