@@ -11,6 +11,7 @@
  *
  * @since 0.4.0
  */
+import { Duration } from "effect"
 import { dual } from "effect/Function"
 import * as Graph from "./internal/streams/graph.ts"
 import * as grouped from "./internal/streams/grouped.ts"
@@ -69,8 +70,32 @@ export const toStream = <K, V, E, R>(self: KTable<K, V, E, R>): KStream.KStream<
  * @since 0.4.0
  * @category constructors
  */
-export const from = <K, V>(topic: Topic.Topic<K, V>, options?: KStream.Named): KTable<K, V> =>
-  grouped.table(Graph.tableSource(topic, TableTopic.tableView(topic), TableTopic.storedValue(topic.value), options?.name))
+export const from = <K, V>(topic: Topic.Topic<K, V>, options?: FromOptions): KTable<K, V> =>
+  grouped.table(Graph.tableSource(
+    topic,
+    TableTopic.tableView(topic),
+    TableTopic.storedValue(topic.value),
+    options?.name,
+    options?.versioned === undefined ? undefined : { historyMs: Duration.toMillis(options.versioned.historyRetention) }
+  ))
+
+/**
+ * Options of `KTable.from`: its name (which names its state), and
+ * `versioned` for a versioned table (Kafka Streams' versioned key-value
+ * store, KIP-889): it keeps each key's earlier values for
+ * `historyRetention` of its stream time (the largest timestamp it has read),
+ * and a stream record joined with it (`KStream.join`, `leftJoin`) gets the
+ * value the table had at the record's timestamp, or none when that is older
+ * than the history kept (unless the latest value is older still). A record
+ * older than the table's stream time minus `historyRetention` is dropped.
+ * A versioned table can only be joined by a stream, for now.
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export interface FromOptions extends KStream.Named {
+  readonly versioned?: { readonly historyRetention: Duration.DurationInput } | undefined
+}
 
 /** The DSL's type erasure, recovered: a table change reaching an operator was made by the operators that typed it. */
 const typed = <K, V>(record: Graph.StreamRecord): KStream.Record<K, V> => record as KStream.Record<K, V>

@@ -215,7 +215,8 @@ const describeCompiled = (name: string, compiled: Compile.Compiled, applicationI
           label = `Processor ${nameOf(node)} (${node.kind})`
           break
         case "TableSource":
-          label = `Source ${nameOf(node)} (table of topics: ${node.topics.map((t) => t.name).join(", ")}; state: ${nameOf(node)})`
+          label = `Source ${nameOf(node)} (${node.versioned === undefined ? "" : `versioned, history ${node.versioned.historyMs} ms, `}` +
+            `table of topics: ${node.topics.map((t) => t.name).join(", ")}; state: ${nameOf(node)})`
           break
         case "TableStep":
           label = `Processor ${nameOf(node)} (table ${node.kind})`

@@ -32,12 +32,14 @@ describe("streams: table joins in process, against Kafka Streams", () => {
     Effect.gen(function*() {
       const scenarios = cases.filter((c) => process.env.DEBUG_JOIN === undefined || c.topology.includes(process.env.DEBUG_JOIN)).flatMap((c) => (c.seeds ?? seeds).map((seed) => ({ case: c, seed, inputs: inputsOf(seed, c.tombstones) })))
       const started = Date.now()
-      const oracle = yield* runKafkaStreamsBatch(scenarios.map((s) => ({ topology: s.case.topology, inputs: s.inputs })))
+      const oracle = yield* runKafkaStreamsBatch(
+        scenarios.map((s) => ({ topology: s.case.topology, inputs: s.inputs, ...(s.case.params === undefined ? {} : { params: s.case.params }) }))
+      )
       console.log(`oracle: ${scenarios.length} scenarios in ${Date.now() - started} ms`)
       let total = 0
       for (const [i, scenario] of scenarios.entries()) {
         const began = Date.now()
-        const name = `${scenario.case.topology} seed ${scenario.seed}`
+        const name = `${scenario.case.topology}${scenario.case.params === undefined ? "" : ` ${JSON.stringify(scenario.case.params)}`} seed ${scenario.seed}`
         const compiled = Topology.compile(scenario.case.build(), "diff")
         if (Either.isLeft(compiled)) return assert.fail(`${name}: ${compiled.left.message}`)
         const subTopologies = compiled.right.subTopologies

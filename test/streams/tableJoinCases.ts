@@ -36,6 +36,8 @@ export interface TableJoinCase {
   readonly tombstones: { readonly left: boolean; readonly right: boolean }
   /** How many sub-topologies Skein compiles it to. */
   readonly subTopologies: number
+  /** The oracle topology's params (`Topologies.java`). */
+  readonly params?: Readonly<Record<string, number>>
   /** The seeds it runs on (default `seeds`): a foreign-key join pipes three batches per record, so one each. */
   readonly seeds?: ReadonlyArray<number>
   /** The join in Skein, writing `output`. */
@@ -155,6 +157,32 @@ export const cases: ReadonlyArray<TableJoinCase> = [
         KStream.from(Left).pipe(
           KStream.selectKey((record) => rekey(record.value)),
           KStream.leftJoin(rightTable(), joiner, { key: Schema.String, value: Schema.String, name: "rekeyed" })
+        )
+      )
+  },
+  {
+    topology: "stream-versioned-table-join",
+    params: { historyRetentionMs: 100 },
+    tombstones: { left: false, right: true },
+    subTopologies: 1,
+    build: () =>
+      streamToOutput(
+        "stream-versioned-table-join",
+        KStream.from(Left).pipe(
+          KStream.join(KTable.from(Right, { name: "right-versioned", versioned: { historyRetention: 100 } }), joiner)
+        )
+      )
+  },
+  {
+    topology: "stream-versioned-table-left-join",
+    params: { historyRetentionMs: 1000 },
+    tombstones: { left: false, right: true },
+    subTopologies: 1,
+    build: () =>
+      streamToOutput(
+        "stream-versioned-table-left-join",
+        KStream.from(Left).pipe(
+          KStream.leftJoin(KTable.from(Right, { name: "right-versioned", versioned: { historyRetention: 1000 } }), joiner)
         )
       )
   },

@@ -22,7 +22,7 @@ import * as StateCopy from "../stateCopy.ts"
 import * as StoredAtEnd from "../storedAtEnd.ts"
 import { ConfigurationError, EncodeError, InvalidTimestamp, OperatorFailed } from "../../SkeinError.ts"
 import * as JoinWindows from "../../JoinWindows.ts"
-import type * as KeyValueStore from "../../KeyValueStore.ts"
+import * as KeyValueStore from "../../KeyValueStore.ts"
 import * as SessionWindows from "../../SessionWindows.ts"
 import * as SlidingWindows from "../../SlidingWindows.ts"
 import * as TimeWindows from "../../TimeWindows.ts"
@@ -37,6 +37,7 @@ import * as SessionAggregate from "./sessionAggregate.ts"
 import * as SlidingAggregate from "./slidingAggregate.ts"
 import * as StreamStreamJoin from "./streamStreamJoin.ts"
 import * as TableJoin from "./tableJoin.ts"
+import * as VersionedTable from "./versionedTable.ts"
 import * as WindowAggregate from "./windowAggregate.ts"
 
 /** A repartition topic the topology needs, and how many partitions it gets. */
@@ -260,6 +261,21 @@ export const compile = (
     }
   }
 
+  // A versioned table is read as of a stream record's timestamp: only stream-table joins read it, for now.
+  const onlyStreamJoins = (node: Graph.Node): boolean =>
+    (children.get(node) ?? []).every((child) =>
+      (child._tag === "Join" && child.table === node) || (child._tag === "TableStep" && onlyStreamJoins(child))
+    )
+  for (const node of nodes) {
+    if (node._tag === "TableSource" && node.versioned !== undefined && !onlyStreamJoins(node)) {
+      return fail(
+        `The versioned table "${names.get(node)}" is read by something other than a stream-table join (KStream.join, ` +
+          "KStream.leftJoin): a versioned table can only be joined by a stream for now",
+        "Join it with a stream only, or read it without `versioned` (KTable.from(topic)) for table joins and toStream"
+      )
+    }
+  }
+
   // The table changes that carry their previous value (Kafka Streams' sendOldValues): what table joins need.
   const sendsPrevious = new Set<Graph.Node>()
   const markPrevious = (node: Graph.Node): void => {
@@ -441,6 +457,13 @@ export const compile = (
           ? [[n.join, ForeignKeyJoin.sidesOf(topicTable(n.join.left), topicTable(n.join.right))] as const]
           : []
       )),
+      streamTimeStores: new Map(
+        tables.flatMap((n) =>
+          n.versioned === undefined
+            ? []
+            : [[n, KeyValueStore.make({ name: `${names.get(n)!}-stream-time`, key: Schema.String, value: Schema.Number })] as const]
+        )
+      ),
       subscriptionStores: new Map(
         groupNodes.flatMap((n) => n._tag === "FkRespond" ? [[n, ForeignKeyJoin.subscriptionStore(names.get(n)!)] as const] : [])
       ),
@@ -613,6 +636,8 @@ interface TransformerParts {
   readonly sendsPrevious: ReadonlySet<Graph.Node>
   /** The foreign-key joins the sub-topology has a node of, and what those need of their sides. */
   readonly foreignKeys: ReadonlyMap<Graph.ForeignKeyJoin, ForeignKeyJoin.Sides>
+  /** Each versioned table's stream time, in a store of the sub-topology (`versionedTable.ts`). */
+  readonly streamTimeStores: ReadonlyMap<Graph.TableSource, KeyValueStore.KeyValueStore<string, number>>
   /** The subscriptions each foreign-key join's right side of the sub-topology keeps. */
   readonly subscriptionStores: ReadonlyMap<Graph.FkRespond, KeyValueStore.KeyValueStore<string, ForeignKeyJoin.Stored>>
   /** The application the topology is compiled for (metric labels). */
@@ -683,6 +708,8 @@ interface StoreAccess {
   readonly get: (store: Graph.Node) => Option.Option<KeyStores.Slot>
   /** The store's new value for the key (`null` value: deleted). */
   readonly put: (store: Graph.Node, value: unknown, timestamp: number) => void
+  /** Each versioned table's stream time (the largest timestamp it kept; -1: none), as the record leaves it. */
+  readonly streamTimes: Map<Graph.Node, number>
 }
 
 const makeTransformer = (parts: TransformerParts): Transformer.Any => {
@@ -747,7 +774,7 @@ const storesTransformer = <S, I>(parts: TransformerParts, stores: KeyStores.KeyS
     name: parts.name,
     inputs: parts.inputs,
     state: stores.state,
-    stores: [...parts.subscriptionStores.values()],
+    stores: [...parts.subscriptionStores.values(), ...parts.streamTimeStores.values()],
     transform: (record, stored) => {
       // Decoded from the stored form: the record's own copies, which user functions may mutate.
       const read = stores.read(stored)
@@ -760,8 +787,44 @@ const storesTransformer = <S, I>(parts: TransformerParts, stores: KeyStores.KeyS
           changed = true
           if (value === null) slots.delete(store)
           else slots.set(store, { value, timestamp })
-        }
+        },
+        streamTimes: new Map()
       }
+      if (parts.streamTimeStores.size === 0) return runStores(parts, stores, record, access, slots, () => changed)
+      // The versioned tables' stream times, read before the record and kept after it.
+      const before = new Map<Graph.Node, number>()
+      return Effect.flatMap(
+        Effect.forEach(parts.streamTimeStores, ([node, store]) =>
+          Effect.map(store.get(streamTimeKey), (time) => {
+            before.set(node, Option.getOrElse(time, () => -1))
+            access.streamTimes.set(node, Option.getOrElse(time, () => -1))
+          }), { discard: true }),
+        () =>
+          Effect.flatMap(runStores(parts, stores, record, access, slots, () => changed), (result) =>
+            Effect.as(
+              Effect.forEach(parts.streamTimeStores, ([node, store]) => {
+                const time = access.streamTimes.get(node) ?? -1
+                return time === before.get(node) ? Effect.void : store.put(streamTimeKey, time)
+              }, { discard: true }),
+              result
+            ))
+      )
+    },
+    rules: parts.rules
+  })
+
+/** The key of a versioned table's stream time in its store. */
+const streamTimeKey = "stream-time"
+
+/** The stores transformer's run of one record through the sub-topology (its state written back when a store changed). */
+const runStores = <S, I>(
+  parts: TransformerParts,
+  stores: KeyStores.KeyStores<S, I>,
+  record: Transformer.RecordOf<ReadonlyArray<Topic.Any>>,
+  access: StoreAccess,
+  slots: ReadonlyMap<Graph.Node, KeyStores.Slot>,
+  changed: () => boolean
+): Effect.Effect<Transformer.Result<S>, unknown, unknown> => {
       const { aggregate } = parts
       const aggregator = aggregate === undefined ? undefined : aggregate.use((spec): Aggregator => {
         const add = guarded(parts.aggregateName, aggregate.kind, spec.add)
@@ -781,13 +844,11 @@ const storesTransformer = <S, I>(parts: TransformerParts, stores: KeyStores.KeyS
         }
       })
       return Eager.flatMap(runRecord(parts, record, aggregator, undefined, access), (emit) => {
-        if (!changed) return Effect.succeed({ emit })
+        if (!changed()) return Effect.succeed({ emit })
         const state = stores.write(slots)
         return Either.isLeft(state) ? Effect.fail(state.left) : Effect.succeed({ emit, state: state.right })
       })
-    },
-    rules: parts.rules
-  })
+}
 
 /**
  * The transformer of a sub-topology with a windowed aggregation: its state
@@ -1028,13 +1089,25 @@ const runRecord = (
    * A table's value for `key` and its timestamp, through its table operators (Kafka Streams' value
    * getters: they run on each lookup); `null` value: none. Throws what a table operator throws.
    */
-  const lookup = (access: StoreAccess, table: Graph.Node, key: unknown): TableJoin.Other => {
-    const slot = Option.flatMap(storeNodeOf(table), access.get)
+  const lookup = (access: StoreAccess, table: Graph.Node, key: unknown, asOf?: number): TableJoin.Other => {
+    const store = Option.getOrUndefined(storeNodeOf(table))
+    const slot = store === undefined ? Option.none() : access.get(store)
     if (Option.isNone(slot)) return { value: null, timestamp: -1 }
     const { timestamp } = slot.value
+    // A versioned table: its value as of the stream record's timestamp (`versionedTable.ts`).
+    const versioned = store?._tag === "TableSource" ? store.versioned : undefined
+    const stored = store === undefined || versioned === undefined || asOf === undefined
+      ? slot.value.value
+      : VersionedTable.get(
+        // The table's stored versions, as its Schema (`versionsSchema`) decoded them.
+        slot.value.value as ReadonlyArray<VersionedTable.Version<unknown>>,
+        asOf,
+        access.streamTimes.get(store) ?? -1,
+        versioned.historyMs
+      )
     const value = tableStepsOf(table).reduce<unknown>(
       (value, step) => value === null ? null : step.apply({ key, value, timestamp, headers: [] }),
-      slot.value.value
+      stored
     )
     return { value, timestamp }
   }
@@ -1127,6 +1200,22 @@ const runRecord = (
         if (stores === undefined) return Effect.dieMessage("Skein invariant broken: a table ran outside its sub-topology")
         // Kafka Streams' table source drops a record without a key (it cannot be a key's latest value).
         if (record.key === null) return dropped(node, "without a key")
+        if (node.versioned !== undefined) {
+          // Kafka Streams' versioned store: a version per record within the history retention; only
+          // stream-table joins read it (checked at compile), so no change is passed on.
+          const streamTime = stores.streamTimes.get(node) ?? -1
+          // The table's stored versions, as its Schema (`versionsSchema`) decoded them.
+          const versions = Option.match(stores.get(node), {
+            onNone: (): ReadonlyArray<VersionedTable.Version<unknown>> => [],
+            onSome: (slot) => slot.value as ReadonlyArray<VersionedTable.Version<unknown>>
+          })
+          const next = VersionedTable.put(versions, record.value, record.timestamp, streamTime, node.versioned.historyMs)
+          if (next === undefined) return dropped(node, "older than the versioned table's history retention")
+          stores.streamTimes.set(node, Math.max(streamTime, record.timestamp))
+          const latest = next[next.length - 1]
+          stores.put(node, latest === undefined ? null : next, latest?.t ?? record.timestamp)
+          return Effect.void
+        }
         const previous = parts.sendsPrevious.has(node) ? Option.match(stores.get(node), { onNone: () => null, onSome: (s) => s.value }) : null
         stores.put(node, record.value, record.timestamp)
         return visitTableChildren(node, { ...record, previous })
@@ -1210,7 +1299,7 @@ const runRecord = (
           if (node.kind === "inner") return dropped(node, "without a key")
         } else {
           try {
-            tableValue = lookup(stores, node.table, record.key).value
+            tableValue = lookup(stores, node.table, record.key, record.timestamp).value
           } catch (cause) {
             return operatorFailed(node, "table lookup", cause)
           }

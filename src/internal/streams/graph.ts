@@ -23,6 +23,7 @@ import type { TimeWindows } from "../../TimeWindows.ts"
 import * as Topic from "../../Topic.ts"
 import type { InputRecord } from "../../Transformer.ts"
 import * as KeyText from "./keyText.ts"
+import * as VersionedTable from "./versionedTable.ts"
 
 /** A record as it flows through the DSL's operators. */
 export interface StreamRecord {
@@ -276,6 +277,12 @@ export interface TableSource extends Base {
   readonly use: <X>(f: <V, I>(value: Schema.Schema<V, I>) => X) => X
   /** The topic's key codec, whatever its type (a foreign-key join's internal topics are keyed by it). */
   readonly keyed: <X>(f: <K>(key: Topic.AnyCodec<K>) => X) => X
+  /**
+   * Set for a versioned table (`KTable.from(topic, { versioned })`): it keeps each key's versions
+   * within the history retention (`versionedTable.ts`; `use` then stores a key's versions), and a
+   * stream record joins the value as of its own timestamp.
+   */
+  readonly versioned: { readonly historyMs: number } | undefined
 }
 
 /**
@@ -367,15 +374,17 @@ export const tableSource = <K, V, I>(
   topic: Topic.Topic<K, V>,
   view: Topic.Any,
   value: Schema.Schema<V, I>,
-  name: string | undefined
+  name: string | undefined,
+  versioned?: { readonly historyMs: number }
 ): TableSource => ({
   _tag: "TableSource",
   seq: next(),
   name,
   topics: [view],
   keyTexts: [KeyText.make(topic.key)],
-  use: (f) => f(value),
-  keyed: (f) => f(topic.key)
+  use: (f) => versioned === undefined ? f(value) : f(VersionedTable.versionsSchema(value)),
+  keyed: (f) => f(topic.key),
+  versioned
 })
 
 export const tableStep = (

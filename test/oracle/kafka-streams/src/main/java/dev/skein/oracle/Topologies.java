@@ -311,9 +311,17 @@ final class Topologies {
             .leftJoin(table(builder, RIGHT, "right-table"), JOINER, Joined.with(S, S, S))
             .to(OUTPUT, Produced.with(S, S)));
 
-    // stream-versioned-table-join: as stream-table-left-join, with the table in a versioned store
+    // stream-versioned-table-join / -left-join: as stream-table-join / -left-join, with the table in a versioned store
     // (KIP-889) keeping historyRetentionMs of history: a stream record joins the table value as of
     // its own timestamp. Params: historyRetentionMs.
+    registerJoin("stream-versioned-table-join", "left stream join right table in a versioned store (historyRetentionMs).",
+        List.of("historyRetentionMs"),
+        (builder, p) -> left(builder).join(
+                builder.table(RIGHT, Consumed.with(S, S),
+                    Materialized.<String, String>as(Stores.persistentVersionedKeyValueStore("right-versioned", ms(p, "historyRetentionMs")))
+                        .withKeySerde(S).withValueSerde(S)),
+                JOINER, Joined.with(S, S, S))
+            .to(OUTPUT, Produced.with(S, S)));
     registerJoin("stream-versioned-table-left-join", "left stream leftJoin right table in a versioned store (historyRetentionMs).",
         List.of("historyRetentionMs"),
         (builder, p) -> left(builder).leftJoin(
