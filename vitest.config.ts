@@ -4,30 +4,43 @@ import { BaseSequencer, type TestSpecification } from "vitest/node"
 import { unitTests } from "./vitest.unit.config.ts"
 
 /**
- * The broker test files that take a minute or more (vitest's per-file durations, 2026-12-04:
- * chaos 232 s, handlers/shutdown 92 s, broker-cluster 87 s, extractor/kill 70 s, workflow/kill
- * 63 s, example 53 s), longest first. They start first, so that the run does not end with one
- * of them alone on a worker while the other waits: without vitest's duration cache (a clean
- * clone, as in CI) files start largest first, and these are small files.
+ * The files started first: the longest, so that the run does not end with one of them alone
+ * on a worker while the other waits. Without vitest's duration cache (a clean clone, as in CI)
+ * files start largest first, and these are small files. Per-file durations on 2026-12-04:
+ * chaos 232 s (its own 3-broker cluster, some twenty app processes), compat/aggregate 68 s of
+ * test:compat's 114 s.
  */
-export const slowFiles: ReadonlyArray<string> = [
+export const firstFiles: ReadonlyArray<string> = [
   "test/chaos.test.ts",
-  "test/handlers/shutdown.test.ts",
-  "test/broker-cluster.test.ts",
-  "test/extractor/kill.test.ts",
-  "test/workflow/kill.test.ts",
-  "test/example.test.ts",
-  // npm run test:compat (vitest.compat.config.ts, this config's sequencer): 68 s of its 114 s.
   "test/compat/aggregate.test.ts"
 ]
 
-/** vitest's order (failed, then longest by its cache, else largest first) with `slowFiles` first. */
-class SlowFilesFirst extends BaseSequencer {
+/**
+ * The files started last, in this order: the other files of a minute or more (handlers/shutdown
+ * 92 s, extractor/kill 70 s, workflow/kill 63 s, example 53 s, broker-cluster 87 s), which spawn
+ * processes or brokers of their own, so that they run once chaos.test.ts is done rather than
+ * beside it: with chaos.test.ts's cluster beside broker-cluster's, both clusters took minutes to
+ * start (broker-cluster 290 s, chaos's cluster case past its 10-minute timeout) on the busy
+ * machine. broker-cluster (3 brokers) comes last.
+ */
+export const lastFiles: ReadonlyArray<string> = [
+  "test/handlers/shutdown.test.ts",
+  "test/extractor/kill.test.ts",
+  "test/workflow/kill.test.ts",
+  "test/example.test.ts",
+  "test/broker-cluster.test.ts"
+]
+
+/** vitest's order (failed, then longest by its cache, else largest first), `firstFiles` first, `lastFiles` last. */
+class FirstAndLastFiles extends BaseSequencer {
   override async sort(files: Array<TestSpecification>): Promise<Array<TestSpecification>> {
     const sorted = await super.sort(files)
     const rank = (file: TestSpecification): number => {
-      const index = slowFiles.indexOf(Path.relative(this.ctx.config.root, file.moduleId).split(Path.sep).join("/"))
-      return index === -1 ? slowFiles.length : index
+      const path = Path.relative(this.ctx.config.root, file.moduleId).split(Path.sep).join("/")
+      const first = firstFiles.indexOf(path)
+      if (first !== -1) return first
+      const last = lastFiles.indexOf(path)
+      return last === -1 ? firstFiles.length : firstFiles.length + 1 + last
     }
     return sorted.sort((a, b) => rank(a) - rank(b))
   }
@@ -49,7 +62,7 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: 2,
     minWorkers: 1,
-    sequence: { sequencer: SlowFilesFirst },
+    sequence: { sequencer: FirstAndLastFiles },
     testTimeout: 120_000,
     hookTimeout: 300_000,
   }
