@@ -8,7 +8,8 @@
  * emits on updates of either table, and a tombstone once a key is gone from
  * both. A foreign-key join of tables with different partition counts joins
  * each order with the customer it names through its subscription and
- * response topics, on updates of either table. A stream-global table left
+ * response topics, on updates of either table, and again after a restart on
+ * an empty state directory (its subscriptions restored). A stream-global table left
  * join sees the whole table loaded before its first record, then its
  * updates. A stream-stream inner join
  * joins each order with its payment, once.
@@ -20,6 +21,7 @@ import { Effect, Either, Fiber, Option, Schema } from "effect"
 import { applicationIdOf } from "../../src/internal/runAll.ts"
 import { GlobalKTable, JoinWindows, KStream, KTable, SkeinConfig, Topic, Topology, Transformer } from "../../src/index.ts"
 import { brokers, caughtUp, createTopics, eventually, produceRaw, readCommitted, unique } from "../helpers/kafka.ts"
+import { tempDir } from "../helpers/tempDir.ts"
 
 const joinOf = (customers: string, orders: string, output: string) => {
   const Customers = Topic.make({ name: customers, key: Schema.String, value: Schema.String })
@@ -150,9 +152,9 @@ describe("streams: a stream-table join on a broker", () => {
         [`${applicationId}-order-customer-subscription-registration-topic`, [customers]],
         [`${applicationId}-order-customer-subscription-response-topic`, [orders]]
       ])
-      const fiber = yield* Effect.forkScoped(
-        Topology.run(topology).pipe(Effect.provide(SkeinConfig.layer({ applicationId, brokers: brokers() })))
-      )
+      const runIn = (stateDir: string) =>
+        Effect.forkScoped(Topology.run(topology).pipe(Effect.provide(SkeinConfig.layer({ applicationId, brokers: brokers(), stateDir }))))
+      const fiber = yield* runIn(yield* tempDir("skein-fk-"))
       const results = Effect.map(readCommitted(output), (records) => records.map((r) => `${r.key}=${r.value ?? "tombstone"}`))
       const expected: Array<string> = []
       const phase = (produced: Effect.Effect<unknown, unknown>, emitted: ReadonlyArray<string>) =>
@@ -182,6 +184,12 @@ describe("streams: a stream-table join on a broker", () => {
         "o3=tombstone"
       ])
       assert.ok(Option.isNone(yield* Fiber.poll(fiber)), "the topology is still running")
+      // Restarted on an empty state directory: the subscriptions are restored from their changelog, so a
+      // customer's update still reaches its orders (each result once, read committed).
+      yield* Fiber.interrupt(fiber)
+      const restarted = yield* runIn(yield* tempDir("skein-fk-"))
+      yield* phase(produceRaw(customers, [{ key: "c4", value: "name4b" }]), ["o4=c4:item4+name4b"])
+      assert.ok(Option.isNone(yield* Fiber.poll(restarted)), "the restarted topology is still running")
     }), 120_000)
 
   it.scopedLive("a stream-global table left join: the whole table loaded before the first record, then kept up to date", () =>
