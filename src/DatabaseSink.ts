@@ -22,8 +22,10 @@
  *   it, or dead-letters all of its records. A fatal error commits the
  *   records before it (per-record) or nothing (batch), then fails the
  *   partition or the run (`failureIsolation`). A handler's SQL failures are
- *   `SqlError`s for its rules; Skein's own (its tables, the transaction) are
- *   `SkeinError.DatabaseError`s.
+ *   `SqlError`s for its rules; Skein's own (its tables, the transaction) and
+ *   a lost connection are `SkeinError.DatabaseError`s, which no rule sees:
+ *   the batch rolls back and the partition rewinds to the database's
+ *   positions after a backoff (a `Refused` one ends the run with its fix).
  * - **Dead letters, exactly once.** A dead letter's copy is written to an
  *   outbox table (`skein_dead_letters`) in the batch's transaction, so a
  *   rollback drops it with the batch and a commit keeps it once. After the
@@ -69,7 +71,9 @@ import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Duration, Effect, FiberRef, Option } from "effect"
 import type { BatchRun, SinkHooks } from "./internal/database/DatabaseTask.ts"
+import { commitFailures, isSqlError, toDatabaseError } from "./internal/database/SinkStore.ts"
 import { defaultStateKey } from "./internal/StateKeyCheck.ts"
+import type { DatabaseError } from "./SkeinError.ts"
 import type * as Topic from "./Topic.ts"
 import type { RecordOf, Result, Rule, Transformer } from "./Transformer.ts"
 
@@ -118,6 +122,19 @@ export interface Options<Inputs extends ReadonlyArray<Topic.Any>, E> {
 
 const nothing: Result<never> = {}
 
+/**
+ * A handler's `SqlError` that says the connection is gone is the runtime's
+ * (a `DatabaseError`: the batch rolls back and the partition rewinds after a
+ * backoff), never a record's for its rules; other `SqlError`s stay the
+ * handler's.
+ */
+const connectionLost = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseError, R> =>
+  Effect.catchIf(
+    effect,
+    (error) => isSqlError(error) && toDatabaseError("handler")(error).reason === "Unavailable",
+    (error) => Effect.fail(toDatabaseError("handler")(error))
+  ).pipe(commitFailures("savepoint"))
+
 const hooksOf = <E>(
   options: { readonly tables?: Tables | undefined; readonly kafkaCommitInterval?: Duration.DurationInput | undefined },
   batch: Effect.Effect<BatchRun<E>> | undefined
@@ -132,9 +149,9 @@ const hooksOf = <E>(
 
 const transformerOf = <Inputs extends ReadonlyArray<Topic.Any>, E, R>(
   options: Options<Inputs, E>,
-  transform: (record: RecordOf<Inputs>) => Effect.Effect<Result<never>, E | SqlError, R>,
-  batch: Effect.Effect<BatchRun<E | SqlError>> | undefined
-): Transformer<Inputs, never, E | SqlError, R> => ({
+  transform: (record: RecordOf<Inputs>) => Effect.Effect<Result<never>, E | SqlError | DatabaseError, R>,
+  batch: Effect.Effect<BatchRun<E | SqlError | DatabaseError>> | undefined
+): Transformer<Inputs, never, E | SqlError | DatabaseError, R> => ({
   name: options.name,
   inputs: options.inputs,
   state: Option.none(),
@@ -145,7 +162,8 @@ const transformerOf = <Inputs extends ReadonlyArray<Topic.Any>, E, R>(
   // Widened to the transaction's own SqlError (a failed BEGIN or SAVEPOINT): a tagged rule matches by
   // tag, and a predicate is only asked about errors its handler can fail with when it uses `sql`, as
   // every handler does (its E then has SqlError already).
-  rules: (options.rules ?? []) as ReadonlyArray<Rule<E | SqlError>>,
+  // (A `DatabaseError` never reaches a rule: the runtime's own, like a `KafkaError`.)
+  rules: (options.rules ?? []) as ReadonlyArray<Rule<E | SqlError | DatabaseError>>,
   database: hooksOf(options, batch)
 })
 
@@ -172,10 +190,11 @@ export const make = <const Inputs extends ReadonlyArray<Topic.Any>, A, E = never
   options: Options<Inputs, E> & {
     readonly handler: (record: RecordOf<Inputs>, sql: SqlClient.SqlClient) => Effect.Effect<A, E, R>
   }
-): Transformer<Inputs, never, E | SqlError, R | SqlClient.SqlClient> =>
+): Transformer<Inputs, never, E | SqlError | DatabaseError, R | SqlClient.SqlClient> =>
   transformerOf(
     options,
-    (record) => Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.as(sql.withTransaction(options.handler(record, sql)), nothing)),
+    (record) =>
+      Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.as(connectionLost(sql.withTransaction(options.handler(record, sql))), nothing)),
     undefined
   )
 
@@ -211,11 +230,11 @@ export const batch = <const Inputs extends ReadonlyArray<Topic.Any>, A, E = neve
   options: Options<Inputs, E> & {
     readonly handler: (records: ReadonlyArray<RecordOf<Inputs>>, sql: SqlClient.SqlClient) => Effect.Effect<A, E, R>
   }
-): Transformer<Inputs, never, E | SqlError, R | SqlClient.SqlClient> => {
+): Transformer<Inputs, never, E | SqlError | DatabaseError, R | SqlClient.SqlClient> => {
   const current = FiberRef.unsafeMake<Collector<Inputs, R | SqlClient.SqlClient> | undefined>(undefined)
   const runAlone = (records: ReadonlyArray<RecordOf<Inputs>>) =>
-    Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(options.handler(records, sql)))
-  const run: Effect.Effect<BatchRun<E | SqlError>> = Effect.sync(() => {
+    Effect.flatMap(SqlClient.SqlClient, (sql) => connectionLost(sql.withTransaction(options.handler(records, sql))))
+  const run: Effect.Effect<BatchRun<E | SqlError | DatabaseError>> = Effect.sync(() => {
     const collector: Collector<Inputs, R | SqlClient.SqlClient> = { records: [], context: undefined }
     return {
       collecting: (effect) => Effect.locally(effect, current, collector),
@@ -224,7 +243,7 @@ export const batch = <const Inputs extends ReadonlyArray<Topic.Any>, A, E = neve
         collector.context === undefined || collector.records.length === 0
           ? Effect.void
           : Effect.asVoid(Effect.provide(
-            Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(options.handler(collector.records, sql))),
+            Effect.flatMap(SqlClient.SqlClient, (sql) => connectionLost(sql.withTransaction(options.handler(collector.records, sql)))),
             collector.context
           ))
       )

@@ -974,7 +974,8 @@ const isoTime = (millis: number): string =>
 export class DeliveryFailed extends Data.TaggedError("DeliveryFailed")<{
   readonly partition: number
   readonly attempts: number
-  readonly cause: KafkaError
+  /** The last failure: the broker's, or (a `DatabaseSink`) the database's. */
+  readonly cause: KafkaError | DatabaseError
 }> {
   override get message(): string {
     return `Delivery of task ${this.partition} failed ${this.attempts} times in a row; the last failure: ` +

@@ -396,7 +396,7 @@ export const make = <P extends number>(context: TaskContext, partition: P): Effe
 export type Outcome<E> =
   | { readonly _tag: "Committed"; readonly partition: number }
   | { readonly _tag: "Migrated"; readonly partition: number; readonly error: TaskMigrated }
-  | { readonly _tag: "DeliveryFailed"; readonly partition: number; readonly error: KafkaError }
+  | { readonly _tag: "DeliveryFailed"; readonly partition: number; readonly error: KafkaError | DatabaseError }
   | {
     readonly _tag: "Failed"
     readonly partition: number

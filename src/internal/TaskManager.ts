@@ -31,13 +31,13 @@
  */
 import { Cause, Clock, Duration, Effect, Exit, FiberHandle, FiberMap, Option, Queue, Schedule, Scope } from "effect"
 import type { SkeinConfig } from "../SkeinConfig.ts"
-import type { KafkaError, RunnerError } from "../SkeinError.ts"
+import type { DatabaseError, KafkaError, RunnerError } from "../SkeinError.ts"
 import { DeliveryFailed, OffsetOutOfRange } from "../SkeinError.ts"
 import type { PartitionOffset } from "../TopicPartition.ts"
 import * as BatchLock from "./BatchLock.ts"
 import type { BatchLockHeld } from "./BatchLock.ts"
 import type { BatchOutcome } from "./kafka/consumer.ts"
-import { classify } from "./kafka/errors.ts"
+import { classify, classifyDatabase } from "./kafka/errors.ts"
 import type { Recoverable } from "./kafka/errors.ts"
 import type { PollBuffer } from "./PollBuffer.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
@@ -258,11 +258,11 @@ export const make = (options: {
       })
 
     /** A failed delivery rewinds the partition: its task restarts from the last commit after a backoff. */
-    const rewind = (partition: number, error: KafkaError, held: BatchLockHeld<TasksLock>) =>
+    const rewind = (partition: number, error: KafkaError | DatabaseError, held: BatchLockHeld<TasksLock>) =>
       Effect.gen(function*() {
         stats.recordAbort()
         yield* stopTask(partition, held)
-        const failure = classify(error)
+        const failure = error._tag === "KafkaError" ? classify(error) : classifyDatabase(error)
         if (failure._tag === "Fatal") return yield* Effect.fail(error) // credentials, TLS, ACLs: no retry gets past them
         const exhausted = yield* retryLater(partition, `delivery of task ${partition} failed, rewinding to the last commit`, failure)
         if (Option.isSome(exhausted)) {
@@ -355,7 +355,11 @@ export const make = (options: {
           // An unreadable partition stops like a failed record: never a silent reset.
           return yield* markStopped(partition, failure.message)
         }
-        const recoverable = failure._tag === "KafkaError" ? classify(failure) : undefined
+        const recoverable = failure._tag === "KafkaError"
+          ? classify(failure)
+          : failure._tag === "DatabaseError"
+          ? classifyDatabase(failure)
+          : undefined
         if (recoverable?._tag === "Recoverable") {
           // A broker unreachable or busy while the task connects, fences or restores: retried
           // after a backoff like a failed delivery, up to maxDeliveryFailures in a row.

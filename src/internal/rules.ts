@@ -16,6 +16,7 @@ import { Clock, Duration, Effect, Either, Option, Schedule } from "effect"
 import { defaultMaxRetryDuration } from "../ErrorRule.ts"
 import { describe as describeError } from "./errorText.ts"
 import {
+  DatabaseError,
   EncodeError,
   KafkaError,
   OutputTooLarge,
@@ -36,7 +37,7 @@ export type Ruled<A> =
 
 /** Errors of the runtime itself (`Transformer.RuntimeError` but `StateNotStorable`): no rule ever sees them. */
 const isRuntimeError = (error: unknown): boolean =>
-  error instanceof KafkaError || error instanceof EncodeError || error instanceof StateStoreError ||
+  error instanceof KafkaError || error instanceof DatabaseError || error instanceof EncodeError || error instanceof StateStoreError ||
   error instanceof TaskMigrated || error instanceof StoredStateInvalid
 
 /**

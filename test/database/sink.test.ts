@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Data, Deferred, Effect, Fiber, Redacted, Schema } from "effect"
+import { Cause, Data, Deferred, Effect, Fiber, Redacted, Schema } from "effect"
 import { DatabaseSink, ErrorRule, Runner, SkeinConfig, Topic } from "../../src/index.ts"
 import * as SinkStore from "../../src/internal/database/SinkStore.ts"
 import { brokers, createTopics, eventually, groupOffsets, offsets, produce, readCommitted, setGroupOffsets, unique } from "../helpers/kafka.ts"
@@ -174,5 +174,46 @@ describe("DatabaseSink", () => {
       }
       assert.notInclude(String(error.message), password)
       assert.notInclude(JSON.stringify(error), password)
+    }))
+
+  it.scopedLive("the database going away mid-transaction rewinds the partition, which resumes from the database: every record once", () =>
+    Effect.gen(function*() {
+      const { group, In, input, table } = yield* setup(1)
+      const applicationName = unique("db-gone")
+      const entered = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const sink = DatabaseSink.batch({
+        name: "orders",
+        inputs: [In],
+        handler: (records, sql) =>
+          Effect.gen(function*() {
+            yield* sql`INSERT INTO ${sql(table)} ${sql.insert(records.map((r) => ({ id: r.value.id, amount: r.value.amount })))}`
+            if (!records.some((r) => r.value.id === "hold") || (yield* Deferred.isDone(release))) return
+            // The batch's transaction is open, its rows inserted, when its connection is cut.
+            yield* Deferred.succeed(entered, undefined)
+            yield* Deferred.await(release)
+          })
+      })
+      yield* produce(input, [order("a", 1, 0), order("hold", 2, 0), order("b", 3, 0)])
+      const stats = Runner.makeStats()
+      const fiber = yield* Effect.forkScoped(
+        Runner.runWithStats(sink, stats).pipe(
+          Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl()), applicationName })),
+          Effect.provide(SkeinConfig.layer({ brokers: brokers(), applicationId: group }))
+        )
+      )
+      yield* Deferred.await(entered)
+      yield* withSql((sql) =>
+        sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = ${applicationName}`
+      )
+      yield* Deferred.succeed(release, undefined)
+      yield* reachedEnd(group, input).pipe(
+        Effect.tapError(() =>
+          Effect.flatMap(Fiber.poll(fiber), (exit) =>
+            Effect.logError(`the run ended: ${exit._tag === "Some" && exit.value._tag === "Failure" ? Cause.pretty(exit.value.cause) : "no"}`))
+        )
+      )
+      assert.deepStrictEqual(yield* ids(table), ["a", "b", "hold"])
+      assert.isAtLeast(stats.aborts, 1, "the batch whose connection was cut was rolled back and retried")
     }))
 })

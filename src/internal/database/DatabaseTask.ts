@@ -21,8 +21,8 @@
  * @internal
  */
 import { Cause, Clock, Duration, Effect, Either, Option } from "effect"
-import type { DatabaseError, RunnerError, TaskMigrated } from "../../SkeinError.ts"
-import { ConfigurationError, KafkaError, OffsetOutOfRange } from "../../SkeinError.ts"
+import type { RunnerError, TaskMigrated } from "../../SkeinError.ts"
+import { ConfigurationError, DatabaseError, KafkaError, OffsetOutOfRange } from "../../SkeinError.ts"
 import type * as Topic from "../../Topic.ts"
 import type { PartitionOffset } from "../../TopicPartition.ts"
 import type { Transformer } from "../../Transformer.ts"
@@ -213,6 +213,8 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
           }
         }))
         if (Either.isLeft(ruled)) {
+          // The database went away under the handler: the batch rolls back and the partition rewinds.
+          if (ruled.left instanceof DatabaseError) return yield* Effect.fail(ruled.left)
           // The rules rethrow only what the attempt failed with: the handler's `E`.
           return yield* Effect.fail(new BatchFailed(Cause.fail(ruled.left as Batch.RecordError<E>)))
         }
@@ -241,9 +243,9 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
         case "TaskMigrated":
           return { _tag: "Migrated", partition, error }
         case "KafkaError":
-          return { _tag: "DeliveryFailed", partition, error }
         case "DatabaseError":
-          return { _tag: "Failed", partition, cause: Cause.fail(error) }
+          // Rolled back: the task restarts from the database's positions after a backoff (a refusal ends the run).
+          return { _tag: "DeliveryFailed", partition, error }
       }
     }
     const { deadLetters, moved, offsets, result } = committed.right
@@ -275,7 +277,12 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
         )
       }
     }
-    if (Option.isSome(result.failure)) return { _tag: "Failed", partition, cause: result.failure.value }
+    if (Option.isSome(result.failure)) {
+      const failed: unknown = Option.getOrUndefined(Cause.failureOption(result.failure.value))
+      // A record's handler lost the database (what finished before it is committed): the partition rewinds.
+      if (failed instanceof DatabaseError) return { _tag: "DeliveryFailed", partition, error: failed }
+      return { _tag: "Failed", partition, cause: result.failure.value }
+    }
     return { _tag: "Committed", partition }
   })
   return processed.pipe(

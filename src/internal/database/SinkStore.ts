@@ -116,6 +116,19 @@ export const toDatabaseError = (operation: string) => (error: SqlError | unknown
   return new DatabaseError({ reason: "Failed", operation, cause })
 }
 
+/** Whether `u` is an `@effect/sql` `SqlError`. */
+export const isSqlError = (u: unknown): u is SqlError =>
+  typeof u === "object" && u !== null && "_tag" in u && u._tag === "SqlError"
+
+/**
+ * `@effect/sql` makes a failed COMMIT or ROLLBACK (a connection lost under an
+ * open transaction) a defect: here it is a `DatabaseError`, and the task
+ * rewinds to the database's positions (which say whether the commit landed).
+ */
+export const commitFailures = (operation: string) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseError, R> =>
+  Effect.catchSomeDefect(effect, (defect) =>
+    isSqlError(defect) ? Option.some(Effect.fail(toDatabaseError(operation)(defect))) : Option.none())
+
 /** A count or offset as the driver returns it (Postgres's BIGINT comes back as text). */
 const toNumber = (value: unknown): Option.Option<number> => {
   if (typeof value === "number" && Number.isSafeInteger(value)) return Option.some(value)
@@ -232,10 +245,8 @@ export const make = (sql: SqlClient.SqlClient, tables: Tables): SinkStore => {
 
   const transaction = <A, E, R>(body: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseError, R> =>
     sql.withTransaction(body).pipe(
-      Effect.catchIf(
-        (error): error is SqlError => typeof error === "object" && error !== null && "_tag" in error && error._tag === "SqlError",
-        (error) => Effect.fail(toDatabaseError("transaction")(error))
-      )
+      Effect.catchIf(isSqlError, (error) => Effect.fail(toDatabaseError("transaction")(error))),
+      commitFailures("transaction")
     )
 
   const claim: SinkStore["claim"] = (groupId, partition, topics, published) => {
@@ -267,7 +278,7 @@ export const make = (sql: SqlClient.SqlClient, tables: Tables): SinkStore => {
         if (offset >= (published.get(topic) ?? 0) && typeof row["record"] === "string") pending.push(yield* decodeRecord(row["record"]))
       }
       return { epoch, positions, pending }
-    })).pipe(Effect.mapError(toDatabaseError(operation)))
+    })).pipe(Effect.mapError(toDatabaseError(operation)), commitFailures(operation))
   }
 
   const commit: SinkStore["commit"] = (groupId, partition, epoch, positions, letters) =>

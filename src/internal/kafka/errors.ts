@@ -6,7 +6,7 @@
  */
 import { Data, Duration } from "effect"
 import { AuthenticationFailed, AuthorizationFailed, KafkaError, TlsError } from "../../SkeinError.ts"
-import type { SecurityError } from "../../SkeinError.ts"
+import type { DatabaseError, SecurityError } from "../../SkeinError.ts"
 
 const FENCED_TYPES = new Set(["INVALID_PRODUCER_EPOCH", "PRODUCER_FENCED", "INVALID_PRODUCER_ID_MAPPING"])
 const TIMEOUT_NAMES = new Set(["KafkaJSRequestTimeoutError", "KafkaJSTimeout"])
@@ -198,14 +198,15 @@ export const isFatal = (error: KafkaError): boolean => securityFailure(error) !=
 const recoverableBrand: unique symbol = Symbol("skein/Recoverable")
 
 /**
- * A broker failure the runner recovers from: it rewinds or restarts the task
- * after a backoff. Only `classify` makes one (its brand is a symbol this
- * module does not export), so a retry of a fatal failure does not compile.
+ * A broker (or a `DatabaseSink`'s database) failure the runner recovers from:
+ * it rewinds or restarts the task after a backoff. Only `classify` and
+ * `classifyDatabase` make one (its brand is a symbol this module does not
+ * export), so a retry of a fatal failure does not compile.
  */
 export interface Recoverable {
   readonly [recoverableBrand]: true
   readonly _tag: "Recoverable"
-  readonly error: KafkaError
+  readonly error: KafkaError | DatabaseError
 }
 
 /** A broker failure no retry gets past (credentials, TLS, ACLs): the run fails with it at once. */
@@ -222,6 +223,16 @@ export const classify = (error: KafkaError): Recoverable | Fatal => {
     ? { [recoverableBrand]: true, _tag: "Recoverable", error }
     : { _tag: "Fatal", error, security }
 }
+
+/**
+ * A `DatabaseSink`'s database failure: recoverable (the task rolls back and
+ * restarts from the database's positions after a backoff) unless a fix is
+ * needed first (`Refused`: credentials, a missing database, permissions).
+ */
+export const classifyDatabase = (
+  error: DatabaseError
+): Recoverable | { readonly _tag: "Fatal"; readonly error: DatabaseError } =>
+  error.reason === "Refused" ? { _tag: "Fatal", error } : { [recoverableBrand]: true, _tag: "Recoverable", error }
 
 /**
  * A run's failure as the user should see it: a `KafkaError` (or a
