@@ -50,6 +50,8 @@ import type * as WindowStore from "./WindowStore.ts"
  *   transformer or store; `Unauthorized`: a missing or wrong token.
  * - `InvalidAnswer`: an answer, or a value in it, does not decode (a Schema
  *   that differs from the application's).
+ * - `NotUpToBound`: the store did not reflect the query's `position` within
+ *   its `timeout` (KIP-796).
  *
  * The first three are retried by the client's schedule before they are
  * returned.
@@ -58,7 +60,15 @@ import type * as WindowStore from "./WindowStore.ts"
  * @category errors
  */
 export class QueryClientError extends Data.TaggedError("QueryClientError")<{
-  readonly reason: "NotHere" | "NotReady" | "Unreachable" | "BadRequest" | "NotFound" | "Unauthorized" | "InvalidAnswer"
+  readonly reason:
+    | "NotHere"
+    | "NotReady"
+    | "Unreachable"
+    | "NotUpToBound"
+    | "BadRequest"
+    | "NotFound"
+    | "Unauthorized"
+    | "InvalidAnswer"
   /** The endpoint that answered (or did not). */
   readonly endpoint: string
   /** The path and query asked. */
@@ -113,14 +123,29 @@ export const defaultRetry: Schedule.Schedule<unknown, QueryClientError> = Schedu
 
 /**
  * The options of a query by key: `partition` asks that partition instead of
- * the key's (a state key that is not the record key).
+ * the key's (a state key that is not the record key). `position` (KIP-796's
+ * position bound) waits until the store reflects these input records (each
+ * an input topic and an offset of the key's partition of it, e.g. the offset
+ * a producer's send returned), at most `timeout` (default 10 s, at most
+ * 60 s), then answers; past it the query fails with `NotUpToBound`.
  *
  * @since 0.6.0
  * @category models
  */
 export interface KeyOptions {
   readonly partition?: number | undefined
+  readonly position?: ReadonlyArray<{ readonly topic: string; readonly offset: number }> | undefined
+  readonly timeout?: Duration.DurationInput | undefined
 }
+
+/** The parameters of a key query's options. */
+const keyParams = (options: KeyOptions): Record<string, string | number | undefined> => ({
+  partition: options.partition,
+  position: options.position === undefined ? undefined : options.position.map((b) => `${b.topic}:${b.offset}`).join(","),
+  timeout: options.timeout === undefined || options.position === undefined
+    ? undefined
+    : Math.ceil(Duration.toMillis(Duration.decode(options.timeout)))
+})
 
 /**
  * A page of a scan: its entries in key order (each with its partition), and
@@ -282,6 +307,8 @@ const reasonOf = (status: number, error: string): QueryClientError["reason"] =>
     ? "Unauthorized"
     : error === "NotHere"
     ? "NotHere"
+    : error === "NotUpToBound"
+    ? "NotUpToBound"
     : error === "NotReady" || status === 503
     ? "NotReady"
     : error === "UnknownStore" || error === "UnknownTransformer" || status === 404
@@ -334,15 +361,18 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
     }
 
     /** One request to one endpoint. */
-    const send = (endpoint: string, path: string): Effect.Effect<Answer, QueryClientError> =>
-      http.get(`${scheme}://${endpoint}${path}`, { headers }).pipe(
+    const send = (endpoint: string, path: string): Effect.Effect<Answer, QueryClientError> => {
+      // A position bound waits at the endpoint: the request waits that long more.
+      const bounded = new URLSearchParams(path.slice(path.indexOf("?") + 1)).get("timeout")
+      const wait = Duration.sum(timeout, Duration.millis(bounded === null ? 0 : Number(bounded)))
+      return http.get(`${scheme}://${endpoint}${path}`, { headers }).pipe(
         Effect.flatMap((response: HttpClientResponse.HttpClientResponse) =>
           Effect.map(response.text, (text) => ({ endpoint, status: response.status, text }))
         ),
         Effect.scoped,
         Effect.timeoutFail({
-          duration: timeout,
-          onTimeout: () => new QueryClientError({ reason: "Unreachable", endpoint, path, detail: `no answer in ${Duration.format(timeout)}` })
+          duration: wait,
+          onTimeout: () => new QueryClientError({ reason: "Unreachable", endpoint, path, detail: `no answer in ${Duration.format(wait)}` })
         }),
         Effect.catchTag("RequestError", "ResponseError", (cause) =>
           Effect.fail(new QueryClientError({ reason: "Unreachable", endpoint, path, detail: cause.message, cause }))),
@@ -354,6 +384,7 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
           })
         )
       )
+    }
 
     /** A configured endpoint to start from; one that does not answer moves the start on. */
     const startingPoint = Effect.map(Ref.get(start), (i) => options.endpoints[i % options.endpoints.length] ?? options.endpoints[0])
@@ -555,7 +586,7 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
             to: last,
             after,
             limit: pageLimit,
-            partition: keyOptions.partition
+            ...keyParams(keyOptions)
           })
           const answer = yield* routed(path)
           const page = yield* decoded(WindowsAnswer, answer, path)
@@ -584,7 +615,7 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
             latestStart: clamp(sessionOptions.latestStart),
             after,
             limit: pageLimit,
-            partition: sessionOptions.partition
+            ...keyParams(sessionOptions)
           })
           const answer = yield* routed(path)
           const page = yield* decoded(SessionsAnswer, answer, path)
@@ -603,7 +634,7 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
 
     const client: QueryClient = {
       state: (transformer, key, keyOptions = {}) => {
-        const path = pathOf(["state", transformer.name, key], { partition: keyOptions.partition })
+        const path = pathOf(["state", transformer.name, key], keyParams(keyOptions))
         return Option.match(transformer.state, {
           onNone: () =>
             Effect.fail(
@@ -615,7 +646,7 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
       get: (store, key, keyOptions = {}) =>
         Effect.flatMap(
           keyText(store.keySchema, key, store.name),
-          (text) => byKey(pathOf(["stores", store.name, "keys", text], { partition: keyOptions.partition }), store.values.decode)
+          (text) => byKey(pathOf(["stores", store.name, "keys", text], keyParams(keyOptions)), store.values.decode)
         ),
       range: (store, rangeOptions = {}) =>
         Effect.gen(function*() {

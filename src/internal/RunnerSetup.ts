@@ -38,6 +38,7 @@ import * as Standbys from "./Standbys.ts"
 import * as StoreCleanup from "./StoreCleanup.ts"
 import * as DatabaseTask from "./database/DatabaseTask.ts"
 import * as PollBuffer from "./PollBuffer.ts"
+import * as Positions from "./query/Positions.ts"
 import type * as Queries from "./query/Queries.ts"
 import * as QueryRoutes from "./QueryRoutes.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
@@ -60,6 +61,8 @@ export interface RunnerResources {
   /** Permits for transform calls (`maxConcurrency`). */
   readonly permits: Option.Option<Semaphore>
   readonly stateKeys: StateKeyCheck.StateKeyCheck | undefined
+  /** How far each task's committed store reflects its inputs: the runner records each commit's offsets (queries wait on them). */
+  readonly positions: Positions.Positions
 }
 
 /**
@@ -79,6 +82,8 @@ interface QueryWiring {
   consumer: Consumer.GroupConsumer | undefined
   /** This instance's announced endpoint, once it listens. */
   endpoint: string | undefined
+  /** Each task's committed offsets. */
+  readonly positions: Positions.Positions
 }
 
 /** Addresses that listen on every interface: announced as this machine's host name. */
@@ -117,7 +122,14 @@ const querySource = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       }),
     assigned: () => [...assigned()].sort((a, b) => a - b),
     routes: () => wiring.consumer?.routes() ?? QueryRoutes.empty,
-    self: () => wiring.endpoint
+    self: () => wiring.endpoint,
+    inputs: transformer.inputs.map((topic) => topic.name),
+    position: (partition) =>
+      wiring.positions.of(
+        partition,
+        Option.match(taskOf(partition), { onNone: () => [], onSome: (task) => task.startOffsets })
+      ),
+    nextPositionChange: wiring.positions.nextChange
   }
 }
 
@@ -226,7 +238,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       )
     }
     // The query endpoint listens before the group is joined: its address is announced at the first join.
-    const wiring: QueryWiring = { manager: undefined, consumer: undefined, endpoint: undefined }
+    const wiring: QueryWiring = { manager: undefined, consumer: undefined, endpoint: undefined, positions: Positions.make() }
     if (config.queryPort !== undefined) {
       const QueryServer = yield* Effect.promise(() => import("./queryServer.ts"))
       const server = yield* QueryServer.serve(querySource(transformer, wiring, stats, partitions), {
@@ -311,6 +323,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       partitionCounts,
       deadLetterTopic: Option.fromNullable(config.deadLetterTopic),
       permits,
-      stateKeys
+      stateKeys,
+      positions: wiring.positions
     }
   })

@@ -27,7 +27,7 @@ import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Effect, Either, Redacted } from "effect"
+import { Duration, Effect, Either, Redacted } from "effect"
 import type { Scope } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import * as Http from "node:http"
@@ -42,6 +42,8 @@ export interface Options {
   readonly host: string
   /** The bearer token every request must carry; unset: none. */
   readonly token?: Redacted.Redacted | undefined
+  /** How long a forwarded query waits for its owner's answer (default `forwardTimeout`). */
+  readonly forwardTimeout?: Duration.DurationInput | undefined
 }
 
 /** The request headers of forwarding. */
@@ -54,8 +56,8 @@ export const headers = {
   servedBy: "x-skein-served-by"
 } as const
 
-/** How long a forwarded query waits for its owner's answer. */
-export const forwardTimeout = "5 seconds"
+/** How long a forwarded query waits for its owner's answer (beyond a position bound's own wait). */
+export const forwardTimeout = Duration.seconds(5)
 
 /** Forwards a query to the instance at an endpoint (`host:port`); the owner's answer, or a 503 `NotReady`. */
 export type Forward = (owner: string, partition: number) => Effect.Effect<HttpServerResponse.HttpServerResponse>
@@ -99,7 +101,9 @@ export const respond = (
         : json(QueryError.status(error), QueryError.body(error), served)
     )
   }
-  return Queries.answer(source, query.right).pipe(
+  const bound = Request.boundOf(url)
+  if (Either.isLeft(bound)) return Effect.succeed(json(400, QueryError.body(bound.left), served))
+  return Queries.answer(source, query.right, bound.right).pipe(
     Effect.map((body) => json(200, body, served)),
     Effect.catchAll((error) =>
       error._tag === "NotHere" && error.owner !== undefined && forward !== undefined
@@ -117,14 +121,14 @@ const forwarding = (
   client: HttpClient.HttpClient,
   url: string,
   self: string | undefined,
-  token: Redacted.Redacted | undefined
+  options: Options
 ): Forward =>
 (owner, partition) =>
   client.get(`http://${owner}${url}`, {
     headers: {
       [headers.forward]: "no",
       [headers.forwardedBy]: self ?? "?",
-      ...(token === undefined ? {} : { authorization: `Bearer ${Redacted.value(token)}` })
+      ...(options.token === undefined ? {} : { authorization: `Bearer ${Redacted.value(options.token)}` })
     }
   }).pipe(
     Effect.flatMap((response) =>
@@ -141,7 +145,10 @@ const forwarding = (
       })
     ),
     Effect.scoped,
-    Effect.timeout(forwardTimeout),
+    Effect.timeout(Duration.sum(
+      options.forwardTimeout ?? forwardTimeout,
+      Either.match(Request.boundOf(url), { onLeft: () => Duration.zero, onRight: (b) => Duration.millis(b?.timeoutMillis ?? 0) })
+    )),
     Effect.catchAll(() => {
       const error = new QueryError.NotReady({ partition, reason: "unreachable", retryAfterMillis: Queries.retryAfterMillis })
       return Effect.succeed(json(QueryError.status(error), { ...QueryError.body(error), owner }, {
@@ -151,8 +158,9 @@ const forwarding = (
     })
   )
 
-const handler = (source: Queries.Source, token: Redacted.Redacted | undefined, client: HttpClient.HttpClient) =>
+const handler = (source: Queries.Source, options: Options, client: HttpClient.HttpClient) =>
   Effect.gen(function*() {
+    const token = options.token
     const request = yield* HttpServerRequest.HttpServerRequest
     if (request.method !== "GET") {
       return json(405, { error: "MethodNotAllowed", message: "queries are GET requests" }, { allow: "GET" })
@@ -168,7 +176,7 @@ const handler = (source: Queries.Source, token: Redacted.Redacted | undefined, c
     }
     const forward = request.headers[headers.forward] === "no" || request.headers[headers.forwardedBy] !== undefined
       ? undefined
-      : forwarding(client, request.url, source.self(), token)
+      : forwarding(client, request.url, source.self(), options)
     return yield* respond(source, request.url, forward)
   })
 
@@ -196,7 +204,9 @@ export const serve = (
     // The request's path is read by `request.ts`, not a router: a router answers a malformed
     // percent-encoding with an empty 404, where a query answers a 400 that says what is wrong.
     const client = yield* HttpClient.HttpClient.pipe(Effect.provide(FetchHttpClient.layer))
-    yield* server.serve(handler(source, options.token, client))
+    // @effect/platform runs an app uninterruptibly: a query's waits (a position bound, a forward) are
+    // interruptible, or their timeouts could never end them.
+    yield* server.serve(Effect.interruptible(handler(source, options, client)))
     if (options.token === undefined && !loopback.has(options.host)) {
       yield* Effect.logWarning(
         `the query endpoint listens on ${options.host} without a token: anyone who reaches it reads the state. ` +

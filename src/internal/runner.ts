@@ -63,7 +63,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   hooks: RunnerSetup.RunnerHooks = {}
 ): Effect.Effect<never, RunnerError | E, R | Scope.Scope> =>
   Effect.gen(function*() {
-    const { buffer, changelog, consumer, deadLetterTopic, manager, messageLimits, partitionCounts, permits, stateKeys } =
+    const { buffer, changelog, consumer, deadLetterTopic, manager, messageLimits, partitionCounts, permits, positions, stateKeys } =
       yield* RunnerSetup.acquire(transformer, config, stats, hooks)
     const shutdown = yield* Deferred.make<void>()
     const exactlyOnce = config.processingGuarantee === "exactly-once"
@@ -317,6 +317,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
               onCommitted: ({ offsets, result }) =>
                 Effect.map(Clock.currentTimeMillis, (now) => {
                   stats.recordCommit(result, now, task.partition)
+                  // After the store write: queries bounded by a position (KIP-796) wait for these offsets.
+                  positions.committed(task.partition, offsets)
                   if (!exactlyOnce) manager.acknowledged(offsets)
                   taskSlices.forEach((slice, i) => {
                     PollBuffer.advance(slice, result.cuts[i]!.kept)

@@ -8,14 +8,17 @@
  * instance that runs its partition, asked at either (the other forwards it,
  * or answers NotHere naming the owner when told not to forward: the group's
  * routes); the typed client, given one instance, answers every key (typed,
- * following NotHere to the owner) and scans every partition across both.
+ * following NotHere to the owner) and scans every partition across both; a
+ * query bounded by the offset of a record just produced (KIP-796) answers
+ * with that record counted, and one whose offset is never reached fails with
+ * NotUpToBound.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, HashMap, Logger, Option, Redacted, Schema } from "effect"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { KeyValueStore, QueryClient, SessionStore, Topic, Transformer, WindowStore } from "../../src/index.ts"
 import { partitionOf } from "../../src/internal/query/partitioner.ts"
-import { caughtUp, createTopics, eventually, produce, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
+import { caughtUp, createTopics, eventually, offsets, produce, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
 import { tempDir } from "../helpers/tempDir.ts"
 
 const partitions = 3
@@ -250,5 +253,16 @@ describe("interactive queries on a broker", () => {
       }
       const page = yield* client.range(Totals, { from: "k", to: "k~" })
       assert.deepStrictEqual(page.entries.map((e) => [e.key, e.value]), [...expected])
+
+      // Read your write: the offset a record was appended at bounds the query, which waits for its commit.
+      const written = "k7"
+      const partitionOfWritten = partitionOf(written, partitions)
+      yield* produce(input, [{ key: written, value: "inc" }])
+      const end = (yield* offsets(input)).find((o) => o.partition === partitionOfWritten)?.lastStable ?? 0
+      const bounded = yield* client.state(transformer, written, { position: [{ topic: input, offset: end - 1 }] })
+      assert.deepStrictEqual(bounded, Option.some((expected.get(written) ?? 0) + 1))
+      const never = yield* Effect.flip(client.get(Totals, written, { position: [{ topic: input, offset: end + 1000 }], timeout: "300 millis" }))
+      assert.strictEqual(never.reason, "NotUpToBound")
+      assert.include(never.detail, "within 300 ms")
     }), { timeout: 60_000 })
 })

@@ -72,7 +72,10 @@ const fakes = Effect.gen(function*() {
     partition: (p) => !own.includes(p) ? "absent" : p === 3 && !state.ready ? "restoring" : stores.get(p) ?? "absent",
     assigned: () => [...own],
     routes,
-    self: () => self
+    self: () => self,
+    inputs: ["in"],
+    position: () => new Map(),
+    nextPositionChange: () => Effect.never
   })
   const instances = new Map([["a:1", sourceOf("a:1", [0, 1])], ["b:2", sourceOf("b:2", [2, 3])]])
   const http = HttpClient.make((request, url) =>

@@ -11,6 +11,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import type { Scope } from "effect"
 import kafkajs from "kafkajs"
+import * as Net from "node:net"
 import * as CommitReceipt from "../../src/internal/CommitReceipt.ts"
 import * as Assignor from "../../src/internal/kafka/assignor.ts"
 import * as MemoryStore from "../../src/internal/memoryStore.ts"
@@ -116,7 +117,10 @@ const sourceOf = (
   partition: (p) => stores.get(p) ?? "absent",
   assigned: () => [...stores.keys()].sort(),
   routes,
-  self
+  self,
+  inputs: ["in"],
+  position: () => new Map(),
+  nextPositionChange: () => Effect.never
 })
 
 const storeWith = (p: number, entries: ReadonlyArray<readonly [string, string]>) =>
@@ -204,7 +208,7 @@ describe("forwarding between two query endpoints", () => {
       assert.deepStrictEqual(partition.json, { partition: 0, active: `127.0.0.1:${a}`, standbys: [`127.0.0.1:${b}`], here: true })
     }))
 
-  it.scopedLive("an owner that does not answer is a 503 NotReady (unreachable), naming it", () =>
+  it.scopedLive("an owner that does not answer (refused, or silent past the forward's timeout) is a 503 NotReady (unreachable), naming it", () =>
     Effect.gen(function*() {
       // Partition 2's route names a port nothing listens on.
       const { port: gone } = yield* Effect.scoped(QueryServer.serve(sourceOf(new Map(), () => QueryRoutes.empty, () => undefined), { port: 0, host: "127.0.0.1" }))
@@ -215,6 +219,24 @@ describe("forwarding between two query endpoints", () => {
         [answer.status, answer.json.error, answer.json.reason, answer.json.owner, answer.headers.get("retry-after")],
         [503, "NotReady", "unreachable", `127.0.0.1:${gone}`, "1"]
       )
+      // An owner that accepts the connection and never answers: the same, once the forward's timeout passes.
+      const silent = yield* Effect.acquireRelease(
+        Effect.async<Net.Server>((resume) => {
+          const server = Net.createServer(() => undefined)
+          server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+        }),
+        (server) => Effect.sync(() => server.close())
+      )
+      const silentPort = (() => {
+        const address = silent.address()
+        return typeof address === "object" && address !== null ? address.port : 0
+      })()
+      const slow = yield* QueryServer.serve(
+        sourceOf(new Map(), () => ({ active: [null, null, `127.0.0.1:${silentPort}`, null], standbys: [] }), () => "127.0.0.1:1"),
+        { port: 0, host: "127.0.0.1", forwardTimeout: "300 millis" }
+      )
+      const timedOut = yield* get(slow.port, `/state/count/${onB}`)
+      assert.deepStrictEqual([timedOut.status, timedOut.json.reason, timedOut.json.owner], [503, "unreachable", `127.0.0.1:${silentPort}`])
       // No owner known: NotHere without one, saying so.
       const unknown = yield* get(port, `/state/count/${onA}`)
       assert.deepStrictEqual([unknown.status, unknown.json.error, unknown.json.owner], [404, "NotHere", null])

@@ -49,7 +49,10 @@ const setup = Effect.gen(function*() {
     partition: () => store,
     assigned: () => [0],
     routes: () => QueryRoutes.empty,
-    self: () => undefined
+    self: () => undefined,
+    inputs: ["in"],
+    position: () => new Map(),
+    nextPositionChange: () => Effect.never
   }
   return source
 })

@@ -133,7 +133,10 @@ describe("query answers", () => {
     partition: (p) => stores.get(p) ?? "absent",
     assigned: () => [...stores.keys()].sort(),
     routes: () => QueryRoutes.empty,
-    self: () => undefined
+    self: () => undefined,
+    inputs: ["in"],
+    position: () => new Map(),
+    nextPositionChange: () => Effect.never
   })
   const here = keyOn(0, partitions, "k")
   const elsewhere = keyOn(2, partitions, "k")
@@ -298,7 +301,10 @@ describe("the query endpoint", () => {
     partition: () => "absent",
     assigned: () => [],
     routes: () => QueryRoutes.empty,
-    self: () => undefined
+    self: () => undefined,
+    inputs: ["in"],
+    position: () => new Map(),
+    nextPositionChange: () => Effect.never
   }
   const warnings = (options: QueryServer.Options) =>
     Effect.gen(function*() {

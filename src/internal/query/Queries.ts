@@ -24,10 +24,11 @@ import * as QueryRoutes from "../QueryRoutes.ts"
 import type { StateStore } from "../StateStore.ts"
 import { compare, decodeTime, encodeTime, maxTime, namespace, namespaceEnd, prefixEnd, timeWidth } from "../stores/keys.ts"
 import { partitionOf } from "./partitioner.ts"
-import { BadRequest, NotHere, NotReady, Unknown } from "./QueryError.ts"
+import * as Positions from "./Positions.ts"
+import { BadRequest, NotHere, NotReady, NotUpToBound, Unknown } from "./QueryError.ts"
 import type { QueryError } from "./QueryError.ts"
 import { sessionCursorText } from "./request.ts"
-import type { Bounds, Format, Query } from "./request.ts"
+import type { Bounds, Format, PositionBound, Query } from "./request.ts"
 
 /**
  * A partition as a query sees it here: its task's store, restoring (or
@@ -55,6 +56,12 @@ export interface Source {
   readonly routes: () => QueryRoutes.QueryRoutes
   /** This instance's announced endpoint (`host:port`), once it listens. */
   readonly self: () => string | undefined
+  /** The input topics (a position bound names them). */
+  readonly inputs: ReadonlyArray<string>
+  /** The next offset of each input that `partition`'s committed store is past (`Positions`). */
+  readonly position: (partition: number) => ReadonlyMap<string, number>
+  /** Completes at the next commit of any task (read when called). */
+  readonly nextPositionChange: () => Effect.Effect<void>
 }
 
 /** How long a caller should wait before asking again for a partition that is not ready. */
@@ -136,6 +143,46 @@ const metadata = (source: Source, key: string | undefined, requested: number | u
       standbys: QueryRoutes.standbysOf(routes, partition),
       here: here.has(partition)
     }
+  })
+
+/** How often a bound's wait looks again without a commit (a task that restarted moves its start, not its commits). */
+const boundPoll = "200 millis"
+
+/**
+ * Waits until `partition`'s store reflects `bound` (its records processed
+ * and committed), then the partition's store; `NotUpToBound` past the
+ * timeout. The partition is looked up again after the wait: it may have
+ * moved (`NotHere`) or be restoring (`NotReady`).
+ */
+const awaitBound = (
+  source: Source,
+  partition: number,
+  bound: PositionBound
+): Effect.Effect<StateStore, BadRequest | NotHere | NotReady | NotUpToBound> =>
+  Effect.gen(function*() {
+    const unknown = bound.bound.filter(({ topic }) => !source.inputs.includes(topic))
+    if (unknown.length > 0) {
+      return yield* new BadRequest({
+        reason: "InvalidParameter",
+        message: `position=: ${unknown.map((b) => JSON.stringify(b.topic)).join(", ")} is not an input topic of ` +
+          `${source.transformer} (its inputs: ${source.inputs.map((t) => JSON.stringify(t)).join(", ")})`
+      })
+    }
+    yield* storeOf(source, partition)
+    const wait: Effect.Effect<void> = Effect.suspend(() => {
+      const next = source.nextPositionChange()
+      return Positions.reached(source.position(partition), bound.bound)
+        ? Effect.void
+        : Effect.zipRight(Effect.race(next, Effect.sleep(boundPoll)), wait)
+    })
+    yield* wait.pipe(
+      Effect.timeoutFail({
+        duration: bound.timeoutMillis,
+        onTimeout: () =>
+          new NotUpToBound({ partition, bound: bound.bound, position: source.position(partition), timeoutMillis: bound.timeoutMillis })
+      })
+    )
+    return yield* storeOf(source, partition)
   })
 
 /** A read of a store that is closed under it (its task torn down meanwhile) is a retry, never an answer. */
@@ -258,8 +305,20 @@ const storeBounds = (name: string, bounds: Bounds, after: string | undefined) =>
 }
 
 /** Answers `query` from `source`: the JSON body of a 200, or why not. */
-export const answer = (source: Source, query: Query): Effect.Effect<Record<string, unknown>, QueryError> =>
+export const answer = (
+  source: Source,
+  query: Query,
+  bound?: PositionBound | undefined
+): Effect.Effect<Record<string, unknown>, QueryError> =>
   Effect.gen(function*() {
+    /** The store of `partition`, once it reflects the bound (if any). */
+    const storeFor = (partition: number) => bound === undefined ? storeOf(source, partition) : awaitBound(source, partition, bound)
+    if (bound !== undefined && (query._tag === "Metadata" || (query._tag === "StoreScan" && query.partition === undefined))) {
+      return yield* new BadRequest({
+        reason: "InvalidParameter",
+        message: "position= bounds a query of one partition: a key's, or a scan's with partition="
+      })
+    }
     switch (query._tag) {
       case "Metadata":
         return yield* metadata(source, query.key, query.partition)
@@ -273,21 +332,21 @@ export const answer = (source: Source, query: Query): Effect.Effect<Record<strin
           })
         }
         const partition = yield* partitionFor(source, query.key, query.partition)
-        const store = yield* storeOf(source, partition)
+        const store = yield* storeFor(partition)
         const text = yield* reading(partition, store.get(query.key))
         return { transformer: source.transformer, key: query.key, partition, ...found(text, query.format) }
       }
       case "StoreKey": {
         const name = yield* keyValueStore(source, query.store)
         const partition = yield* partitionFor(source, query.key, query.partition)
-        const store = yield* storeOf(source, partition)
+        const store = yield* storeFor(partition)
         const text = yield* reading(partition, store.get(namespace(name) + query.key))
         return { store: name, key: query.key, partition, ...found(text, query.format) }
       }
       case "WindowFetch": {
         const name = yield* storeNamed(source, query.store, "WindowStore")
         const partition = yield* partitionFor(source, query.key, query.partition)
-        const store = yield* storeOf(source, partition)
+        const store = yield* storeFor(partition)
         const page = yield* reading(partition, windows(store, name, query.key, query))
         const last = page[page.length - 1]
         return {
@@ -301,7 +360,7 @@ export const answer = (source: Source, query: Query): Effect.Effect<Record<strin
       case "SessionFetch": {
         const name = yield* storeNamed(source, query.store, "SessionStore")
         const partition = yield* partitionFor(source, query.key, query.partition)
-        const store = yield* storeOf(source, partition)
+        const store = yield* storeFor(partition)
         const page = yield* reading(partition, sessions(store, name, query.key, query))
         const last = page[page.length - 1]
         return {
@@ -320,7 +379,7 @@ export const answer = (source: Source, query: Query): Effect.Effect<Record<strin
         // Every partition is ready before any is read: never a page missing a restoring partition's entries.
         const stores = yield* Effect.forEach(
           partitions,
-          (partition) => Effect.map(storeOf(source, partition), (store) => [partition, store] as const)
+          (partition) => Effect.map(storeFor(partition), (store) => [partition, store] as const)
         )
         const bounds = { ...storeBounds(name, query.bounds, query.after), limit: query.limit }
         const base = namespace(name).length

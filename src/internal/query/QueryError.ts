@@ -79,7 +79,23 @@ export class NotReady extends Data.TaggedError("NotReady")<{
   }
 }
 
-export type QueryError = BadRequest | RangeTooLarge | Unknown | NotHere | NotReady
+/** The store did not reflect a position bound's records within its timeout (503, KIP-796's NOT_UP_TO_BOUND). */
+export class NotUpToBound extends Data.TaggedError("NotUpToBound")<{
+  readonly partition: number
+  readonly bound: ReadonlyArray<{ readonly topic: string; readonly offset: number }>
+  /** The next offset of each input the store is past, when the wait ended. */
+  readonly position: ReadonlyMap<string, number>
+  readonly timeoutMillis: number
+}> {
+  override get message(): string {
+    const at = [...this.position].map(([topic, offset]) => `${topic}:${offset}`).join(",")
+    return `partition ${this.partition}'s store did not reflect ${this.bound.map((b) => `${b.topic}:${b.offset}`).join(",")} ` +
+      `within ${this.timeoutMillis} ms (it is past ${at === "" ? "nothing yet" : at}, next offsets): the records may not be ` +
+      "processed yet (a slow or stopped task), or are not on this partition"
+  }
+}
+
+export type QueryError = BadRequest | RangeTooLarge | Unknown | NotHere | NotReady | NotUpToBound
 
 /** The HTTP status of `error`. */
 export const status = (error: QueryError): number => {
@@ -91,6 +107,7 @@ export const status = (error: QueryError): number => {
     case "NotHere":
       return 404
     case "NotReady":
+    case "NotUpToBound":
       return 503
   }
 }
@@ -116,6 +133,15 @@ export const body = (error: QueryError): Record<string, unknown> => {
         partitions: error.partitions,
         owner: error.owner ?? null,
         standbys: error.standbys,
+        message: error.message
+      }
+    case "NotUpToBound":
+      return {
+        error: "NotUpToBound",
+        partition: error.partition,
+        bound: error.bound,
+        position: Object.fromEntries(error.position),
+        timeoutMillis: error.timeoutMillis,
         message: error.message
       }
     case "NotReady":

@@ -28,6 +28,12 @@
  * page's `next`). `format=text` answers each value as its stored text (what
  * the Schema encodes; the typed client decodes it) instead of its JSON.
  *
+ * A position bound (KIP-796), for a query of one partition:
+ * `position={topic}:{offset}[,...]` waits, up to `timeout` milliseconds
+ * (default `defaultBoundTimeout`, at most `maxBoundTimeout`), until the
+ * store reflects the record at `offset` of the partition of each input
+ * `topic` (`boundOf`).
+ *
  * Pure.
  *
  * @internal
@@ -42,6 +48,18 @@ export const defaultLimit = 100
 
 /** The largest page of a scan. */
 export const maxLimit = 1000
+
+/** How long a position bound waits when `timeout` is not given (ms). */
+export const defaultBoundTimeout = 10_000
+
+/** The longest a position bound waits (ms). */
+export const maxBoundTimeout = 60_000
+
+/** A query's position bound: the input records its store must reflect, and how long to wait for them. */
+export interface PositionBound {
+  readonly bound: ReadonlyArray<{ readonly topic: string; readonly offset: number }>
+  readonly timeoutMillis: number
+}
 
 /** Which entries of a store a scan reads. */
 export type Bounds =
@@ -259,4 +277,34 @@ export const parse = (url: string): Either.Either<Query, NoRoute | BadRequest | 
       return yield* Either.left(invalid("a prefix scan needs prefix= (the start of the keys; empty: every key)"))
     }
     return { _tag: "StoreScan", store, bounds: { _tag: "Prefix", prefix }, limit, after, partition, format: as } as const
+  })
+
+/** The position bound of `url` (`position=`, `timeout=`), `undefined` without one. */
+export const boundOf = (url: string): Either.Either<PositionBound | undefined, BadRequest> =>
+  Either.gen(function*() {
+    const question = url.indexOf("?")
+    const params = new URLSearchParams(question === -1 ? "" : url.slice(question + 1))
+    const text = params.get("position")
+    const timeout = yield* integer(params, "timeout")
+    if (text === null) {
+      return timeout === undefined
+        ? undefined
+        : yield* Either.left(invalid("timeout= is the wait of a position bound: give position={topic}:{offset} with it"))
+    }
+    const bound: Array<{ readonly topic: string; readonly offset: number }> = []
+    for (const part of text.split(",")) {
+      const colon = part.lastIndexOf(":")
+      const topic = part.slice(0, colon)
+      const offset = /^\d{1,16}$/.test(part.slice(colon + 1)) ? Number(part.slice(colon + 1)) : Number.NaN
+      if (colon <= 0 || !Number.isSafeInteger(offset)) {
+        return yield* Either.left(
+          invalid(`position=${JSON.stringify(text)}: a position bound is {topic}:{offset}[,{topic}:{offset}...] (an input topic and an offset of the key's partition)`)
+        )
+      }
+      bound.push({ topic, offset })
+    }
+    if (timeout !== undefined && timeout > maxBoundTimeout) {
+      return yield* Either.left(invalid(`timeout=${timeout}: a position bound waits at most ${maxBoundTimeout} ms`))
+    }
+    return { bound, timeoutMillis: timeout ?? defaultBoundTimeout }
   })
