@@ -27,6 +27,7 @@ import * as Topic from "../Topic.ts"
 import { changelogTopic } from "../Transformer.ts"
 import type { Transformer } from "../Transformer.ts"
 import * as Batch from "../internal/batch.ts"
+import * as DatabaseTask from "../internal/database/DatabaseTask.ts"
 import * as CommitReceipt from "../internal/CommitReceipt.ts"
 import { headerRecord } from "../internal/headers.ts"
 import type { FetchedHeaders, FetchedRecord } from "../internal/kafka/consumer.ts"
@@ -434,7 +435,7 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     ): Effect.Effect<void, PipeError<E>, R> =>
       Effect.gen(function*() {
         const task = taskOf(partition)
-        const result = yield* Batch.run(transformer, task.store, slices, {
+        const run = Batch.run(transformer, task.store, slices, {
           deadLetterTopic,
           stop: Effect.never,
           permits: Option.none(),
@@ -445,6 +446,17 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           timers: task.timers,
           advanceStreamTime
         }).pipe(Effect.locally(RunStore.current, task.runs))
+        // A `DatabaseSink`: the batch in one transaction of the program's SqlClient (no offsets or epochs kept).
+        const result = yield* (transformer.database === undefined ? run : DatabaseTask.driverBatch(transformer, slices, run, {
+          deadLetterTopic,
+          messageLimits
+        }).pipe(
+          Effect.catchAll((error) =>
+            error instanceof DatabaseTask.BatchFailed
+              ? Effect.catchIf(Effect.failCause(error.cause), isKafkaError, (kafka) => Effect.die(kafka))
+              : Effect.die(error)
+          )
+        ))
         if (result.processed > 0 || result.taskWrites.length > 0) {
           for (const output of result.outputs) append(output)
           if (Option.isSome(task.store)) {

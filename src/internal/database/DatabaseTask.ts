@@ -154,7 +154,7 @@ export const claim = <P extends number>(
   })
 
 /** The batch's fatal failure: the database transaction rolls back, the partition fails. */
-class BatchFailed<E> {
+export class BatchFailed<E> {
   readonly _tag = "BatchFailed"
   constructor(readonly cause: Cause.Cause<Batch.RecordError<E>>) {}
 }
@@ -178,6 +178,74 @@ const batchDeadLetters = (
 }
 
 /**
+ * A sink's batch, inside its database transaction: `run` (the batch's
+ * records through the transform: a per-record handler in a savepoint each, a
+ * batch handler's collector), then a batch handler under the rules. Its
+ * outputs are the dead letters (a sink's transform emits nothing else).
+ * Shared by the runner and `TestDriver`.
+ */
+export const runBatch = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R, E2>(
+  transformer: Transformer<Inputs, S, E, R>,
+  slices: ReadonlyArray<Batch.Slice>,
+  run: Effect.Effect<Batch.TaskBatchResult<E>, E2, R>,
+  options: Pick<Batch.Options, "deadLetterTopic" | "messageLimits"> & { readonly onRetry: () => void }
+): Effect.Effect<
+  { readonly result: Batch.TaskBatchResult<E>; readonly deadLetters: ReadonlyArray<Topic.EncodedRecord> },
+  E2 | BatchFailed<E> | DatabaseError | KafkaError,
+  R
+> =>
+  Effect.gen(function*() {
+    const batchRun = transformer.database?.batch === undefined ? undefined : yield* transformer.database.batch
+    const result = yield* (batchRun === undefined ? run : batchRun.collecting(run))
+    let deadLetters: ReadonlyArray<Topic.EncodedRecord> = result.outputs
+    if (batchRun !== undefined && batchRun.records().length > 0) {
+      const ruled = yield* Effect.either(Rules.apply(transformer.rules, () => batchRun.handle, {
+        hasDeadLetterTopic: Option.isSome(options.deadLetterTopic),
+        onRetry: options.onRetry
+      }))
+      if (Either.isLeft(ruled)) {
+        // The database went away under the handler: the batch rolls back and the partition rewinds.
+        if (ruled.left instanceof DatabaseError) return yield* Effect.fail(ruled.left)
+        // The rules rethrow only what the attempt failed with: the handler's `E`.
+        return yield* Effect.fail(new BatchFailed(Cause.fail(ruled.left as Batch.RecordError<E>)))
+      }
+      if (ruled.right._tag === "Skipped") {
+        yield* Effect.logWarning(`skipped a batch of ${batchRun.records().length} records: ${describe(ruled.right.error)}`)
+      } else if (ruled.right._tag === "DeadLettered" && Option.isSome(options.deadLetterTopic)) {
+        const limit = yield* options.messageLimits.lookup(options.deadLetterTopic.value)
+        deadLetters = [
+          ...deadLetters,
+          ...batchDeadLetters(slices, batchRun.records(), options.deadLetterTopic.value, ruled.right.error, limit)
+        ]
+      }
+    }
+    return { result, deadLetters }
+  })
+
+/**
+ * A sink's batch as `TestDriver` runs it: `runBatch` in one transaction of
+ * the program's `SqlClient` (when it provides one), without offsets, epochs
+ * or an outbox; the result's outputs are its dead letters.
+ */
+export const driverBatch = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R, E2>(
+  transformer: Transformer<Inputs, S, E, R>,
+  slices: ReadonlyArray<Batch.Slice>,
+  run: Effect.Effect<Batch.TaskBatchResult<E>, E2, R>,
+  options: Pick<Batch.Options, "deadLetterTopic" | "messageLimits">
+): Effect.Effect<Batch.TaskBatchResult<E>, E2 | BatchFailed<E> | DatabaseError | KafkaError, R> =>
+  Effect.flatMap(SinkStoreModule.currentClient, (client) => {
+    const batch = Effect.map(
+      runBatch(transformer, slices, run, { ...options, onRetry: () => undefined }),
+      ({ deadLetters, result }) => ({ ...result, outputs: deadLetters })
+    )
+    return Option.match(client, {
+      onNone: () => batch,
+      onSome: (sql) =>
+        SinkStoreModule.make(sql, transformer.database?.tables ?? { offsets: "", deadLetters: "" }).transaction(batch)
+    })
+  })
+
+/**
  * Runs the task's slices in one database transaction and commits them with
  * their offsets there (see the module's comment); the outcome as
  * `Task.processSlices` gives it.
@@ -197,37 +265,16 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
   const processed: Effect.Effect<Outcome<E>, never, R> = Effect.gen(function*() {
     const partition = task.partition
     const { store } = database
-    const batchRun = transformer.database?.batch === undefined ? undefined : yield* transformer.database.batch
     let retries = 0
     const body = Effect.gen(function*() {
       const run = Batch.run(transformer, task.store, slices, { ...options, cache: task.cache, partition, timers: task.timers })
-      const result = yield* (batchRun === undefined ? run : batchRun.collecting(run))
+      const { deadLetters, result } = yield* runBatch(transformer, slices, run, {
+        ...options,
+        onRetry: () => {
+          retries++
+        }
+      })
       retries += result.retries
-      // A sink's transform emits nothing: every output is a dead letter.
-      let deadLetters: ReadonlyArray<Topic.EncodedRecord> = result.outputs
-      if (batchRun !== undefined && batchRun.records().length > 0) {
-        const ruled = yield* Effect.either(Rules.apply(transformer.rules, () => batchRun.handle, {
-          hasDeadLetterTopic: Option.isSome(options.deadLetterTopic),
-          onRetry: () => {
-            retries++
-          }
-        }))
-        if (Either.isLeft(ruled)) {
-          // The database went away under the handler: the batch rolls back and the partition rewinds.
-          if (ruled.left instanceof DatabaseError) return yield* Effect.fail(ruled.left)
-          // The rules rethrow only what the attempt failed with: the handler's `E`.
-          return yield* Effect.fail(new BatchFailed(Cause.fail(ruled.left as Batch.RecordError<E>)))
-        }
-        if (ruled.right._tag === "Skipped") {
-          yield* Effect.logWarning(`skipped a batch of ${batchRun.records().length} records: ${describe(ruled.right.error)}`)
-        } else if (ruled.right._tag === "DeadLettered" && Option.isSome(options.deadLetterTopic)) {
-          const limit = yield* options.messageLimits.lookup(options.deadLetterTopic.value)
-          deadLetters = [
-            ...deadLetters,
-            ...batchDeadLetters(slices, batchRun.records(), options.deadLetterTopic.value, ruled.right.error, limit)
-          ]
-        }
-      }
       const offsets = slices.map((slice, i) => ({ topic: slice.topic, partition: slice.partition, offset: result.cuts[i]!.offset }))
       const moved = result.cuts.some((cut) => cut.kept > 0) || result.processed > 0
       if (moved) yield* store.commit(options.groupId, partition, database.epoch, offsets, deadLetters)
