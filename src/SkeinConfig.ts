@@ -149,6 +149,16 @@ export interface SkeinConfig {
    */
   readonly queryEndpoint?: string | undefined
   /**
+   * PEM file of the query endpoint's certificate: with `queryTlsKeyFile`, the
+   * endpoint serves HTTPS (and forwards to the other instances over HTTPS).
+   * Unset: plain HTTP.
+   */
+  readonly queryTlsCertFile?: string | undefined
+  /** PEM file of the certificate's private key (read into a `Redacted`, never logged). */
+  readonly queryTlsKeyFile?: string | undefined
+  /** PEM file of the CA(s) the endpoint trusts when it forwards to another instance (unset: the system's). */
+  readonly queryTlsCaFile?: string | undefined
+  /**
    * Warn (once per key) when a state key is seen on a second input partition:
    * state is per partition, so that key's state is split. Unset: on for a
    * transformer with a custom `stateKey`, off for the default (the record key).
@@ -490,6 +500,15 @@ export const config: Config.Config<SkeinConfig> = Config.all({
   ),
   queryEndpoint: Config.string("SKEIN_QUERY_ENDPOINT").pipe(
     optional("host:port where other instances reach this query endpoint (unset: queryHost and the bound port)")
+  ),
+  queryTlsCertFile: Config.string("SKEIN_QUERY_TLS_CERT_FILE").pipe(
+    optional("PEM file of the query endpoint's certificate (with the key file: HTTPS; unset: plain HTTP)")
+  ),
+  queryTlsKeyFile: Config.string("SKEIN_QUERY_TLS_KEY_FILE").pipe(
+    optional("PEM file of the query endpoint's private key; never logged")
+  ),
+  queryTlsCaFile: Config.string("SKEIN_QUERY_TLS_CA_FILE").pipe(
+    optional("PEM file of the CA(s) trusted when forwarding a query to another instance (unset: the system's)")
   ),
   checkStateKeys: Config.boolean("SKEIN_CHECK_STATE_KEYS").pipe(
     optional("Warn when a state key spans input partitions (unset: on for a custom stateKey)")

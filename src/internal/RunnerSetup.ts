@@ -39,6 +39,7 @@ import * as StoreCleanup from "./StoreCleanup.ts"
 import * as DatabaseTask from "./database/DatabaseTask.ts"
 import * as PollBuffer from "./PollBuffer.ts"
 import * as Positions from "./query/Positions.ts"
+import * as QueryTls from "./query/queryTls.ts"
 import type * as Queries from "./query/Queries.ts"
 import * as QueryRoutes from "./QueryRoutes.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
@@ -241,10 +242,12 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const wiring: QueryWiring = { manager: undefined, consumer: undefined, endpoint: undefined, positions: Positions.make() }
     if (config.queryPort !== undefined) {
       const QueryServer = yield* Effect.promise(() => import("./queryServer.ts"))
+      const tls = yield* QueryTls.read(config)
       const server = yield* QueryServer.serve(querySource(transformer, wiring, stats, partitions), {
         port: config.queryPort,
         host: config.queryHost,
-        token: config.queryToken
+        token: config.queryToken,
+        tls
       })
       wiring.endpoint = config.queryEndpoint ?? announcedEndpoint(config.queryHost, server.port)
       stats.setQueryPort(server.port)

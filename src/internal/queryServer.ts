@@ -26,14 +26,17 @@ import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpClient from "@effect/platform/HttpClient"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Duration, Effect, Either, Redacted } from "effect"
+import { Duration, Effect, Either, Layer, Redacted } from "effect"
 import type { Scope } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import * as Http from "node:http"
+import * as Https from "node:https"
 import { QueryServerError } from "../SkeinError.ts"
 import * as Queries from "./query/Queries.ts"
 import * as QueryError from "./query/QueryError.ts"
+import type { QueryTls } from "./query/queryTls.ts"
 import * as Request from "./query/request.ts"
 
 export interface Options {
@@ -44,6 +47,8 @@ export interface Options {
   readonly token?: Redacted.Redacted | undefined
   /** How long a forwarded query waits for its owner's answer (default `forwardTimeout`). */
   readonly forwardTimeout?: Duration.DurationInput | undefined
+  /** Serve HTTPS with this certificate and key (and forward over HTTPS, trusting `ca`); unset: plain HTTP. */
+  readonly tls?: QueryTls | undefined
 }
 
 /** The request headers of forwarding. */
@@ -124,7 +129,7 @@ const forwarding = (
   options: Options
 ): Forward =>
 (owner, partition) =>
-  client.get(`http://${owner}${url}`, {
+  client.get(`${options.tls === undefined ? "http" : "https"}://${owner}${url}`, {
     headers: {
       [headers.forward]: "no",
       [headers.forwardedBy]: self ?? "?",
@@ -199,11 +204,23 @@ export const serve = (
   options: Options
 ): Effect.Effect<{ readonly port: number }, QueryServerError, Scope.Scope> =>
   Effect.gen(function*() {
-    const server = yield* NodeHttpServer.make(() => Http.createServer(), { port: options.port, host: options.host })
-      .pipe(Effect.mapError((error) => listenError(error.cause, options)))
+    const tls = options.tls
+    const server = yield* NodeHttpServer.make(
+      () => tls === undefined ? Http.createServer() : Https.createServer({ cert: tls.cert, key: Redacted.value(tls.key) }),
+      { port: options.port, host: options.host }
+    ).pipe(Effect.mapError((error) => listenError(error.cause, options)))
     // The request's path is read by `request.ts`, not a router: a router answers a malformed
     // percent-encoding with an empty 404, where a query answers a 400 that says what is wrong.
-    const client = yield* HttpClient.HttpClient.pipe(Effect.provide(FetchHttpClient.layer))
+    // Forwards over HTTPS trust the configured CA (a private one, typically), through Node's agent.
+    const client = yield* HttpClient.HttpClient.pipe(
+      Effect.provide(
+        tls === undefined
+          ? FetchHttpClient.layer
+          : NodeHttpClient.layerWithoutAgent.pipe(
+            Layer.provide(NodeHttpClient.makeAgentLayer(tls.ca === undefined ? {} : { ca: tls.ca }))
+          )
+      )
+    )
     // @effect/platform runs an app uninterruptibly: a query's waits (a position bound, a forward) are
     // interruptible, or their timeouts could never end them.
     yield* server.serve(Effect.interruptible(handler(source, options, client)))
@@ -214,8 +231,9 @@ export const serve = (
       )
     }
     yield* Effect.logInfo(
-      `query endpoint on ${options.host}:${server.address._tag === "TcpAddress" ? server.address.port : options.port}` +
-        (options.token === undefined ? "" : " (bearer token required)")
+      `query endpoint on ${tls === undefined ? "http" : "https"}://${options.host}:${
+        server.address._tag === "TcpAddress" ? server.address.port : options.port
+      }` + (options.token === undefined ? "" : " (bearer token required)")
     )
     return { port: server.address._tag === "TcpAddress" ? server.address.port : options.port }
   })
