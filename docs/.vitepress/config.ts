@@ -21,6 +21,10 @@ const docs = join(dirname(fileURLToPath(import.meta.url)), "..")
 /** The repository a link out of docs/ goes to (the project URL of CHANGELOG.md). */
 const repository = "https://github.com/skein/skein/blob/main/"
 
+/** GitHub's anchor of a heading's text (markdown-it-anchor numbers repeats -1, -2 as GitHub does). */
+const githubSlug = (heading: string): string =>
+  heading.trim().toLowerCase().replace(/<[^>]*>/g, "").replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-")
+
 /** docs/README.md's `## Section` headings and their `- [Title](page.md)` items. */
 const sidebar = (): DefaultTheme.SidebarItem[] => {
   const index = readFileSync(join(docs, "README.md"), "utf8")
@@ -50,6 +54,8 @@ export default defineConfig({
   rewrites: { "README.md": "index.md" },
   srcExclude: ["api/**"],
   lastUpdated: false,
+  // No icon yet: an empty one, so that browsers ask for no /favicon.ico (a 404 in the console).
+  head: [["link", { rel: "icon", href: "data:," }]],
   themeConfig: {
     sidebar: sidebar(),
     nav: [
@@ -62,6 +68,8 @@ export default defineConfig({
     outline: { level: [2, 3] }
   },
   markdown: {
+    // GitHub's heading anchors, the ones the pages link to (and scripts/check-docs.mjs checks).
+    anchor: { slugify: githubSlug },
     config: (md) => {
       // Links out of docs/ go to the repository (a core rule: VitePress then sees an external link).
       md.core.ruler.push("skein-repository-links", (state) => {
