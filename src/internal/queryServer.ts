@@ -18,7 +18,9 @@
  * that routes itself) or was forwarded already (`x-skein-forwarded-by`): then
  * it is `NotHere` naming the owner. An owner that does not answer is a 503
  * `NotReady` (reason `unreachable`). Every answer names the instance that
- * read it in `x-skein-served-by`.
+ * read it in `x-skein-served-by`. A scan of every partition (no
+ * `partition=`) is answered from every owner's page, merged in key order
+ * (`scanAll`).
  *
  * @internal
  */
@@ -28,7 +30,9 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
-import { Duration, Effect, Either, Layer, Redacted } from "effect"
+import type * as HttpClientError from "@effect/platform/HttpClientError"
+import type * as HttpClientResponse from "@effect/platform/HttpClientResponse"
+import { Duration, Effect, Either, Layer, Option, Redacted, Schema } from "effect"
 import type { Scope } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import * as Http from "node:http"
@@ -38,6 +42,8 @@ import * as Queries from "./query/Queries.ts"
 import * as QueryError from "./query/QueryError.ts"
 import type { QueryTls } from "./query/queryTls.ts"
 import * as Request from "./query/request.ts"
+import * as QueryRoutes from "./QueryRoutes.ts"
+import { compare } from "./stores/keys.ts"
 
 export interface Options {
   /** 0 listens on any free port; `serve` returns the bound one. */
@@ -67,6 +73,72 @@ export const forwardTimeout = Duration.seconds(5)
 /** Forwards a query to the instance at an endpoint (`host:port`); the owner's answer, or a 503 `NotReady`. */
 export type Forward = (owner: string, partition: number) => Effect.Effect<HttpServerResponse.HttpServerResponse>
 
+/** The other instances, as a query reaches them. */
+export interface Peers {
+  /** The query, answered by the owner of its partition. */
+  readonly forward: Forward
+  /** The query, answered by the instance at `endpoint` from its own partitions (`undefined`: it did not answer). */
+  readonly ask: (endpoint: string) => Effect.Effect<{ readonly status: number; readonly json: unknown } | undefined>
+}
+
+/** A scan's page as the instances answer it. */
+const ScanPage = Schema.Struct({
+  entries: Schema.Array(Schema.Struct({ key: Schema.String, value: Schema.Unknown, partition: Schema.Number })),
+  partitions: Schema.Array(Schema.Number)
+})
+
+/**
+ * A scan of every partition asked at one instance: its own page and every
+ * other owner's (asked not to forward), merged in key order. A partition
+ * answered twice (the routes moved under the scan) or an owner that does not
+ * answer is a 503 `NotReady`; a partition no instance answered for leaves
+ * `complete` false.
+ */
+const scanAll = (
+  source: Queries.Source,
+  query: Extract<Request.Query, { readonly _tag: "StoreScan" }>,
+  owners: ReadonlyArray<string>,
+  peers: Peers,
+  served: Record<string, string>
+): Effect.Effect<HttpServerResponse.HttpServerResponse, QueryError.QueryError> =>
+  Effect.gen(function*() {
+    const local = yield* Queries.answer(source, query)
+    // This instance's own answer has the page's shape: anything else is a broken invariant.
+    const pages: Array<typeof ScanPage.Type> = [yield* Effect.orDie(Schema.decodeUnknown(ScanPage)(local))]
+    const answers = yield* Effect.forEach(owners, (owner) => Effect.map(peers.ask(owner), (answer) => ({ owner, answer })), {
+      concurrency: "unbounded"
+    })
+    for (const { answer, owner } of answers) {
+      const page = answer === undefined ? Option.none() : Schema.decodeUnknownOption(ScanPage)(answer.json)
+      if (answer !== undefined && answer.status !== 200) return json(answer.status, answer.json, served)
+      if (Option.isNone(page)) {
+        const error = new QueryError.NotReady({ partition: -1, reason: "unreachable", retryAfterMillis: Queries.retryAfterMillis })
+        return json(503, { ...QueryError.body(error), owner, message: `${owner} did not answer its part of the scan: retry` }, {
+          ...served,
+          "retry-after": "1"
+        })
+      }
+      pages.push(page.value)
+    }
+    const partitions = pages.flatMap((page) => page.partitions).sort((a, b) => a - b)
+    if (new Set(partitions).size !== partitions.length) {
+      const error = new QueryError.NotReady({ partition: -1, reason: "unavailable", retryAfterMillis: Queries.retryAfterMillis })
+      return json(503, { ...QueryError.body(error), message: "two instances answered for one partition (it is moving): retry" }, {
+        ...served,
+        "retry-after": "1"
+      })
+    }
+    const entries = pages.flatMap((page) => page.entries).sort((a, b) => compare(a.key, b.key)).slice(0, query.limit)
+    const last = entries[entries.length - 1]
+    return json(200, {
+      store: query.store,
+      entries,
+      next: entries.length === query.limit && last !== undefined ? last.key : null,
+      partitions,
+      complete: partitions.length === source.partitions
+    }, served)
+  })
+
 /** Addresses only this machine reaches. */
 const loopback: ReadonlySet<string> = new Set(["127.0.0.1", "localhost", "::1"])
 
@@ -89,7 +161,7 @@ const json = (status: number, body: unknown, headers: Record<string, string> = {
 export const respond = (
   source: Queries.Source,
   url: string,
-  forward?: Forward | undefined
+  peers?: Peers | undefined
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   const self = source.self()
   const served: Record<string, string> = self === undefined ? {} : { [headers.servedBy]: self }
@@ -108,11 +180,18 @@ export const respond = (
   }
   const bound = Request.boundOf(url)
   if (Either.isLeft(bound)) return Effect.succeed(json(400, QueryError.body(bound.left), served))
-  return Queries.answer(source, query.right, bound.right).pipe(
-    Effect.map((body) => json(200, body, served)),
+  const question = query.right
+  // A scan of every partition: this instance's page and the other owners'.
+  const owners = peers === undefined || question._tag !== "StoreScan" || question.partition !== undefined
+    ? []
+    : QueryRoutes.byEndpoint(source.routes()).filter((e) => e.active.length > 0 && e.endpoint !== self).map((e) => e.endpoint)
+  const answered = question._tag === "StoreScan" && owners.length > 0 && peers !== undefined
+    ? scanAll(source, question, owners, peers, served)
+    : Effect.map(Queries.answer(source, question, bound.right), (body) => json(200, body, served))
+  return answered.pipe(
     Effect.catchAll((error) =>
-      error._tag === "NotHere" && error.owner !== undefined && forward !== undefined
-        ? forward(error.owner, error.partition)
+      error._tag === "NotHere" && error.owner !== undefined && peers !== undefined
+        ? peers.forward(error.owner, error.partition)
         : Effect.succeed(json(QueryError.status(error), QueryError.body(error), {
           ...served,
           ...(error._tag === "NotReady" ? { "retry-after": String(Math.ceil(error.retryAfterMillis / 1000)) } : {})
@@ -127,15 +206,45 @@ const forwarding = (
   url: string,
   self: string | undefined,
   options: Options
+): Peers => {
+  const get = (endpoint: string) =>
+    client.get(`${options.tls === undefined ? "http" : "https"}://${endpoint}${url}`, {
+      headers: {
+        [headers.forward]: "no",
+        [headers.forwardedBy]: self ?? "?",
+        ...(options.token === undefined ? {} : { authorization: `Bearer ${Redacted.value(options.token)}` })
+      }
+    })
+  const wait = Duration.sum(
+    options.forwardTimeout ?? forwardTimeout,
+    Either.match(Request.boundOf(url), { onLeft: () => Duration.zero, onRight: (b) => Duration.millis(b?.timeoutMillis ?? 0) })
+  )
+  const ask = (endpoint: string) =>
+    get(endpoint).pipe(
+      Effect.flatMap((response) =>
+        Effect.map(response.text, (text): { readonly status: number; readonly json: unknown } | undefined => {
+          try {
+            return { status: response.status, json: JSON.parse(text) }
+          } catch {
+            return undefined
+          }
+        })
+      ),
+      Effect.scoped,
+      Effect.timeout(wait),
+      Effect.orElseSucceed(() => undefined)
+    )
+  return { forward: forwardTo(get, wait, self), ask }
+}
+
+/** Forwarding to the owner: its answer as it is, or a 503 `NotReady` naming it. */
+const forwardTo = (
+  get: (endpoint: string) => Effect.Effect<HttpClientResponse.HttpClientResponse, HttpClientError.HttpClientError>,
+  wait: Duration.Duration,
+  self: string | undefined
 ): Forward =>
 (owner, partition) =>
-  client.get(`${options.tls === undefined ? "http" : "https"}://${owner}${url}`, {
-    headers: {
-      [headers.forward]: "no",
-      [headers.forwardedBy]: self ?? "?",
-      ...(options.token === undefined ? {} : { authorization: `Bearer ${Redacted.value(options.token)}` })
-    }
-  }).pipe(
+  get(owner).pipe(
     Effect.flatMap((response) =>
       Effect.map(response.text, (text) => {
         const retryAfter = response.headers["retry-after"]
@@ -150,10 +259,7 @@ const forwarding = (
       })
     ),
     Effect.scoped,
-    Effect.timeout(Duration.sum(
-      options.forwardTimeout ?? forwardTimeout,
-      Either.match(Request.boundOf(url), { onLeft: () => Duration.zero, onRight: (b) => Duration.millis(b?.timeoutMillis ?? 0) })
-    )),
+    Effect.timeout(wait),
     Effect.catchAll(() => {
       const error = new QueryError.NotReady({ partition, reason: "unreachable", retryAfterMillis: Queries.retryAfterMillis })
       return Effect.succeed(json(QueryError.status(error), { ...QueryError.body(error), owner }, {
@@ -179,10 +285,10 @@ const handler = (source: Queries.Source, options: Options, client: HttpClient.Ht
         "www-authenticate": "Bearer"
       })
     }
-    const forward = request.headers[headers.forward] === "no" || request.headers[headers.forwardedBy] !== undefined
+    const peers = request.headers[headers.forward] === "no" || request.headers[headers.forwardedBy] !== undefined
       ? undefined
       : forwarding(client, request.url, source.self(), options)
-    return yield* respond(source, request.url, forward)
+    return yield* respond(source, request.url, peers)
   })
 
 /** Classifies a `listen` failure (a Node system error) by its code. */

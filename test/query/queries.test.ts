@@ -253,6 +253,9 @@ describe("interactive queries on a broker", () => {
       }
       const page = yield* client.range(Totals, { from: "k", to: "k~" })
       assert.deepStrictEqual(page.entries.map((e) => [e.key, e.value]), [...expected])
+      // The same scan over plain HTTP at one instance: it merges the other's page.
+      const merged = yield* askAt(instance, "/stores/totals/range?from=k&to=k~")
+      assert.deepStrictEqual([merged.json.complete, merged.json.entries?.map((e) => [e.key, e.value])], [true, [...expected]])
 
       // Read your write: the offset a record was appended at bounds the query, which waits for its commit.
       const written = "k7"

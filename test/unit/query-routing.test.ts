@@ -19,6 +19,7 @@ import { partitionOf } from "../../src/internal/query/partitioner.ts"
 import type * as Queries from "../../src/internal/query/Queries.ts"
 import * as QueryServer from "../../src/internal/queryServer.ts"
 import * as QueryRoutes from "../../src/internal/QueryRoutes.ts"
+import { namespace } from "../../src/internal/stores/keys.ts"
 
 const { AssignerProtocol } = kafkajs
 
@@ -186,6 +187,36 @@ describe("forwarding between two query endpoints", () => {
       assert.deepStrictEqual([restoring.status, restoring.json.reason, restoring.headers.get("retry-after")], [503, "restoring", "1"])
       // Without the token A refuses before it forwards anything.
       assert.strictEqual((yield* get(a, `/state/count/${onB}`)).status, 401)
+    }))
+
+  it.scopedLive("a scan asked at one instance merges every owner's page in key order; x-skein-forward: no reads its own", () =>
+    Effect.gen(function*() {
+      let endpoints = { a: "", b: "" }
+      const routes = (): QueryRoutes.QueryRoutes => ({ active: [endpoints.a, endpoints.a, endpoints.b, endpoints.b], standbys: [] })
+      const entry = (n: number) => [`${namespace("totals")}n${String(n).padStart(2, "0")}`, String(n)] as const
+      // Entry n on partition n % 4: A holds 0 and 1, B 2 and 3.
+      const storesOf = (own: ReadonlyArray<number>) =>
+        Effect.map(
+          Effect.forEach(own, (p) => Effect.map(storeWith(p, Array.from({ length: 20 }, (_, n) => n).filter((n) => n % 4 === p).map(entry)), (store) => [p, store] as const)),
+          (pairs) => new Map<number, Queries.PartitionState>(pairs)
+        )
+      const a = yield* QueryServer.serve(sourceOf(yield* storesOf([0, 1]), routes, () => endpoints.a), { port: 0, host: "127.0.0.1", token })
+      const b = yield* QueryServer.serve(sourceOf(yield* storesOf([2, 3]), routes, () => endpoints.b), { port: 0, host: "127.0.0.1", token })
+      endpoints = { a: `127.0.0.1:${a.port}`, b: `127.0.0.1:${b.port}` }
+      const keys: Array<string> = []
+      let after: string | null = null
+      for (let page = 0; page < 10; page++) {
+        const answer: { json: Record<string, unknown> } = yield* get(a.port, `/stores/totals/range?limit=7${after === null ? "" : `&after=${after}`}`, bearer)
+        assert.deepStrictEqual([answer.json.partitions, answer.json.complete], [[0, 1, 2, 3], true])
+        const entries = answer.json.entries
+        if (!Array.isArray(entries)) return assert.fail("no entries")
+        keys.push(...entries.map((e: { key: string }) => e.key))
+        after = typeof answer.json.next === "string" ? answer.json.next : null
+        if (after === null) break
+      }
+      assert.deepStrictEqual(keys, Array.from({ length: 20 }, (_, n) => `n${String(n).padStart(2, "0")}`))
+      const own = yield* get(a.port, "/stores/totals/prefix?prefix=n", { ...bearer, [QueryServer.headers.forward]: "no" })
+      assert.deepStrictEqual([own.json.partitions, own.json.complete, (own.json.entries as Array<unknown>).length], [[0, 1], false, 10])
     }))
 
   it.scopedLive("/metadata names every partition's owner and standbys, and a key's", () =>
