@@ -9,6 +9,7 @@ import { defineConfig } from "vitest/config"
 export const unitTests: ReadonlyArray<string> = [
   "test/unit/**/*.test.ts",
   "test/chaos/verifier.test.ts",
+  "test/chaos/enrichmentVerifier.test.ts",
   "test/extractor/units.test.ts",
   "test/health/prometheus.test.ts",
   "test/health/server.test.ts",
