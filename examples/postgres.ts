@@ -124,7 +124,7 @@ const program = Effect.gen(function*() {
 })
 
 const database = Layer.unwrapEffect(
-  Effect.map(PostgresServer.PostgresServer, (server) => PgClient.layer({ url: server.url }))
+  Effect.map(PostgresServer.PostgresServer, (server) => DatabaseSink.connect(PgClient.layer({ url: server.url })))
 ).pipe(Layer.provideMerge(PostgresServer.layer()))
 
 program.pipe(

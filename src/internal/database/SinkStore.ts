@@ -81,15 +81,27 @@ export interface SinkStore {
 
 /** Error codes of Postgres (SQLSTATE) that a fix, not a retry, gets past. */
 const refusedCodes: ReadonlyMap<string, string> = new Map([
-  ["28P01", "Check the user and password of the database URL"],
-  ["28000", "Check the user of the database URL and the server's pg_hba.conf"],
-  ["3D000", "Create the database, or fix its name in the database URL"],
+  ["28P01", "The server refused the password: check the user and password of the database URL (DATABASE_URL)"],
+  ["28000", "The server refused the user: check the user of the database URL (DATABASE_URL) and the server's pg_hba.conf"],
+  ["3D000", "Create the database (CREATE DATABASE), or fix its name in the database URL (DATABASE_URL)"],
   ["42501", "Grant the sink's user CREATE on the schema, or SELECT, INSERT, UPDATE, DELETE on Skein's tables"]
 ])
 /** Connection errors of Node and Postgres's own shutdown codes: the server is not there (now). */
 const unavailableCodes: ReadonlySet<string> = new Set([
-  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENOTFOUND", "EPIPE", "57P01", "57P02", "57P03", "08000", "08003", "08006"
+  "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "EPIPE",
+  "57P01", "57P02", "57P03", "08000", "08001", "08003", "08006"
 ])
+/** What to check when the database is not there at startup, by code. */
+const connectFixes: ReadonlyMap<string, string> = new Map([
+  ["ECONNREFUSED", "Nothing accepts connections there: check the host and port of the database URL (DATABASE_URL), and that the server runs"],
+  ["ENOTFOUND", "The host does not resolve: check the host name of the database URL (DATABASE_URL)"],
+  ["EAI_AGAIN", "The host does not resolve (now): check the host name of the database URL (DATABASE_URL) and the DNS"],
+  ["ETIMEDOUT", "The server does not answer: check the host and port of the database URL (DATABASE_URL), the network and any firewall"],
+  ["EHOSTUNREACH", "The host is unreachable: check the host of the database URL (DATABASE_URL) and the network"],
+  ["ENETUNREACH", "The network is unreachable: check the host of the database URL (DATABASE_URL) and the network"],
+  ["57P03", "The server is starting or shutting down: retry once it accepts connections"]
+])
+const timeoutFix = "The server did not answer in time: check the host and port of the database URL (DATABASE_URL), the network and any firewall"
 
 const codeOf = (cause: unknown): Option.Option<string> => {
   let current: unknown = cause
@@ -100,11 +112,19 @@ const codeOf = (cause: unknown): Option.Option<string> => {
   return Option.none()
 }
 
+/**
+ * The driver's error to keep as the cause: Node's `AggregateError` of a
+ * refused connection (each address of a name tried) has an empty message,
+ * its first error says where it went.
+ */
+const describedCause = (cause: unknown): unknown =>
+  cause instanceof AggregateError && cause.message === "" && cause.errors[0] instanceof Error ? cause.errors[0] : cause
+
 /** An `SqlError` (or any failure of the driver) as a `DatabaseError`, by its code. */
 export const toDatabaseError = (operation: string) => (error: SqlError | unknown): DatabaseError => {
-  const cause = typeof error === "object" && error !== null && "cause" in error && error.cause !== undefined
-    ? error.cause
-    : error
+  const cause = describedCause(
+    typeof error === "object" && error !== null && "cause" in error && error.cause !== undefined ? error.cause : error
+  )
   const code = codeOf(error)
   if (Option.isSome(code)) {
     const fix = refusedCodes.get(code.value)
@@ -112,8 +132,23 @@ export const toDatabaseError = (operation: string) => (error: SqlError | unknown
     if (unavailableCodes.has(code.value)) return new DatabaseError({ reason: "Unavailable", operation, cause })
   }
   const text = cause instanceof Error ? cause.message : String(cause)
-  if (/connect|terminat|closed|ECONNREFUSED/i.test(text)) return new DatabaseError({ reason: "Unavailable", operation, cause })
+  if (/connect|terminat|closed|timed out|ECONNREFUSED/i.test(text)) return new DatabaseError({ reason: "Unavailable", operation, cause })
   return new DatabaseError({ reason: "Failed", operation, cause })
+}
+
+/**
+ * A failure to reach the database at startup as a `DatabaseError`: as
+ * `toDatabaseError`, with what to check when it is `Unavailable` (the host,
+ * the port, the name).
+ */
+export const toStartupError = (operation: string) => (error: SqlError | unknown): DatabaseError => {
+  const mapped = toDatabaseError(operation)(error)
+  if (mapped.reason !== "Unavailable" || mapped.fix !== undefined) return mapped
+  const code = codeOf(error)
+  const fix = Option.isSome(code) ? connectFixes.get(code.value) : undefined
+  const text = mapped.cause instanceof Error ? mapped.cause.message : String(mapped.cause)
+  const chosen = fix ?? (/timed out/i.test(text) ? timeoutFix : undefined)
+  return chosen === undefined ? mapped : new DatabaseError({ reason: mapped.reason, operation, fix: chosen, cause: mapped.cause })
 }
 
 /** Whether `u` is an `@effect/sql` `SqlError`. */
@@ -235,12 +270,16 @@ export const make = (sql: SqlClient.SqlClient, tables: Tables): SinkStore => {
   )
   // Two instances creating the tables at once: Postgres may fail one (a unique violation on its
   // catalog); the tables are there on the second try.
+  // First a probe: a client that connects lazily (a pool, another driver) fails here, named as a
+  // connection failure with what to check, before any table is touched.
+  const probe = sql`SELECT 1`.pipe(Effect.mapError(toStartupError("connection")))
   const ensure = createTables.pipe(
     Effect.retry({ times: 1 }),
     Effect.zipRight(sql`SELECT count(*) AS n FROM ${offsets} WHERE group_id = ${""}`),
     Effect.zipRight(sql`SELECT count(*) AS n FROM ${deadLetters} WHERE group_id = ${""}`),
     Effect.asVoid,
-    Effect.mapError(toDatabaseError(`creating or reading the tables ${tables.offsets} and ${tables.deadLetters}`))
+    Effect.mapError(toStartupError(`creating or reading the tables ${tables.offsets} and ${tables.deadLetters}`)),
+    (tablesReady) => Effect.zipRight(probe, tablesReady)
   )
 
   const transaction = <A, E, R>(body: Effect.Effect<A, E, R>): Effect.Effect<A, E | DatabaseError, R> =>
