@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # CI's precondition check, run by .ci/run before anything else: the tests start their own Kafka
 # brokers (4.4.0, 3.9.2, secured ones) from Maven Central jars, so they need Node 20+ with npm,
-# Java 17+ and Maven. A missing Java or Maven is installed with apt-get when this runs as root
-# (or with password-less sudo) on a Debian/Ubuntu machine; otherwise, or with
-# SKEIN_CI_INSTALL=0, it stops at once with one message naming what to install.
+# Java 17+ and Maven; the documentation site's browser test (test/unit/docs-site.test.ts) needs
+# Chromium. A missing Java or Maven is installed with apt-get when this runs as root (or with
+# password-less sudo) on a Debian/Ubuntu machine, and so is a missing Chromium (Debian's
+# chromium, without recommended packages); otherwise, or with SKEIN_CI_INSTALL=0, it stops at
+# once with one message naming what to install.
 set -uo pipefail
 
 packages="openjdk-17-jdk-headless maven"
@@ -49,6 +51,7 @@ if [ -n "$missing" ]; then
   echo "ci-preflight: missing $what: installing $packages with apt-get" >&2
   export DEBIAN_FRONTEND=noninteractive
   # --no-upgrade: an installed package is left as it is (never upgraded under running brokers).
+  apt_updated=1
   $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-upgrade $packages >/dev/null ||
     fail "apt-get could not install $packages; CI needs $what to start its Kafka brokers; $hint."
   hash -r
@@ -58,4 +61,34 @@ if [ -n "$missing" ]; then
     fail "CI still lacks $what after apt-get installed $packages (installed but not on PATH? java and mvn are in /usr/bin); $hint."
   fi
 fi
-echo "ci-preflight: Node $(node -v), Java $(java_major), $(mvn -B -v 2>/dev/null | head -1 | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/ (.*//')" >&2
+
+# Chromium for the browser test: CHROMIUM_PATH, else the paths test/helpers/chromium.ts looks at.
+find_chromium() {
+  if [ -n "${CHROMIUM_PATH:-}" ]; then [ -x "$CHROMIUM_PATH" ] && echo "$CHROMIUM_PATH"; return; fi
+  local path
+  for path in /usr/bin/chromium /usr/bin/chromium-browser /usr/bin/google-chrome-stable /usr/bin/google-chrome; do
+    if [ -x "$path" ]; then echo "$path"; return; fi
+  done
+}
+chromium=$(find_chromium)
+if [ -z "$chromium" ]; then
+  hint="install it (as root: apt-get install -y --no-install-recommends chromium) or set CHROMIUM_PATH"
+  sudo=""
+  if [ "$(id -u)" != 0 ] && command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; fi
+  if [ "${SKEIN_CI_INSTALL:-1}" = 0 ]; then
+    fail "CI needs Chromium for the documentation site's browser test; $hint (SKEIN_CI_INSTALL=0: not installing)."
+  fi
+  if [ -n "${CHROMIUM_PATH:-}" ] || ! command -v apt-get >/dev/null 2>&1 || { [ "$(id -u)" != 0 ] && [ -z "$sudo" ]; }; then
+    fail "CI needs Chromium for the documentation site's browser test (${CHROMIUM_PATH:+CHROMIUM_PATH=$CHROMIUM_PATH is not an executable; }none found); $hint."
+  fi
+  echo "ci-preflight: no Chromium: installing chromium with apt-get" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  started=$SECONDS
+  { [ -n "${apt_updated:-}" ] || $sudo apt-get update -qq; } &&
+    $sudo apt-get install -y -qq --no-upgrade --no-install-recommends chromium >/dev/null ||
+    fail "apt-get could not install chromium; CI needs Chromium for the documentation site's browser test; $hint."
+  chromium=$(find_chromium)
+  [ -n "$chromium" ] || fail "CI still lacks Chromium after apt-get installed chromium (not in /usr/bin?); $hint."
+  echo "ci-preflight: Chromium installed in $((SECONDS - started)) s" >&2
+fi
+echo "ci-preflight: Node $(node -v), Java $(java_major), $(mvn -B -v 2>/dev/null | head -1 | sed -e 's/\x1b\[[0-9;]*m//g' -e 's/ (.*//'), $("$chromium" --version 2>/dev/null | head -1)" >&2
