@@ -2,7 +2,7 @@
  * The exactly-once cases a secured broker must pass, shared by the default
  * run's secured tests and the compatibility run's (test/compat/secure.test.ts,
  * Kafka 3.9.2): a stateless copy and a stateful count, each connected with
- * one mechanism, granted exactly the README's ACLs, run until its group has
+ * one mechanism, granted exactly the ACLs of docs/security.md, run until its group has
  * committed every input record, and read back read_committed to the output's
  * last stable offsets by the ordinary user: every record once, nothing more.
  */
@@ -174,7 +174,7 @@ export const saslMechanismsUsed = (mechanisms: Array<string>): Effect.Effect<voi
 
 /**
  * Runs `kind` ("copy" or "count") of `n` records with the application
- * connected by `mechanism`, granted the README's ACLs, and checks the output
+ * connected by `mechanism`, granted the ACLs of docs/security.md, and checks the output
  * read back: the copy's values each once, the count's `key=1..n` each once.
  */
 export const exactlyOnce = (

@@ -81,7 +81,7 @@ export const deleteAcls = (security: Security, acls: ReadonlyArray<Acl>) =>
   withAdmin(security, (admin) => admin.deleteAcls({ filters: acls.map(kafkajsAcl) }))
 
 /**
- * What an application needs, as in the README: Read on its inputs, Write on its
+ * What an application needs, as in docs/security.md: Read on its inputs, Write on its
  * outputs, all on its own prefix (changelogs), Read on its groups (prefix) and
  * Write on its transactional ids (prefix). `omit` leaves some out.
  */
@@ -99,7 +99,7 @@ export const applicationAcls = (options: {
     ...(omit.has("output-write")
       ? []
       : options.outputs.map((name): Acl => ({ principal, resource: "topic", name, operation: "WRITE" }))),
-    // Changelogs: the README's list, exactly.
+    // Changelogs: docs/security.md's list, exactly.
     ...(["CREATE", "READ", "WRITE", "DESCRIBE", "DESCRIBE_CONFIGS"] as const).filter((operation) =>
       operation !== "CREATE" || !omit.has("changelog-create")
     ).map((operation): Acl => ({

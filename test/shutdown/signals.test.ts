@@ -5,7 +5,7 @@
  * process group, twice), each while records flow and while the runner is
  * still starting (also while it joins a running group of two, the issue's
  * setup), under Node (the tsx CLI, and `npm run` of
- * `exec node --import tsx app.ts`, as the README says), Bun and Deno. A third
+ * `exec node --import tsx app.ts`, as docs/operations.md says), Bun and Deno. A third
  * SIGINT forces an exit. Every case: exit code 0, the member left the group at once
  * (the session timeout is 30 s, so a member that did not leave would still be
  * listed), every output has its input offset committed (exactly-once: in the
@@ -17,7 +17,7 @@
  * with its own topics and group. The tsx CLI's cases run first, one at a
  * time: its parent process SIGKILLs the child when the child does not
  * acknowledge a relayed signal within 30 ms, which a CPU shared with many
- * concurrent cases can make happen (README, "Rebalances and shutdown"). The
+ * concurrent cases can make happen (docs/operations.md, "Rebalances and shutdown"). The
  * others run concurrently.
  */
 import { assert, describe, it } from "@effect/vitest"
@@ -67,7 +67,7 @@ const commandFor = (
       const dir = fs.mkdtempSync(path.join(root, ".skein", "npm-"))
       fs.writeFileSync(
         path.join(dir, "package.json"),
-        // As the README says: `exec`, so that npm's shell does not stay between npm and the app.
+        // As docs/operations.md says: `exec`, so that npm's shell does not stay between npm and the app.
         JSON.stringify({ name: "signal-app", private: true, scripts: { app: `exec node --import tsx ${app}` } })
       )
       return { command: "npm", args: ["run", "--silent", "--prefix", dir, "app"], dir }
@@ -203,7 +203,7 @@ const signalCase = ([launcher, phase, signals, guarantee]: readonly [Launcher, P
       } else {
         // A quick double Ctrl-C (at startup the stop is quick too, so the second follows sooner).
         // Not closer than 100 ms: the tsx CLI's parent, given two signals within its 30 ms wait
-        // for the child's acknowledgement, may SIGKILL the child (README, "Rebalances and shutdown").
+        // for the child's acknowledgement, may SIGKILL the child (docs/operations.md, "Rebalances and shutdown").
         running.signal("SIGINT")
         yield* sleep(phase === "load" ? 300 : 100)
         running.signal("SIGINT")

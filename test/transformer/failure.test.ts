@@ -8,8 +8,8 @@ class InjectedFailure extends Schema.TaggedError<InjectedFailure>()("InjectedFai
 // EosIntegrationTest "failure mid-transaction": per partition 10 records are
 // committed, then 5 more arrive and the transform fails on one of them. One
 // transaction per task (partition) per batch: the failed record's task commits
-// the work finished before the record and nothing past it (README, "Delivery
-// and failures"); the other partition's batch is committed before the failing
+// the work finished before the record and nothing past it (docs/error-handling.md,
+// "Delivery and failures"); the other partition's batch is committed before the failing
 // one arrives, so what is visible after the failure is exact.
 describe("failure in the middle of a transaction", () => {
   it.scopedLive("the run fails with the typed error; a restart finishes exactly once with exact sums", () =>

@@ -3,7 +3,7 @@
  * rules for the agent's error tags compile and a rule for a tag it cannot fail
  * with does not; the transformer requires exactly a language model and the
  * toolkit's handlers (and what the tools themselves use), and the runner
- * program is complete once those are provided; the README's "Agents" snippet
+ * program is complete once those are provided; the snippet of docs/agents.md
  * compiles to a complete program. Each `@ts-expect-error` fails
  * the type check if the line below it compiles.
  */
@@ -84,7 +84,7 @@ export const missingHandlers: Effect.Effect<never, unknown> = Runner.run(Support
   Effect.provide(Layer.merge(Model, SkeinConfig.layer({ applicationId: "a", brokers: ["localhost:9092"] })))
 )
 
-/** The README's snippet ("Agents"), verbatim apart from `Model` (declared above) and `Runner.runMain`. */
+/** The snippet of docs/agents.md, verbatim apart from `Model` (declared above) and `Runner.runMain`. */
 export const readme = () => {
   const Question = Schema.Struct({ order: Schema.String, text: Schema.String })
   const Questions = KafkaAgent.topic("questions", Question) // JSON values through the schema

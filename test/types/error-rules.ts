@@ -1,6 +1,6 @@
 /**
  * Type-level tests, checked by `npm run typecheck` (part of `npm test`): the
- * README's error rules ("Poison records and error rules") compile inline in
+ * error rules of docs/error-handling.md ("Poison records and error rules") compile inline in
  * `rules: [...]` without annotations, and a rule for a tag the transform
  * cannot fail with does not. Each `@ts-expect-error` fails the type check if
  * the line below it compiles.
@@ -15,7 +15,7 @@ const Words = Topic.make({ name: "words", key: Schema.String, value: Schema.Stri
 
 declare const lookup: (word: string) => Effect.Effect<number, Unavailable | Invalid>
 
-/** The README's snippet, verbatim apart from the transform. */
+/** The snippet of docs/error-handling.md, verbatim apart from the transform. */
 export const readmeRules = Transformer.make({
   name: "readme-rules",
   inputs: [Words],

@@ -1,6 +1,6 @@
 /**
- * Type-level tests, checked by `npm run typecheck`: the README's "Headers,
- * timestamps, binary data" snippets compile, existing text-only code keeps
+ * Type-level tests, checked by `npm run typecheck`: the "Headers, timestamps,
+ * binary data" snippets of docs/transformers.md compile, existing text-only code keeps
  * compiling, and a Schema from bytes is not taken for a text codec.
  */
 import { Effect, ParseResult, Schema } from "effect"
@@ -12,7 +12,7 @@ const OrderMessage = new protobuf.Type("Order")
   .add(new protobuf.Field("cents", 2, "uint32"))
 const Order = Schema.Struct({ id: Schema.String, cents: Schema.Number })
 
-/** The README's codec, verbatim. */
+/** The codec of docs/transformers.md, verbatim. */
 const OrderCodec = Topic.binary(Schema.transformOrFail(Schema.Uint8ArrayFromSelf, Order, {
   strict: false,
   decode: (bytes, _, ast) => {

@@ -1,5 +1,5 @@
 /**
- * A README-style app run as its own process by the signals test: a stateless
+ * An app as the documentation writes one, run as its own process by the signals test: a stateless
  * copier whose handler takes SLEEP_MS per record, and SLOW_MS for a record
  * whose value starts with "slow" (printing "slow handler started" as it
  * begins), with a long session timeout (30 s) so that a member that did not
@@ -8,8 +8,8 @@
  * when it is killed). "starting" comes once Skein has loaded kafkajs: that is
  * ~100 ms (more on a busy CPU) of synchronous module loading in which no
  * signal handler runs, and the tsx CLI SIGKILLs a child that does not
- * acknowledge a relayed signal within 30 ms (README, "Rebalances and
- * shutdown"); a test signalling "during startup" signals the runner's start,
+ * acknowledge a relayed signal within 30 ms (docs/operations.md, "Rebalances
+ * and shutdown"); a test signalling "during startup" signals the runner's start,
  * not that.
  */
 import { Duration, Effect, Schema } from "effect"
