@@ -26,7 +26,7 @@ import { createRequire } from "node:module"
 import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { Config, Context, Duration, Effect, Layer, Option, Redacted, Schedule } from "effect"
+import { Config, Context, Duration, Effect, Layer, Option, Redacted, Schedule, SynchronizedRef } from "effect"
 import type { Scope } from "effect"
 import * as Proc from "./internal/process.ts"
 import { PostgresServerError } from "./PostgresServerError.ts"
@@ -50,6 +50,15 @@ export interface Service {
   /** The connection URL (`postgres://user[:password]@host:port/database`), redacted: it may hold a password. */
   readonly url: Redacted.Redacted<string>
   readonly kind: Kind
+  /**
+   * Stops an embedded server (Postgres's fast shutdown: open transactions
+   * roll back, connections end), keeping its data and port; nothing when
+   * stopped. For tests of a database that goes away. An external server
+   * (`DATABASE_URL`): fails, it is not this service's.
+   */
+  readonly stop: Effect.Effect<void, PostgresServerError>
+  /** Starts a stopped embedded server again on the same data and port, once it accepts connections; nothing when running. */
+  readonly start: Effect.Effect<void, PostgresServerError>
 }
 
 /**
@@ -239,8 +248,15 @@ const embedded = (options: Options): Effect.Effect<Service, PostgresServerError,
     }
     const port = yield* freePort
     const log = Path.join(dir, "postgres.log")
-    const server = yield* Effect.acquireRelease(
-      Proc.spawn({
+    const timeout = Duration.decode(options.startTimeout ?? "60 seconds")
+    const logSize = Effect.sync(() => Fs.existsSync(log) ? Fs.statSync(log).size : 0)
+    // What the server wrote since `from` (each start appends to the same log).
+    const readLog = (from: number) =>
+      Effect.sync(() => Fs.existsSync(log) ? Fs.readFileSync(log).subarray(from).toString("utf8") : "")
+    const current = yield* SynchronizedRef.make(Option.none<Proc.Running>())
+    const launch = Effect.gen(function*() {
+      const from = yield* logSize
+      const server = yield* Proc.spawn({
         command: Path.join(bin, "postgres"),
         args: [
           "-D", data, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-c", `unix_socket_directories=${dir}`,
@@ -251,29 +267,42 @@ const embedded = (options: Options): Effect.Effect<Service, PostgresServerError,
         outputFile: log,
         detached: false,
         user
-      }).pipe(Effect.mapError(mapProcessError)),
-      // SIGINT: Postgres's fast shutdown (rolls back open transactions), SIGKILL after 10 s.
-      (running) => Proc.terminate(running, "SIGINT", 10_000)
-    )
-    const timeout = Duration.decode(options.startTimeout ?? "60 seconds")
-    const readLog = Effect.sync(() => Fs.existsSync(log) ? Fs.readFileSync(log, "utf8") : "")
-    yield* Effect.gen(function*() {
-      const text = yield* readLog
-      if (text.includes("ready to accept connections")) return true
-      if (!(yield* server.isAlive)) {
-        return yield* new PostgresServerError({ reason: "StartFailed", detail: `postgres exited:\n${Proc.tail(text)}` })
-      }
-      return false
-    }).pipe(
-      Effect.repeat({ schedule: Schedule.spaced(Duration.millis(50)), until: (ready) => ready }),
-      Effect.timeoutFail({
-        duration: timeout,
-        onTimeout: () =>
-          new PostgresServerError({ reason: "Timeout", detail: `postgres did not accept connections within ${Duration.format(timeout)} (log: ${log})` })
-      })
-    )
+      }).pipe(Effect.mapError(mapProcessError))
+      yield* Effect.gen(function*() {
+        const text = yield* readLog(from)
+        if (text.includes("ready to accept connections")) return true
+        if (!(yield* server.isAlive)) {
+          return yield* new PostgresServerError({ reason: "StartFailed", detail: `postgres exited:\n${Proc.tail(text)}` })
+        }
+        return false
+      }).pipe(
+        Effect.repeat({ schedule: Schedule.spaced(Duration.millis(50)), until: (ready) => ready }),
+        Effect.timeoutFail({
+          duration: timeout,
+          onTimeout: () =>
+            new PostgresServerError({ reason: "Timeout", detail: `postgres did not accept connections within ${Duration.format(timeout)} (log: ${log})` })
+        }),
+        Effect.onError(() => Proc.terminate(server, "SIGKILL", 10_000))
+      )
+      return server
+    })
+    // SIGINT: Postgres's fast shutdown (rolls back open transactions, ends the connections), SIGKILL after 10 s.
+    const stop = SynchronizedRef.updateEffect(current, (running) =>
+      Option.match(running, {
+        onNone: () => Effect.succeed(running),
+        onSome: (server) => Effect.as(Proc.terminate(server, "SIGINT", 10_000), Option.none())
+      }))
+    const start = SynchronizedRef.updateEffect(current, (running) =>
+      Option.isSome(running) ? Effect.succeed(running) : Effect.map(launch, Option.some))
+    yield* Effect.addFinalizer(() => stop)
+    yield* start
     const secret = options.password === undefined ? "" : `:${encodeURIComponent(Redacted.value(options.password))}`
-    return { url: Redacted.make(`postgres://postgres${secret}@127.0.0.1:${port}/postgres`), kind: "embedded" as const }
+    return {
+      url: Redacted.make(`postgres://postgres${secret}@127.0.0.1:${port}/postgres`),
+      kind: "embedded" as const,
+      stop: Effect.uninterruptible(stop),
+      start: Effect.uninterruptible(start)
+    }
   })
 
 /**
@@ -303,7 +332,8 @@ export const make = (options: Options = {}): Effect.Effect<Service, PostgresServ
     )
     if (options.embedded !== true && Option.isSome(existing) && Redacted.value(existing.value).trim() !== "") {
       yield* answers(existing.value)
-      return { url: existing.value, kind: "external" as const }
+      const notOurs = unavailable("the server at DATABASE_URL was not started by PostgresServer: it is not stopped or started by it")
+      return { url: existing.value, kind: "external" as const, stop: Effect.fail(notOurs), start: Effect.fail(notOurs) }
     }
     return yield* embedded(options)
   })
