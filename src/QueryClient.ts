@@ -134,6 +134,12 @@ export const defaultRetry: Schedule.Schedule<unknown, QueryClientError> = Schedu
  */
 export interface KeyOptions {
   readonly partition?: number | undefined
+  /**
+   * Let an instance keeping a standby copy of the partition answer from it
+   * (KIP-535's stale stores: committed state, possibly behind the active
+   * task's) when the instance asked does not run the partition.
+   */
+  readonly allowStandby?: boolean | undefined
   readonly position?: ReadonlyArray<{ readonly topic: string; readonly offset: number }> | undefined
   readonly timeout?: Duration.DurationInput | undefined
 }
@@ -141,6 +147,7 @@ export interface KeyOptions {
 /** The parameters of a key query's options. */
 const keyParams = (options: KeyOptions): Record<string, string | number | undefined> => ({
   partition: options.partition,
+  allowStandby: options.allowStandby === true ? "true" : undefined,
   position: options.position === undefined ? undefined : options.position.map((b) => `${b.topic}:${b.offset}`).join(","),
   timeout: options.timeout === undefined || options.position === undefined
     ? undefined

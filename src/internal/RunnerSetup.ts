@@ -85,6 +85,8 @@ interface QueryWiring {
   endpoint: string | undefined
   /** Each task's committed offsets. */
   readonly positions: Positions.Positions
+  /** The standby replicas, once made (`standbyReplicas` above 0). */
+  standbys: Standbys.Standbys | undefined
 }
 
 /** Addresses that listen on every interface: announced as this machine's host name. */
@@ -130,7 +132,12 @@ const querySource = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         partition,
         Option.match(taskOf(partition), { onNone: () => [], onSome: (task) => task.startOffsets })
       ),
-    nextPositionChange: wiring.positions.nextChange
+    nextPositionChange: wiring.positions.nextChange,
+    standby: (partition) => {
+      const store = wiring.standbys?.readable(partition)
+      const state = stats.standbys.get(partition)
+      return store === undefined || state === undefined ? undefined : { store, position: state.position, lag: state.lag }
+    }
   }
 }
 
@@ -239,7 +246,13 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       )
     }
     // The query endpoint listens before the group is joined: its address is announced at the first join.
-    const wiring: QueryWiring = { manager: undefined, consumer: undefined, endpoint: undefined, positions: Positions.make() }
+    const wiring: QueryWiring = {
+      manager: undefined,
+      consumer: undefined,
+      endpoint: undefined,
+      positions: Positions.make(),
+      standbys: undefined
+    }
     if (config.queryPort !== undefined) {
       const QueryServer = yield* Effect.promise(() => import("./queryServer.ts"))
       const tls = yield* QueryTls.read(config)
@@ -280,6 +293,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         )
       })
       : undefined
+    wiring.standbys = standbys
     const messageLimits = Outputs.makeMessageLimits(config.maxMessageBytes, admin.outputTopicConfig, yield* Effect.clock)
     const partitionCounts = PartitionCounts.make(admin.partitionCount)
     const buffer = PollBuffer.make()

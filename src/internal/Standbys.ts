@@ -52,6 +52,12 @@ export interface Standbys {
   readonly released: (partition: number) => Effect.Effect<void>
   /** True while `partition` has a standby here (its store is in use). */
   readonly has: (partition: number) => boolean
+  /**
+   * `partition`'s standby store while it is readable: following its
+   * changelog, with nothing in it that the changelog does not hold (a kept
+   * store whose last commit is still unconfirmed is not readable).
+   */
+  readonly readable: (partition: number) => StateStore.StateStore | undefined
 }
 
 export const make = (options: {
@@ -72,6 +78,8 @@ export const make = (options: {
     /** The latest standby fiber of each partition (running, or stopping). */
     const fibers = new Map<number, Fiber.RuntimeFiber<void>>()
     const current = new Set<number>()
+    /** The standby stores queries may read (`readable`). */
+    const readableStores = new Map<number, StateStore.StateStore>()
 
     /** Keeps `partition`'s store warm until interrupted. */
     const follow = (partition: number): Effect.Effect<void> =>
@@ -109,7 +117,17 @@ export const make = (options: {
         // The release first, the follow interruptible: a follow waiting for the reader's join
         // (one that never comes) never holds up the standby's stop. `unfollow` of a partition
         // not followed does nothing; no other standby of it runs before this one ends.
-        yield* Effect.addFinalizer(() => Effect.zipRight(tail.unfollow(partition), Effect.sync(() => stats.removeStandby(partition))))
+        // Added after the store opened: runs before it closes, so no query reads a closed store.
+        yield* Effect.addFinalizer(() =>
+          Effect.zipRight(
+            tail.unfollow(partition),
+            Effect.sync(() => {
+              readableStores.delete(partition)
+              stats.removeStandby(partition)
+            })
+          )
+        )
+        if (lastCommit === undefined) readableStores.set(partition, store)
         const events = yield* tail.follow(partition, position)
         yield* Effect.logInfo(`standby ${partition}: following ${changelog} from offset ${position}`)
         const take = Effect.raceFirst(Queue.take(events), Deferred.await(tail.crashed))
@@ -121,6 +139,7 @@ export const make = (options: {
           if (found === "lost" && lastCommit !== undefined) {
             // The store holds state no committed record backs: emptied, so the partition's task restores in full.
             const reason = ChangelogReplay.lostReason(lastCommit)
+            readableStores.delete(partition)
             localStores.remove(partition)
             yield* Effect.ensuring(store.clear, Effect.sync(() => event._tag === "Records" && event.ack()))
             stats.recordStandbyFailure()
@@ -130,7 +149,10 @@ export const make = (options: {
                 `starting here restores in full`
             )
           }
-          if (found === "held") lastCommit = undefined
+          if (found === "held") {
+            lastCommit = undefined
+            readableStores.set(partition, store)
+          }
           const checkpoint = found === "held" ? { topic: changelog, partition, offset: next } : undefined
           if (event._tag === "Records") {
             // A batch may begin before the position (fetched from a committed transaction's start).
@@ -188,6 +210,7 @@ export const make = (options: {
 
     return {
       has: (partition) => current.has(partition),
+      readable: (partition) => readableStores.get(partition),
       released,
       update: (partitions) =>
         Effect.gen(function*() {

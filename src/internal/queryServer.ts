@@ -180,6 +180,8 @@ export const respond = (
   }
   const bound = Request.boundOf(url)
   if (Either.isLeft(bound)) return Effect.succeed(json(400, QueryError.body(bound.left), served))
+  const allowStandby = Request.allowsStandby(url)
+  if (Either.isLeft(allowStandby)) return Effect.succeed(json(400, QueryError.body(allowStandby.left), served))
   const question = query.right
   // A scan of every partition: this instance's page and the other owners'.
   const owners = peers === undefined || question._tag !== "StoreScan" || question.partition !== undefined
@@ -187,7 +189,7 @@ export const respond = (
     : QueryRoutes.byEndpoint(source.routes()).filter((e) => e.active.length > 0 && e.endpoint !== self).map((e) => e.endpoint)
   const answered = question._tag === "StoreScan" && owners.length > 0 && peers !== undefined
     ? scanAll(source, question, owners, peers, served)
-    : Effect.map(Queries.answer(source, question, bound.right), (body) => json(200, body, served))
+    : Effect.map(Queries.answer(source, question, bound.right, allowStandby.right), (body) => json(200, body, served))
   return answered.pipe(
     Effect.catchAll((error) =>
       error._tag === "NotHere" && error.owner !== undefined && peers !== undefined

@@ -75,7 +75,8 @@ const fakes = Effect.gen(function*() {
     self: () => self,
     inputs: ["in"],
     position: () => new Map(),
-    nextPositionChange: () => Effect.never
+    nextPositionChange: () => Effect.never,
+    standby: () => undefined
   })
   const instances = new Map([["a:1", sourceOf("a:1", [0, 1])], ["b:2", sourceOf("b:2", [2, 3])]])
   const http = HttpClient.make((request, url) =>

@@ -40,7 +40,8 @@ const setup = Effect.gen(function*() {
     self: () => undefined,
     inputs: ["in", "other"],
     position: (p) => positions.of(p, p === 1 ? started : []),
-    nextPositionChange: positions.nextChange
+    nextPositionChange: positions.nextChange,
+    standby: () => undefined
   }
   return { source, positions }
 })

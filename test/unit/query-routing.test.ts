@@ -121,7 +121,8 @@ const sourceOf = (
   self,
   inputs: ["in"],
   position: () => new Map(),
-  nextPositionChange: () => Effect.never
+  nextPositionChange: () => Effect.never,
+  standby: () => undefined
 })
 
 const storeWith = (p: number, entries: ReadonlyArray<readonly [string, string]>) =>
@@ -217,6 +218,34 @@ describe("forwarding between two query endpoints", () => {
       assert.deepStrictEqual(keys, Array.from({ length: 20 }, (_, n) => `n${String(n).padStart(2, "0")}`))
       const own = yield* get(a.port, "/stores/totals/prefix?prefix=n", { ...bearer, [QueryServer.headers.forward]: "no" })
       assert.deepStrictEqual([own.json.partitions, own.json.complete, (own.json.entries as Array<unknown>).length], [[0, 1], false, 10])
+    }))
+
+  it.effect("allowStandby=true: a partition not active here is answered from the standby copy kept here, with its lag", () =>
+    Effect.gen(function*() {
+      const standbyStore = yield* storeWith(2, [[onB, "21"]])
+      const source: Queries.Source = {
+        ...sourceOf(new Map(), () => ({ active: [null, null, "b:2", null], standbys: [] }), () => "a:1"),
+        standby: (p) => p === 2 ? { store: standbyStore, position: 40, lag: 3 } : undefined
+      }
+      const respond = (url: string) =>
+        Effect.map(QueryServer.respond(source, url), (response) => ({
+          status: response.status,
+          json: response.body._tag === "Uint8Array" ? JSON.parse(new TextDecoder().decode(response.body.body)) : undefined
+        }))
+      const stale = yield* respond(`/state/count/${onB}?allowStandby=true`)
+      assert.deepStrictEqual(stale.json, {
+        transformer: "count",
+        key: onB,
+        partition: 2,
+        found: true,
+        value: 21,
+        standby: { position: 40, lag: 3 }
+      })
+      assert.deepStrictEqual((yield* respond(`/state/count/${onB}`)).json.error, "NotHere")
+      assert.deepStrictEqual((yield* respond(`/state/count/${onA}?allowStandby=true`)).json.error, "NotHere")
+      for (const url of [`/state/count/${onB}?allowStandby=yes`, `/state/count/${onB}?allowStandby=true&position=in:1`]) {
+        assert.deepStrictEqual((yield* respond(url)).status, 400, url)
+      }
     }))
 
   it.scopedLive("/metadata names every partition's owner and standbys, and a key's", () =>

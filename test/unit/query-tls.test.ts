@@ -70,7 +70,8 @@ describe("the query endpoint over TLS", () => {
             self,
             inputs: ["in"],
             position: () => new Map(),
-            nextPositionChange: () => Effect.never
+            nextPositionChange: () => Effect.never,
+            standby: () => undefined
           }
           return source
         })

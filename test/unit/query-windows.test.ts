@@ -52,7 +52,8 @@ const setup = Effect.gen(function*() {
     self: () => undefined,
     inputs: ["in"],
     position: () => new Map(),
-    nextPositionChange: () => Effect.never
+    nextPositionChange: () => Effect.never,
+    standby: () => undefined
   }
   return source
 })

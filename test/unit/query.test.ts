@@ -136,7 +136,8 @@ describe("query answers", () => {
     self: () => undefined,
     inputs: ["in"],
     position: () => new Map(),
-    nextPositionChange: () => Effect.never
+    nextPositionChange: () => Effect.never,
+    standby: () => undefined
   })
   const here = keyOn(0, partitions, "k")
   const elsewhere = keyOn(2, partitions, "k")
@@ -304,7 +305,8 @@ describe("the query endpoint", () => {
     self: () => undefined,
     inputs: ["in"],
     position: () => new Map(),
-    nextPositionChange: () => Effect.never
+    nextPositionChange: () => Effect.never,
+    standby: () => undefined
   }
   const warnings = (options: QueryServer.Options) =>
     Effect.gen(function*() {

@@ -62,6 +62,11 @@ export interface Source {
   readonly position: (partition: number) => ReadonlyMap<string, number>
   /** Completes at the next commit of any task (read when called). */
   readonly nextPositionChange: () => Effect.Effect<void>
+  /**
+   * `partition`'s standby store here while it is readable, with the
+   * changelog offset it reflects and its lag behind the changelog's end.
+   */
+  readonly standby: (partition: number) => { readonly store: StateStore; readonly position: number; readonly lag: number } | undefined
 }
 
 /** How long a caller should wait before asking again for a partition that is not ready. */
@@ -308,11 +313,28 @@ const storeBounds = (name: string, bounds: Bounds, after: string | undefined) =>
 export const answer = (
   source: Source,
   query: Query,
-  bound?: PositionBound | undefined
+  bound?: PositionBound | undefined,
+  allowStandby: boolean = false
 ): Effect.Effect<Record<string, unknown>, QueryError> =>
   Effect.gen(function*() {
-    /** The store of `partition`, once it reflects the bound (if any). */
-    const storeFor = (partition: number) => bound === undefined ? storeOf(source, partition) : awaitBound(source, partition, bound)
+    if (bound !== undefined && allowStandby) {
+      return yield* new BadRequest({
+        reason: "InvalidParameter",
+        message: "position= and allowStandby=true do not go together: a standby's store has no input position"
+      })
+    }
+    /** What a standby answer says of its store (set when a standby answered). */
+    let fromStandby: { readonly standby: { readonly position: number; readonly lag: number } } | Record<never, never> = {}
+    /** The store of `partition`, once it reflects the bound (if any); a standby's when allowed and not active here. */
+    const storeFor = (partition: number): Effect.Effect<StateStore, QueryError> => {
+      const active = bound === undefined ? storeOf(source, partition) : awaitBound(source, partition, bound)
+      return !allowStandby ? active : Effect.catchTag(active, "NotHere", (notHere) => {
+        const standby = source.standby(partition)
+        if (standby === undefined) return Effect.fail(notHere)
+        fromStandby = { standby: { position: standby.position, lag: standby.lag } }
+        return Effect.succeed(standby.store)
+      })
+    }
     if (bound !== undefined && (query._tag === "Metadata" || (query._tag === "StoreScan" && query.partition === undefined))) {
       return yield* new BadRequest({
         reason: "InvalidParameter",
@@ -334,14 +356,14 @@ export const answer = (
         const partition = yield* partitionFor(source, query.key, query.partition)
         const store = yield* storeFor(partition)
         const text = yield* reading(partition, store.get(query.key))
-        return { transformer: source.transformer, key: query.key, partition, ...found(text, query.format) }
+        return { transformer: source.transformer, key: query.key, partition, ...found(text, query.format), ...fromStandby }
       }
       case "StoreKey": {
         const name = yield* keyValueStore(source, query.store)
         const partition = yield* partitionFor(source, query.key, query.partition)
         const store = yield* storeFor(partition)
         const text = yield* reading(partition, store.get(namespace(name) + query.key))
-        return { store: name, key: query.key, partition, ...found(text, query.format) }
+        return { store: name, key: query.key, partition, ...found(text, query.format), ...fromStandby }
       }
       case "WindowFetch": {
         const name = yield* storeNamed(source, query.store, "WindowStore")
@@ -354,7 +376,8 @@ export const answer = (
           key: query.key,
           partition,
           windows: page,
-          next: page.length === query.limit && last !== undefined ? last.start : null
+          next: page.length === query.limit && last !== undefined ? last.start : null,
+          ...fromStandby
         }
       }
       case "SessionFetch": {
@@ -368,7 +391,8 @@ export const answer = (
           key: query.key,
           partition,
           sessions: page,
-          next: page.length === query.limit && last !== undefined ? sessionCursorText(last) : null
+          next: page.length === query.limit && last !== undefined ? sessionCursorText(last) : null,
+          ...fromStandby
         }
       }
       case "StoreScan": {

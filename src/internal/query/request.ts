@@ -308,3 +308,18 @@ export const boundOf = (url: string): Either.Either<PositionBound | undefined, B
     }
     return { bound, timeoutMillis: timeout ?? defaultBoundTimeout }
   })
+
+/**
+ * True when `url` allows a standby's store to answer (`allowStandby=true`,
+ * KIP-535's stale stores): a partition not active here is answered from the
+ * standby copy kept here, with its lag.
+ */
+export const allowsStandby = (url: string): Either.Either<boolean, BadRequest> => {
+  const question = url.indexOf("?")
+  const text = new URLSearchParams(question === -1 ? "" : url.slice(question + 1)).get("allowStandby")
+  return text === null || text === "false"
+    ? Either.right(false)
+    : text === "true"
+    ? Either.right(true)
+    : Either.left(invalid(`allowStandby=${JSON.stringify(text)}: allowStandby is true or false`))
+}
