@@ -129,7 +129,7 @@ describe("the documentation site", () => {
     }
     await Promise.all(tabs.map((tab) => tab.close()))
     console.log(`[docs-site] ${visits.size} pages opened in ${((Date.now() - crawl) / 1000).toFixed(1)} s`)
-  }, 240_000)
+  }, 300_000)
 
   afterAll(async () => {
     await browser?.close()
