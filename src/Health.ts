@@ -91,6 +91,14 @@ export const HealthSnapshot = Schema.Struct({
    * changelog's end as of its last fetch.
    */
   standbys: Schema.Array(Schema.Struct({ partition: Partition, position: Schema.Number, lag: Schema.Number })),
+  /**
+   * A `DatabaseSink`'s running tasks (empty for other transformers): the
+   * owner epoch each holds in the offsets table (a newer owner bumps it and
+   * fences this one), and its outbox rows pending: dead letters committed to
+   * the database and not yet published to Kafka (nonzero between a batch's
+   * database commit and its Kafka transaction, or while publishing fails).
+   */
+  sinkPartitions: Schema.Array(Schema.Struct({ partition: Partition, epoch: Schema.Number, outboxPending: Schema.Number })),
   /** Per input partition this run processed: input records committed past and commits. */
   partitions: Schema.Array(Schema.Struct({ partition: Partition, records: Schema.Number, commits: Schema.Number }))
 })
@@ -188,6 +196,11 @@ const read = (stats: Stats): HealthSnapshot => {
       partition,
       position,
       lag
+    })),
+    sinkPartitions: [...stats.sinkPartitions].sort(([a], [b]) => a - b).map(([partition, { epoch, outboxPending }]) => ({
+      partition,
+      epoch,
+      outboxPending
     })),
     partitions: [...stats.partitionCounts].sort(([a], [b]) => a - b).map(([partition, { commits, records }]) => ({
       partition,
@@ -438,6 +451,18 @@ export const prometheus = (stats: Stats, labels: Labels = {}): string => {
       "gauge",
       "Changelog records a standby replica is behind the changelog's end, as of its last fetch.",
       s.standbys.map(({ lag, partition }) => ({ labels: { partition: String(partition) }, value: lag }))
+    ),
+    metric(
+      "skein_sink_owner_epoch",
+      "gauge",
+      "The owner epoch a DatabaseSink's running task holds in its offsets table (bumped by each new owner).",
+      s.sinkPartitions.map(({ epoch, partition }) => ({ labels: { partition: String(partition) }, value: epoch }))
+    ),
+    metric(
+      "skein_sink_outbox_pending_records",
+      "gauge",
+      "Dead letters a DatabaseSink's task committed to its database outbox and has not yet published to Kafka.",
+      s.sinkPartitions.map(({ outboxPending, partition }) => ({ labels: { partition: String(partition) }, value: outboxPending }))
     ),
     counter(
       "skein_standby_failures_total",

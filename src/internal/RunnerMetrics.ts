@@ -175,6 +175,15 @@ export const taskCheckpointLag = Metric.gauge("skein_task_checkpoint_lag_records
   description: "Changelog records written at or after a running task's store checkpoint (what its restart would read again)."
 })
 
+/** Per partition of a `DatabaseSink` (tagged `partition`). */
+export const sinkOwnerEpoch = Metric.gauge("skein_sink_owner_epoch", {
+  description: "The owner epoch a DatabaseSink's running task holds in its offsets table (bumped by each new owner)."
+})
+
+export const sinkOutboxPending = Metric.gauge("skein_sink_outbox_pending_records", {
+  description: "Dead letters a DatabaseSink's task committed to its database outbox and has not yet published to Kafka."
+})
+
 // Histogram
 
 export const batchLatency = Metric.histogram(

@@ -323,7 +323,9 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         onCheckpointLag: (partition, records) => {
           stats.setCheckpointLag(partition, records)
         },
-        database
+        database: database === undefined
+          ? undefined
+          : { ...database, onPartition: (partition, state) => stats.setSinkPartition(partition, state) }
       }
     })
     wiring.manager = manager

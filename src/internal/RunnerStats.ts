@@ -46,6 +46,12 @@ export interface TaskRestore {
 }
 
 /** A standby replica this instance keeps warm. */
+/** A `DatabaseSink`'s running task: its owner epoch, and its outbox rows not yet published. */
+export interface SinkPartition {
+  readonly epoch: number
+  readonly outboxPending: number
+}
+
 export interface StandbyState {
   /** The changelog offset its store reflects (the next one it reads). */
   readonly position: number
@@ -104,6 +110,8 @@ export interface Stats {
   readonly checkpointLags: ReadonlyMap<number, number>
   /** The standby replicas this instance keeps warm (`standbyReplicas`), by partition. */
   readonly standbys: ReadonlyMap<number, StandbyState>
+  /** A `DatabaseSink`'s running tasks: the owner epoch each holds, its dead letters not yet published. */
+  readonly sinkPartitions: ReadonlyMap<number, SinkPartition>
   /** Standby replicas dropped after a failure. */
   readonly standbyFailures: number
   /**
@@ -149,6 +157,7 @@ export class RunnerStats implements Stats {
   readonly #restores = new Map<number, TaskRestore>()
   readonly #checkpointLags = new Map<number, number>()
   readonly #standbys = new Map<number, StandbyState>()
+  readonly #sinkPartitions = new Map<number, SinkPartition>()
   readonly #partitionCounts = new Map<number, { records: number; commits: number }>()
   #lastCommitAt: number | undefined = undefined
   #healthPort: number | undefined = undefined
@@ -238,6 +247,9 @@ export class RunnerStats implements Stats {
   }
   get standbys(): ReadonlyMap<number, StandbyState> {
     return this.#standbys
+  }
+  get sinkPartitions(): ReadonlyMap<number, SinkPartition> {
+    return this.#sinkPartitions
   }
   get standbyFailures(): number {
     return this.#count(Metrics.standbyFailures)
@@ -393,6 +405,13 @@ export class RunnerStats implements Stats {
     this.#checkpointLags.set(partition, records)
     Metrics.taskCheckpointLag.unsafeUpdate(records, Metrics.withPartition(this.#labels, partition))
   }
+  /** A `DatabaseSink`'s task: the owner epoch it holds, the dead letters it committed and has not published. */
+  setSinkPartition(partition: number, state: SinkPartition): void {
+    this.#sinkPartitions.set(partition, state)
+    const labels = Metrics.withPartition(this.#labels, partition)
+    Metrics.sinkOwnerEpoch.unsafeUpdate(state.epoch, labels)
+    Metrics.sinkOutboxPending.unsafeUpdate(state.outboxPending, labels)
+  }
   /** A standby replica's store reflects its changelog up to `position`, `lag` records behind its end. */
   setStandby(partition: number, position: number, lag: number): void {
     this.#standbys.set(partition, { position, lag })
@@ -412,6 +431,7 @@ export class RunnerStats implements Stats {
     this.#restoring.delete(partition)
     this.#restores.delete(partition)
     this.#checkpointLags.delete(partition)
+    this.#sinkPartitions.delete(partition)
     this.#partitionsChanged()
   }
   /** A task's scope closed. */

@@ -124,7 +124,12 @@ export interface TaskContext {
    */
   readonly onCheckpointLag: (partition: number, records: number) => void
   /** A `DatabaseSink`'s tables: positions come from there, and commits go there (see `DatabaseTask`). */
-  readonly database?: { readonly store: SinkStore; readonly kafkaCommitInterval: Duration.Duration } | undefined
+  readonly database?: {
+    readonly store: SinkStore
+    readonly kafkaCommitInterval: Duration.Duration
+    /** A task's owner epoch and its outbox rows not yet published, whenever either changes. */
+    readonly onPartition: (partition: number, state: { readonly epoch: number; readonly outboxPending: number }) => void
+  } | undefined
 }
 
 /** The transactional id of task `partition`: static, so a new owner fences the old one. */
@@ -313,7 +318,7 @@ export const make = <P extends number>(context: TaskContext, partition: P): Effe
     const permit: RestorePermit = delivery.producer
     const claimed = context.database === undefined
       ? Option.none<DatabaseTask.Claimed>()
-      : Option.some(yield* DatabaseTask.claim(context, context.database.store, context.database.kafkaCommitInterval, delivery, partition))
+      : Option.some(yield* DatabaseTask.claim(context, context.database, delivery, partition))
     const startOffsets = Option.isSome(claimed) ? claimed.value.startOffsets : yield* committedOffsets(context, permit, partition)
     const stateful = yield* Option.match(context.changelog, {
       onNone: () =>

@@ -10,7 +10,7 @@ import { PgClient } from "@effect/sql-pg"
 import { SqlClient } from "@effect/sql"
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Layer, Schema } from "effect"
-import { DatabaseSink, Runner, SkeinConfig, Topic } from "../../src/index.ts"
+import { DatabaseSink, Health, Runner, SkeinConfig, Topic } from "../../src/index.ts"
 import { PostgresServer } from "../../src/testing/index.ts"
 import { brokers, createTopics, eventually, offsets, produceRaw, unique } from "../helpers/kafka.ts"
 import { positions } from "./helpers.ts"
@@ -66,6 +66,21 @@ describe("DatabaseSink across a database restart", () => {
       )
       assert.deepStrictEqual(yield* counts, { rows: 2 * perPhase, ids: 2 * perPhase })
       assert.isTrue(stats.aborts > 0)
+      // Health and metrics: each running task's owner epoch (a rewound one claimed again: 2), no dead letter pending.
+      const epochs = yield* withSql((sql) =>
+        sql<{ partition_id: number; epoch: string }>`SELECT partition_id, epoch FROM skein_offsets WHERE group_id = ${group}`)
+      const health = yield* Health.snapshot(stats)
+      assert.deepStrictEqual(
+        health.sinkPartitions,
+        [...epochs].sort((a, b) => a.partition_id - b.partition_id)
+          .map((row) => ({ partition: row.partition_id, epoch: Number(row.epoch), outboxPending: 0 }))
+      )
+      assert.isTrue(health.sinkPartitions.some((p) => p.epoch >= 2), JSON.stringify(health.sinkPartitions))
+      const text = Health.prometheus(stats)
+      for (const { epoch, partition } of health.sinkPartitions) {
+        assert.include(text, `skein_sink_owner_epoch{partition="${partition}"} ${epoch}`)
+        assert.include(text, `skein_sink_outbox_pending_records{partition="${partition}"} 0`)
+      }
       assert.isNull(fiber.unsafePoll(), "the run is still going")
       yield* Fiber.interrupt(fiber)
     }), 60_000)

@@ -71,6 +71,10 @@ export interface TaskDatabase {
   /** When the group's Kafka offsets last followed the database's (ms). */
   kafkaCommittedAt: number
   readonly kafkaCommitInterval: Duration.Duration
+  /** Dead letters this task committed to the outbox and has not published yet. */
+  outboxPending: number
+  /** Reports the epoch and `outboxPending` (health, metrics). */
+  readonly report: () => void
 }
 
 /**
@@ -108,12 +112,12 @@ export interface Claimed {
  */
 export const claim = <P extends number>(
   context: TaskContext,
-  store: SinkStore,
-  kafkaCommitInterval: Duration.Duration,
+  sink: NonNullable<TaskContext["database"]>,
   delivery: Delivery<P>,
   partition: P
 ): Effect.Effect<Claimed, RunnerError> =>
   Effect.gen(function*() {
+    const { kafkaCommitInterval, store } = sink
     const published = yield* context.admin.committedOffsets(context.applicationId, context.inputTopics, partition)
     const claimed = yield* store.claim(context.applicationId, partition, context.inputTopics, published)
     const startOffsets = yield* Effect.forEach(context.inputTopics, (topic) =>
@@ -129,6 +133,7 @@ export const claim = <P extends number>(
         }
         return { topic, partition, offset: position }
       }))
+    sink.onPartition(partition, { epoch: claimed.epoch, outboxPending: claimed.pending.length })
     // The dead letters a previous owner committed and never published; the group's Kafka offsets follow.
     const send = delivery._tag === "ExactlyOnce"
       ? delivery.producer.commit(claimed.pending, { groupId: context.applicationId, offsets: startOffsets })
@@ -147,10 +152,16 @@ export const claim = <P extends number>(
       `task ${partition}: owner epoch ${claimed.epoch} in ${store.tables.offsets}, starting at ` +
         startOffsets.map((o) => `${o.topic}@${o.offset}`).join(", ")
     )
-    return {
-      startOffsets,
-      database: { store, epoch: claimed.epoch, kafkaCommittedAt: yield* Clock.currentTimeMillis, kafkaCommitInterval }
+    const database: TaskDatabase = {
+      store,
+      epoch: claimed.epoch,
+      kafkaCommittedAt: yield* Clock.currentTimeMillis,
+      kafkaCommitInterval,
+      outboxPending: 0,
+      report: () => sink.onPartition(partition, { epoch: claimed.epoch, outboxPending: database.outboxPending })
     }
+    database.report()
+    return { startOffsets, database }
   })
 
 /** The batch's fatal failure: the database transaction rolls back, the partition fails. */
@@ -303,6 +314,10 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
       "skein.database.epoch": database.epoch
     })
     if (moved) {
+      if (deadLetters.length > 0) {
+        database.outboxPending += deadLetters.length
+        database.report()
+      }
       yield* options.onCommitted({ result, offsets })
       const now = yield* Clock.currentTimeMillis
       const due = now - database.kafkaCommittedAt >= Duration.toMillis(database.kafkaCommitInterval)
@@ -318,6 +333,11 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
             : { _tag: "DeliveryFailed", partition, error: sent.left }
         }
         database.kafkaCommittedAt = now
+        // Published: the Kafka transaction moved the outbox's mark past them.
+        if (database.outboxPending > 0) {
+          database.outboxPending = 0
+          database.report()
+        }
         yield* Effect.catchAll(
           store.published(options.groupId, offsets),
           (error) => Effect.logWarning(`task ${partition}: published dead letters stay in the outbox until the next start: ${error.message}`)
