@@ -7,6 +7,7 @@
  *                    [--rate R] [--max-poll-records N] [--partitions N] [--keys N] [--seed S]
  *                    [--catch-up-timeout SECONDS] [--pauses N] [--txn-kills N]
  *                    [--window SECONDS] [--grace SECONDS] [--groups N] [--customers N] [--update-every N]
+ *                    [--region-revisions N]
  *
  * Defaults: --app all --instances 3 --records 10000 --runtimes node, rate
  * records/60 per second (50..400), --max-poll-records 50 (500 above 50,000
@@ -16,7 +17,8 @@
  * `all`): --window 10, --grace half the driving time (at least 30), --groups 50. The enrichment
  * app (`--app enrichment`, not part of `all`; its own driver writes orders and customers, the
  * orders counting as --records): --customers 200, --update-every 10 (one customer update per
- * that many orders).
+ * that many orders), --region-revisions 2000 (revisions of each of the 24 regions' names in the
+ * global table, written before the apps start).
  *
  * It starts what it needs: a local single-node broker (a 3-node cluster when
  * --broker-kills > 0) unless KAFKA_BROKERS is set; the input and output
@@ -84,7 +86,7 @@ export interface ChaosOptions {
   /** The windowed app's tumbling windows: their size and grace (event time), and its second keys. */
   readonly windowed: { readonly windowMs: number; readonly graceMs: number; readonly groups: number }
   /** The enrichment app's customers, and how many orders per customer update (about). */
-  readonly enrichment: { readonly customers: number; readonly updateEvery: number }
+  readonly enrichment: { readonly customers: number; readonly updateEvery: number; readonly regionRevisions: number }
 }
 
 /** The verdict on one app. */
@@ -112,7 +114,7 @@ const usage =
   "usage: npm run chaos -- [--app echo|aggregate|pipeline|windowed|enrichment|all[,...]] [--instances N] [--kills N] [--bounces N] " +
   "[--broker-kills N] [--records N] [--runtimes node,bun,deno] [--rate R] [--max-poll-records N] " +
   "[--partitions N] [--keys N] [--seed S] [--catch-up-timeout SECONDS] [--pauses N] [--txn-kills N] " +
-  "[--window SECONDS] [--grace SECONDS] [--groups N] [--customers N] [--update-every N]"
+  "[--window SECONDS] [--grace SECONDS] [--groups N] [--customers N] [--update-every N] [--region-revisions N]"
 
 export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): ChaosOptions => {
   const values = new Map<string, string>()
@@ -144,7 +146,8 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): 
     "grace",
     "groups",
     "customers",
-    "update-every"
+    "update-every",
+    "region-revisions"
   ]
   for (const name of values.keys()) if (!known.includes(name)) throw new Error(`unknown option --${name}\n${usage}`)
   const int = (name: string, fallback: number, min = 0) => {
@@ -195,7 +198,11 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): 
       graceMs: int("grace", Math.max(30, Math.ceil(records / rate / 2))) * 1000,
       groups: int("groups", 50, 1)
     },
-    enrichment: { customers: int("customers", 200, 1), updateEvery: int("update-every", 10, 1) }
+    enrichment: {
+      customers: int("customers", 200, 1),
+      updateEvery: int("update-every", 10, 1),
+      regionRevisions: int("region-revisions", 2000, 1)
+    }
   }
 }
 
@@ -480,6 +487,7 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
         const settings: EnrichmentSettings = {
           orders: `${runId}-enrichment-orders`,
           customers: `${runId}-enrichment-customers`,
+          regions: `${runId}-enrichment-regions`,
           enriched: `${runId}-enrichment-enriched`,
           totals: `${runId}-enrichment-totals`
         }
@@ -497,6 +505,7 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
               SKEIN_DEAD_LETTER_TOPIC: deadLetters,
               CHAOS_ORDERS_TOPIC: settings.orders,
               CHAOS_CUSTOMERS_TOPIC: settings.customers,
+              CHAOS_REGIONS_TOPIC: settings.regions,
               CHAOS_ENRICHED_TOPIC: settings.enriched,
               CHAOS_TOTALS_TOPIC: settings.totals
             }
@@ -530,7 +539,7 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
         ...groups.flatMap((g) =>
           Option.match(g.enrichment, {
             onNone: () => [],
-            onSome: (e) => [e.settings.orders, e.settings.customers, e.settings.totals, e.deadLetters]
+            onSome: (e) => [e.settings.orders, e.settings.customers, e.settings.regions, e.settings.totals, e.deadLetters]
           })
         )
       ],
@@ -545,6 +554,12 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
       )
     }
 
+    if (enrichmentGroup !== undefined) {
+      for (const e of Option.toArray(enrichmentGroup.enrichment)) {
+        const written = yield* EnrichmentDriver.writeRegions(brokers, e.settings.regions, options.partitions, options.enrichment.regionRevisions)
+        yield* say(`[${elapsed(t0)}] enrichment: the global table of regions written before the apps start (${written} records)`)
+      }
+    }
     const wire = yield* Wire.make(brokers)
     const admin = yield* Verifier.groupAdmin(brokers)
     const fleet: Fleet = yield* makeFleet({
@@ -755,6 +770,7 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
           checks.push(...EnrichmentVerifier.checkEnrichment(label, {
             orders: yield* wire.read(e.settings.orders),
             customers: yield* wire.read(e.settings.customers),
+            regions: yield* wire.read(e.settings.regions),
             enriched: logs,
             totals: yield* wire.read(e.settings.totals),
             deadLetters: yield* wire.read(e.deadLetters),
@@ -799,6 +815,12 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
       // The runtime logs a warning when a zombie's commit is rejected because a newer owner fenced it.
       const fencedCommits = mine.reduce((n, g) => n + countInLogs(Path.join(runDir, "logs"), `${g.spec.label}-`, "was fenced by a newer owner"), 0)
       if (fencedCommits > 0) yield* say(`    ${app}: ${fencedCommits} commit(s) of zombie tasks rejected by fencing`)
+      if (app === "enrichment") {
+        // The runtime logs the start and the end of every global table load: a start without an end was cut short.
+        const loads = countInLogs(Path.join(runDir, "logs"), "enrichment-", "loading global table")
+        const loaded = countInLogs(Path.join(runDir, "logs"), "enrichment-", "loaded global table")
+        yield* say(`    ${app}: ${loads} global table loads, ${loads - loaded} of them cut short (a kill, a stop)`)
+      }
       const crashes = mine.reduce((n, g) => n + (fleet.crashes().get(g.spec.label) ?? 0), 0)
       if (crashes > 0) yield* say(`    ${app}: ${crashes} unexpected exit(s) (restarted); see the logs`)
       const duplicates = (final?.duplicates ?? 0) + checks.filter((c) => c !== final).reduce((n, c) => n + c.duplicates, 0)

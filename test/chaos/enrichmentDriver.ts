@@ -110,6 +110,41 @@ const parse = (text: string | null): unknown => {
 const TICK_MS = 50
 const MAX_SEND = 1000
 
+/** Region `index`'s name at `revision`. */
+export const regionTitle = (index: number, revision: number): string => `Region ${regionName(index)} (revision ${revision})`
+
+/**
+ * Writes the global table of regions before the apps start: `revisions` revisions of each
+ * region's name, in order, so that loading the table takes a while (a kill may land in it) and
+ * only a table loaded to its end gives every region its last name.
+ */
+export const writeRegions = (brokers: ReadonlyArray<string>, topic: string, partitions: number, revisions: number) =>
+  Effect.promise(async () => {
+    const producer = new kafkajs.Kafka({ brokers: [...brokers], logLevel: kafkajs.logLevel.NOTHING })
+      .producer({ idempotent: true, maxInFlightRequests: 1 })
+    await producer.connect()
+    try {
+      for (let from = 1; from <= revisions; from += 40) {
+        const byPartition = new Map<number, Array<Message>>()
+        for (let revision = from; revision < from + 40 && revision <= revisions; revision++) {
+          for (let r = 0; r < REGIONS; r++) {
+            const region = regionName(r)
+            const p = partitionOf(region, partitions)
+            byPartition.set(p, [
+              ...(byPartition.get(p) ?? []),
+              { key: region, value: JSON.stringify({ region, revision, name: regionTitle(r, revision) }), partition: p }
+            ])
+          }
+        }
+        // One send per partition (FINDINGS.md #2).
+        for (const messages of byPartition.values()) await producer.send({ topic, acks: -1, messages })
+      }
+    } finally {
+      await producer.disconnect()
+    }
+    return REGIONS * revisions
+  })
+
 /**
  * Writes the customers and `records` orders at `rate` per second (after every customer's first
  * version is committed in the table); `progress` follows the acknowledged counts.

@@ -32,9 +32,16 @@ const orders = [
   { key: "o1", value: { id: 1, customer: "c1", amount: 20, minVersion: 2 } },
   { key: "o2", value: { id: 2, customer: "c2", amount: 5, minVersion: 1 } }
 ]
-const joined = (id: number, version: number, region: string | null) => {
+const regions = [
+  { key: "r01", value: { region: "r01", revision: 1, name: "one" } },
+  { key: "r02", value: { region: "r02", revision: 1, name: "two" } },
+  { key: "r01", value: { region: "r01", revision: 2, name: "One" } },
+  { key: "r03", value: { region: "r03", revision: 1, name: "three" } }
+]
+const names: Record<string, string> = { r01: "One", r02: "two", r03: "three" }
+const joined = (id: number, version: number, region: string | null, regionName = region === null ? null : names[region] ?? null) => {
   const order = orders[id]!.value
-  return { key: order.customer, value: { ...order, version, region } }
+  return { key: order.customer, value: { ...order, version, region, regionName } }
 }
 const goodJoins = [joined(0, 1, "r01"), joined(1, 2, "r02"), joined(2, 1, "r02")]
 const total = (region: string, count: number, sum: number, id: number) => ({ key: region, value: { count, sum, id } })
@@ -47,6 +54,7 @@ const stored = (region: string, count: number, sum: number, id: number) => ({
 const logs = (overrides: Partial<EnrichmentLogs> = {}): EnrichmentLogs => ({
   orders: [plain(orders)],
   customers: [plain(customers)],
+  regions: [plain(regions)],
   enriched: [plain(goodJoins)],
   totals: [plain(goodTotals)],
   deadLetters: [plain([])],
@@ -86,6 +94,12 @@ describe("enrichment verifier", () => {
     assert.strictEqual(verdict(logs({ enriched: [plain([j0!, joined(1, 0, null), j2!])] }))[2], 2)
     assert.strictEqual(verdict(logs({ enriched: [plain([j0!, joined(1, 2, "r01"), j2!])] }))[2], 1)
     assert.strictEqual(verdict(logs({ enriched: [plain([j0!, joined(1, 3, "r03"), j2!])] }))[2], 1)
+  })
+
+  it("fails a region name that is not the global table's last (a join before the table was loaded to its end)", () => {
+    const [, j1, j2] = goodJoins
+    assert.strictEqual(verdict(logs({ enriched: [plain([joined(0, 1, "r01", "one"), j1!, j2!])] }))[2], 1)
+    assert.strictEqual(verdict(logs({ enriched: [plain([joined(0, 1, "r01", null), j1!, j2!])] }))[2], 1)
   })
 
   it("fails a customer's version going back along the join's output", () => {

@@ -67,6 +67,8 @@ const totalsIn = (u: unknown): { readonly count: number; readonly sum: number } 
 export interface EnrichmentLogs {
   readonly orders: ReadonlyArray<PartitionLog>
   readonly customers: ReadonlyArray<PartitionLog>
+  /** The global table's topic (written before the apps started). */
+  readonly regions: ReadonlyArray<PartitionLog>
   readonly enriched: ReadonlyArray<PartitionLog>
   readonly totals: ReadonlyArray<PartitionLog>
   readonly deadLetters: ReadonlyArray<PartitionLog>
@@ -100,6 +102,20 @@ export const checkEnrichment = (name: string, logs: EnrichmentLogs, acked: numbe
       regions.set(found.customer, versions)
     }
   }
+  // Each region's last name: what a global table loaded to its end holds.
+  const lastName = new Map<string, { readonly revision: number; readonly name: string }>()
+  for (const log of logs.regions) {
+    for (const r of log.records) {
+      const value = parse(r.value)
+      if (!isObject(value) || typeof value["revision"] !== "number" || typeof value["name"] !== "string" || r.key === null) {
+        unreadable++
+        example(`regions ${log.partition}@${r.offset}: unreadable record`)
+        continue
+      }
+      const known = lastName.get(r.key)
+      if (known === undefined || value["revision"] > known.revision) lastName.set(r.key, { revision: value["revision"], name: value["name"] })
+    }
+  }
   const orders = new Map<number, OrderRecord>()
   const written = new Map<number, number>()
   for (const log of logs.orders) {
@@ -127,6 +143,7 @@ export const checkEnrichment = (name: string, logs: EnrichmentLogs, acked: numbe
   let unknownVersions = 0
   let wrongRegions = 0
   let wentBack = 0
+  let staleRegionNames = 0
   let wrongFields = 0
   let atMinimum = 0
   let later = 0
@@ -142,6 +159,12 @@ export const checkEnrichment = (name: string, logs: EnrichmentLogs, acked: numbe
       }
       const version = value["version"]
       const region = typeof value["region"] === "string" ? value["region"] : null
+      const regionName = typeof value["regionName"] === "string" ? value["regionName"] : null
+      const wantName = region === null ? null : lastName.get(region)?.name ?? null
+      if (regionName !== wantName) {
+        staleRegionNames++
+        example(`order ${order.id} joined region ${region} named ${JSON.stringify(regionName)}, the global table's last name is ${JSON.stringify(wantName)}`)
+      }
       const times = (joined.get(order.id) ?? 0) + 1
       joined.set(order.id, times)
       if (times > (written.get(order.id) ?? 0)) {
@@ -277,7 +300,7 @@ export const checkEnrichment = (name: string, logs: EnrichmentLogs, acked: numbe
   const aborted = logs.enriched.reduce((n, l) => n + l.abortedTransactions, 0)
   const abortedRecords = logs.enriched.reduce((n, l) => n + l.abortedRecords, 0)
   const versions = [...regions.values()].reduce((n, m) => n + m.size, 0)
-  const joinMismatches = tooOld + withoutCustomer + unknownVersions + wrongRegions + wentBack + wrongFields
+  const joinMismatches = tooOld + withoutCustomer + unknownVersions + wrongRegions + wentBack + wrongFields + staleRegionNames
   const join: Check = {
     name,
     records: enrichedRecords,
@@ -291,7 +314,8 @@ export const checkEnrichment = (name: string, logs: EnrichmentLogs, acked: numbe
       ...(joinMismatches + unreadable > 0
         ? [
           `${name}: ${tooOld} older than committed, ${withoutCustomer} without a customer, ${unknownVersions} unknown versions, ` +
-          `${wrongRegions} wrong regions, ${wentBack} versions going back, ${wrongFields} wrong fields, ${unreadable} unreadable records`
+          `${wrongRegions} wrong regions, ${wentBack} versions going back, ${wrongFields} wrong fields, ` +
+          `${staleRegionNames} region names not the global table's last, ${unreadable} unreadable records`
         ]
         : []),
       ...(deadLetters > 0 ? [`${name}: ${deadLetters} record(s) in the dead letter topic`] : []),
