@@ -64,6 +64,12 @@ describe("DatabaseSink startup errors", () => {
       expectDatabaseError(error, "Unavailable", "no-such-host.invalid", "check the host name")
     }))
 
+  it.scopedLive("a URL that does not parse: Refused, saying how it is written, the password in no message", () =>
+    Effect.gen(function*() {
+      const error = yield* runWith(`postgres://postgres:${password}@[bad/postgres`)
+      expectDatabaseError(error, "Refused", "is not a URL", "percent-encoded")
+    }))
+
   it.scopedLive("a database that does not exist: Refused, naming it and the fix", () =>
     Effect.gen(function*() {
       const url = new URL(databaseUrl())

@@ -101,6 +101,8 @@ const connectFixes: ReadonlyMap<string, string> = new Map([
   ["ENETUNREACH", "The network is unreachable: check the host of the database URL (DATABASE_URL) and the network"],
   ["57P03", "The server is starting or shutting down: retry once it accepts connections"]
 ])
+const invalidUrlFix = "The database URL (DATABASE_URL) is not a URL: postgres://user:password@host:port/database, " +
+  "with any of @ : / # ? % in the user or password percent-encoded"
 const timeoutFix = "The server did not answer in time: check the host and port of the database URL (DATABASE_URL), the network and any firewall"
 
 const codeOf = (cause: unknown): Option.Option<string> => {
@@ -143,6 +145,9 @@ export const toDatabaseError = (operation: string) => (error: SqlError | unknown
  */
 export const toStartupError = (operation: string) => (error: SqlError | unknown): DatabaseError => {
   const mapped = toDatabaseError(operation)(error)
+  if (mapped.reason === "Failed" && mapped.cause instanceof TypeError && /invalid url/i.test(mapped.cause.message)) {
+    return new DatabaseError({ reason: "Refused", operation, fix: invalidUrlFix, cause: mapped.cause.message })
+  }
   if (mapped.reason !== "Unavailable" || mapped.fix !== undefined) return mapped
   const code = codeOf(error)
   const fix = Option.isSome(code) ? connectFixes.get(code.value) : undefined
