@@ -4,7 +4,9 @@
  * arrive while it is down (their transactions fail: the partition rewinds,
  * with backoff), and it starts again on the same data folder and port. The
  * sink resumes from the database's positions: each record's row once, none
- * lost, and the offsets table at the input's end offsets.
+ * lost, and the offsets table at the input's end offsets. Down for longer than
+ * the run retries, the run ends with the `DatabaseError` (`Unavailable`), or
+ * `DeliveryFailed` caused by it.
  */
 import { PgClient } from "@effect/sql-pg"
 import { SqlClient } from "@effect/sql"
@@ -83,5 +85,28 @@ describe("DatabaseSink across a database restart", () => {
       }
       assert.isNull(fiber.unsafePoll(), "the run is still going")
       yield* Fiber.interrupt(fiber)
+
+      // Down for longer than the run retries (maxDeliveryFailures 2): it ends with the DatabaseError.
+      const second = yield* Effect.forkScoped(
+        Runner.run(sink).pipe(
+          Effect.provide(DatabaseSink.connect(PgClient.layer({ url: server.url, maxConnections: 3 }))),
+          Effect.provide(SkeinConfig.layer({
+            brokers: brokers(),
+            applicationId: unique("db-restart-short"),
+            deliveryBackoff: Duration.millis(50),
+            maxDeliveryFailures: 2
+          })),
+          Effect.flip
+        )
+      )
+      yield* eventually(Effect.map(counts, (c) => c.rows >= 4 * perPhase), { what: "the second run's rows" })
+      yield* server.stop
+      yield* produceRaw(input, phase(3))
+      const error = yield* Fiber.join(second)
+      // The last failure a batch's (DeliveryFailed) or a task start's, claiming the partition (the DatabaseError itself).
+      const last = error._tag === "DeliveryFailed" ? error.cause : error
+      assert.strictEqual(last._tag, "DatabaseError", error.message)
+      if (last._tag === "DatabaseError") assert.strictEqual(last.reason, "Unavailable", error.message)
+      yield* server.start
     }), 60_000)
 })
