@@ -33,7 +33,7 @@
  * and exits 1 if any app fails.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Duration, Effect, Either, Exit, Fiber, Option, Ref } from "effect"
+import { Cause, Duration, Effect, Either, Exit, Fiber, Option, Ref, Schedule } from "effect"
 import kafkajs from "kafkajs"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
@@ -308,7 +308,7 @@ const createTopics = (
   partitions: number,
   replication: number
 ) =>
-  Effect.promise(async () => {
+  Effect.tryPromise(async () => {
     const admin = new kafkajs.Kafka({ brokers: [...brokers], logLevel: kafkajs.logLevel.NOTHING }).admin()
     await admin.connect()
     try {
@@ -321,10 +321,20 @@ const createTopics = (
           configEntries: [{ name: "min.insync.replicas", value: replication >= 3 ? "2" : "1" }]
         }))
       })
+      // Created by an earlier attempt, createTopics does not wait for the leaders: wait here.
+      const meta = await admin.fetchTopicMetadata({ topics: [...topics] })
+      if (meta.topics.some((t) => t.partitions.length < partitions || t.partitions.some((p) => p.leader < 0))) {
+        throw new Error("topic leaders not elected yet")
+      }
     } finally {
       await admin.disconnect()
     }
-  })
+  }).pipe(
+    // A cluster just started may answer the leaders' metadata with UNKNOWN_TOPIC_OR_PARTITION, which
+    // kafkajs's waitForLeaders does not retry: try again (topics that exist are left as they are).
+    Effect.retry(Schedule.spaced(Duration.seconds(1)).pipe(Schedule.intersect(Schedule.recurs(30)))),
+    Effect.orDie
+  )
 
 /**
  * Closes the windowed app's last windows: one record per second key (a group's records are in
