@@ -23,7 +23,6 @@ import * as KafkaBroker from "../src/testing/KafkaBroker.ts"
 import * as LocalKafka from "../src/testing/LocalKafka.ts"
 import * as BrokerVersion from "./utils/brokerVersion.ts"
 import * as BrokerWatch from "./utils/brokerWatch.ts"
-import * as BrokerWarmup from "./utils/brokerWarmup.ts"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -87,12 +86,6 @@ export async function setupKafka(
   options: KafkaBroker.Options = {}
 ): Promise<() => Promise<void>> {
   const broker = await startKafka(options)
-  // Its coordinators' topics exist and are loaded before the first test (test/utils/brokerWarmup.ts).
-  const warmed = await Effect.runPromiseExit(BrokerWarmup.coordinatorsReady(broker.brokers))
-  if (Exit.isFailure(warmed)) {
-    await broker.close()
-    throw plainError(failureMessage(warmed.cause))
-  }
   project.provide("kafkaBrokers", broker.brokers.join(","))
   let gone: string | undefined
   const watch = Effect.runFork(
