@@ -5,42 +5,24 @@ import { unitTests } from "./vitest.unit.config.ts"
 
 /**
  * The files started first: the longest, so that the run does not end with one of them alone
- * on a worker while the other waits. Without vitest's duration cache (a clean clone, as in CI)
- * files start largest first, and these are small files. Per-file durations on 2026-12-04:
- * chaos 232 s (its own 3-broker cluster, some twenty app processes), compat/aggregate 68 s of
- * test:compat's 114 s.
+ * on a worker while the other waits (without vitest's duration cache, as in a clean clone, files
+ * start largest first, and this is a small file): compat/aggregate takes 68 s of test:compat's
+ * 114 s. test/chaos.test.ts (232 s, some twenty app processes and a 3-broker cluster of its
+ * own) runs alone after the others in `npm test` (package.json): beside it, the broker files
+ * next to it failed on a busy machine (kafkajs-read-committed: "Failed to find group
+ * coordinator"; broker-cluster's 3 brokers took 290 s to start instead of 87 s for the whole file).
  */
 export const firstFiles: ReadonlyArray<string> = [
-  "test/chaos.test.ts",
   "test/compat/aggregate.test.ts"
 ]
 
-/**
- * The files started last, in this order: the other files of a minute or more (handlers/shutdown
- * 92 s, extractor/kill 70 s, workflow/kill 63 s, example 53 s, broker-cluster 87 s), which spawn
- * processes or brokers of their own, so that they run once chaos.test.ts is done rather than
- * beside it: with chaos.test.ts's cluster beside broker-cluster's, both clusters took minutes to
- * start (broker-cluster 290 s, chaos's cluster case past its 10-minute timeout) on the busy
- * machine. broker-cluster (3 brokers) comes last.
- */
-export const lastFiles: ReadonlyArray<string> = [
-  "test/handlers/shutdown.test.ts",
-  "test/extractor/kill.test.ts",
-  "test/workflow/kill.test.ts",
-  "test/example.test.ts",
-  "test/broker-cluster.test.ts"
-]
-
-/** vitest's order (failed, then longest by its cache, else largest first), `firstFiles` first, `lastFiles` last. */
-class FirstAndLastFiles extends BaseSequencer {
+/** vitest's order (failed, then longest by its cache, else largest first), `firstFiles` first. */
+class FirstFiles extends BaseSequencer {
   override async sort(files: Array<TestSpecification>): Promise<Array<TestSpecification>> {
     const sorted = await super.sort(files)
     const rank = (file: TestSpecification): number => {
-      const path = Path.relative(this.ctx.config.root, file.moduleId).split(Path.sep).join("/")
-      const first = firstFiles.indexOf(path)
-      if (first !== -1) return first
-      const last = lastFiles.indexOf(path)
-      return last === -1 ? firstFiles.length : firstFiles.length + 1 + last
+      const index = firstFiles.indexOf(Path.relative(this.ctx.config.root, file.moduleId).split(Path.sep).join("/"))
+      return index === -1 ? firstFiles.length : index
     }
     return sorted.sort((a, b) => rank(a) - rank(b))
   }
@@ -62,7 +44,7 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: 2,
     minWorkers: 1,
-    sequence: { sequencer: FirstAndLastFiles },
+    sequence: { sequencer: FirstFiles },
     testTimeout: 120_000,
     hookTimeout: 300_000,
   }
