@@ -464,11 +464,14 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
         return body.value === null ? Option.none<V>() : Option.some(yield* value(decode, body.value, answer, path))
       })
 
-    const metadata: Effect.Effect<Metadata, QueryClientError> = Effect.gen(function*() {
-      const path = "/metadata"
-      const answer = yield* routed(path)
-      return yield* decoded(MetadataAnswer, answer, path)
-    })
+    /** The routes; `store` names the store a scan reads (a `Runner.runAll` endpoint picks its transformer's routes by it). */
+    const metadataOf = (store: string | undefined): Effect.Effect<Metadata, QueryClientError> =>
+      Effect.gen(function*() {
+        const path = pathOf(["metadata"], { store })
+        const answer = yield* routed(path)
+        return yield* decoded(MetadataAnswer, answer, path)
+      })
+    const metadata = metadataOf(undefined)
 
     /** A page of a scan's entries (in key order, at most `limit`), decoded with the store's Schemas. */
     const pageOf = <K, V>(
@@ -513,7 +516,7 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
     ): Effect.Effect<Page<K, V>, QueryClientError> =>
       Effect.gen(function*() {
         const path = pathOf(segments, params)
-        const routes = yield* metadata
+        const routes = yield* metadataOf(store.name)
         const owners = routes.instances.filter((instance) => instance.active.length > 0)
         if (routes.unrouted.length > 0) {
           return yield* new QueryClientError({

@@ -165,6 +165,12 @@ export type StatsOf<Ts extends ReadonlyArray<T.Any>> = { readonly [I in keyof Ts
  * `"transformer"`: while any is); `/metrics` has every transformer's
  * samples, labelled `application_id` and `transformer`.
  *
+ * With `queryPort` set, one query endpoint serves them all, announced by
+ * each run in its own group: `/state/{transformer}/...` asks that
+ * transformer; `/stores/{store}/...` the one transformer declaring the
+ * store (`?transformer=` when several declare one name); `/metadata` needs
+ * `?transformer=` when there are several (docs/queries.md).
+ *
  * @example
  * ```ts
  * import { Effect } from "effect"

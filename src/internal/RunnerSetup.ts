@@ -40,6 +40,7 @@ import * as DatabaseTask from "./database/DatabaseTask.ts"
 import * as PollBuffer from "./PollBuffer.ts"
 import * as Positions from "./query/Positions.ts"
 import * as QueryTls from "./query/queryTls.ts"
+import type * as SharedSources from "./query/SharedSources.ts"
 import type * as Queries from "./query/Queries.ts"
 import * as QueryRoutes from "./QueryRoutes.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
@@ -67,12 +68,19 @@ export interface RunnerResources {
 }
 
 /**
- * Test hooks of Skein's own tests (nothing in production sets them): `reader`
- * wraps each changelog reader a run makes (e.g. to hold one partition's
- * restore on a `Deferred`).
+ * Hooks of a run: `reader` (Skein's own tests only) wraps each changelog
+ * reader a run makes (e.g. to hold one partition's restore on a
+ * `Deferred`); `sharedQuery` (set by `runAll`) is the query endpoint several
+ * runs share: the run registers its source there and announces its
+ * endpoint instead of listening on its own.
  */
 export interface RunnerHooks {
   readonly reader?: ((topic: string, reader: ChangelogReader.ChangelogReader) => ChangelogReader.ChangelogReader) | undefined
+  readonly sharedQuery?: {
+    readonly endpoint: string
+    readonly port: number
+    readonly sources: SharedSources.SharedSources
+  } | undefined
 }
 
 /** What the query endpoint reads of a run, wired as the run acquires it (the endpoint listens before the group is joined). */
@@ -93,7 +101,7 @@ interface QueryWiring {
 const wildcard: ReadonlySet<string> = new Set(["0.0.0.0", "::", "[::]"])
 
 /** The `host:port` announced for an endpoint listening on `host` and `port` (IPv6 hosts bracketed). */
-const announcedEndpoint = (host: string, port: number): string => {
+export const announcedEndpoint = (host: string, port: number): string => {
   const name = wildcard.has(host) ? os.hostname() : host
   return name.includes(":") && !name.startsWith("[") ? `[${name}]:${port}` : `${name}:${port}`
 }
@@ -253,7 +261,13 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       positions: Positions.make(),
       standbys: undefined
     }
-    if (config.queryPort !== undefined) {
+    const shared = hooks.sharedQuery
+    if (shared !== undefined) {
+      const unregister = shared.sources.register(querySource(transformer, wiring, stats, partitions))
+      yield* Effect.addFinalizer(() => Effect.sync(unregister))
+      wiring.endpoint = shared.endpoint
+      stats.setQueryPort(shared.port)
+    } else if (config.queryPort !== undefined) {
       const QueryServer = yield* Effect.promise(() => import("./queryServer.ts"))
       const tls = yield* QueryTls.read(config)
       const server = yield* QueryServer.serve(querySource(transformer, wiring, stats, partitions), {

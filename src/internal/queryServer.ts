@@ -42,6 +42,7 @@ import * as Queries from "./query/Queries.ts"
 import * as QueryError from "./query/QueryError.ts"
 import type { QueryTls } from "./query/queryTls.ts"
 import * as Request from "./query/request.ts"
+import type * as SharedSources from "./query/SharedSources.ts"
 import * as QueryRoutes from "./QueryRoutes.ts"
 import { compare } from "./stores/keys.ts"
 
@@ -271,7 +272,7 @@ const forwardTo = (
     })
   )
 
-const handler = (source: Queries.Source, options: Options, client: HttpClient.HttpClient) =>
+const handler = (sources: Queries.Source | SharedSources.Pick, options: Options, client: HttpClient.HttpClient) =>
   Effect.gen(function*() {
     const token = options.token
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -287,6 +288,14 @@ const handler = (source: Queries.Source, options: Options, client: HttpClient.Ht
         "www-authenticate": "Bearer"
       })
     }
+    const picked = typeof sources === "function" ? sources(request.url) : Either.right(sources)
+    if (Either.isLeft(picked)) {
+      const error = picked.left
+      return json(QueryError.status(error), QueryError.body(error), {
+        ...(error._tag === "NotReady" ? { "retry-after": String(Math.ceil(error.retryAfterMillis / 1000)) } : {})
+      })
+    }
+    const source = picked.right
     const peers = request.headers[headers.forward] === "no" || request.headers[headers.forwardedBy] !== undefined
       ? undefined
       : forwarding(client, request.url, source.self(), options)
@@ -306,9 +315,13 @@ const listenError = (cause: unknown, options: Options): QueryServerError => {
   return new QueryServerError({ reason, port: options.port, host: options.host, cause })
 }
 
-/** Serves the queries of `source` until the scope closes; fails at once if it cannot listen. */
+/**
+ * Serves the queries of `source` until the scope closes; fails at once if it
+ * cannot listen. Several runs' endpoint (`Runner.runAll`) gives a `Pick`
+ * instead, which picks each request's source (`SharedSources`).
+ */
 export const serve = (
-  source: Queries.Source,
+  source: Queries.Source | SharedSources.Pick,
   options: Options
 ): Effect.Effect<{ readonly port: number }, QueryServerError, Scope.Scope> =>
   Effect.gen(function*() {

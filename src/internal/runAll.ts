@@ -2,17 +2,21 @@
  * Several transformers in one process (`Runner.runAll`): each is its own run
  * (`runner.run`) under the application's config with its own application id
  * `{applicationId}-{name}` (so its own consumer group, transactional ids and
- * changelog), all under one health endpoint.
+ * changelog), all under one health endpoint and one query endpoint (each
+ * run announces it in its own group; `SharedSources` picks a request's run).
  *
  * @internal
  */
-import { Effect, Either } from "effect"
+import { Effect, Either, Option } from "effect"
 import type { SkeinConfig } from "../SkeinConfig.ts"
 import { ConfigurationError } from "../SkeinError.ts"
 import type * as Topic from "../Topic.ts"
 import type { Transformer } from "../Transformer.ts"
 import * as HealthServerModule from "./healthServerModule.ts"
+import * as QueryTls from "./query/queryTls.ts"
+import * as SharedSources from "./query/SharedSources.ts"
 import * as runner from "./runner.ts"
+import * as RunnerSetup from "./RunnerSetup.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 
 /** What `runAll` does when one transformer's run fails. */
@@ -65,11 +69,23 @@ export const runAll = (
       )
       for (const s of stats) s.setHealthPort(port)
     }
+    // One query endpoint for every run: each request goes to the run of the transformer it names
+    // (SharedSources); each run announces this endpoint in its own group.
+    let sharedQuery: RunnerSetup.RunnerHooks["sharedQuery"] = undefined
     if (config.queryPort !== undefined) {
-      // One endpoint per run would listen on the same port: a shared one routes by transformer (next slice).
-      yield* Effect.logWarning(
-        "queryPort is set, but Runner.runAll serves no query endpoint yet: run the transformer to query with Runner.run"
-      )
+      const QueryServer = yield* Effect.promise(() => import("./queryServer.ts"))
+      const sources = SharedSources.make(transformers.map((t) => ({
+        name: t.name,
+        stateful: Option.isSome(t.state),
+        stores: (t.stores ?? []).map((store) => ({ name: store.name, kind: store.kind }))
+      })))
+      const { port } = yield* QueryServer.serve(sources.pick, {
+        port: config.queryPort,
+        host: config.queryHost,
+        token: config.queryToken,
+        tls: yield* QueryTls.read(config)
+      })
+      sharedQuery = { endpoint: config.queryEndpoint ?? RunnerSetup.announcedEndpoint(config.queryHost, port), port, sources }
     }
     const runs = transformers.map((t, i) => {
       const own: SkeinConfig = {
@@ -78,7 +94,7 @@ export const runAll = (
         healthPort: undefined,
         queryPort: undefined
       }
-      const run = Effect.scoped(runner.run(t, own, stats[i]!))
+      const run = Effect.scoped(runner.run(t, own, stats[i]!, { sharedQuery }))
       return failureIsolation === "run" ? run : run.pipe(
         Effect.tapErrorCause((cause) =>
           Effect.logError(`transformer "${t.name}" failed; the other transformers go on`, cause)
