@@ -37,9 +37,9 @@ const declared: ReadonlyArray<SharedSources.Declared> = [
 ]
 
 /** The transformer a request goes to, or its error's status and body. */
-const picked = (shared: SharedSources.SharedSources, url: string) =>
+const picked = (shared: SharedSources.SharedSources, url: string): string | Record<string, unknown> =>
   Either.match(shared.pick(url), {
-    onLeft: (error) => ({ status: QueryError.status(error), ...QueryError.body(error) }),
+    onLeft: (error): Record<string, unknown> => ({ status: QueryError.status(error), ...QueryError.body(error) }),
     onRight: (source) => source.transformer
   })
 
