@@ -25,7 +25,7 @@
  * Every send holds one partition's records (FINDINGS.md #2); a failed send is retried, which may
  * write a record twice: the verifier counts the topics as they are.
  */
-import { Duration, Effect, Ref, Schedule } from "effect"
+import { Deferred, Duration, Effect, Ref, Schedule } from "effect"
 import kafkajs from "kafkajs"
 import type { Message, Producer } from "kafkajs"
 import { partitionOf } from "../../src/internal/query/partitioner.ts"
@@ -50,6 +50,8 @@ export interface EnrichmentDriverOptions {
   readonly updateEvery: number
   readonly seed: number
   readonly say: (line: string) => Effect.Effect<void>
+  /** Completed when the orders start (every customer's version 1 committed in the table). */
+  readonly ordering: Deferred.Deferred<void>
 }
 
 export interface EnrichmentProgress {
@@ -235,6 +237,7 @@ export const drive = (options: EnrichmentDriverOptions, progress: Ref.Ref<Enrich
     )
 
     // -- the orders, with customer updates among them
+    yield* Deferred.succeed(options.ordering, undefined)
     let next = 0
     const started = Date.now()
     while (next < options.records) {
