@@ -23,10 +23,6 @@ export default defineConfig({
   test: {
     include: [...unitTests],
     pool: "forks",
-    // Two files at a time on CI's 2 cores (vitest's default there is one worker: cores - 1).
-    fileParallelism: true,
-    maxWorkers: 2,
-    minWorkers: 1,
     testTimeout: 120_000,
     hookTimeout: 300_000
   }
