@@ -77,27 +77,30 @@ export const afterCommitBeforeStore: (partition: number) => Effect.Effect<void> 
       return Effect.never
     })
 
-/** Transactions seen by the armed `commit-lost` fault point; whether it aborted one. */
+/** Transactions seen by the armed `commit-lost` fault point; the task whose commit it lost. */
 let transactions = 0
-let lost = false
+let lostBy: number | undefined = undefined
 
 /**
- * Asked by a transaction before it commits: true when it is the one
- * `commit-lost:<n>` names, which then aborts and reports a commit.
+ * Asked by task `partition`'s transaction before it commits: true when it is
+ * the one `commit-lost:<n>` names, which then aborts and reports a commit.
  */
-export const loseCommit = (): boolean => {
+export const loseCommit = (partition: number): boolean => {
   if (armed?._tag !== "CommitLost") return false
   transactions++
   if (transactions !== armed.commit) return false
-  fs.writeSync(2, `skein fault commit-lost: transaction ${transactions} aborted, reported committed\n`)
-  lost = true
+  fs.writeSync(2, `skein fault commit-lost: transaction ${transactions} aborted, reported committed (task ${partition})\n`)
+  lostBy = partition
   return true
 }
 
-/** Runs after a task's store write: SIGKILLs the process once a lost commit was written to its store. */
+/**
+ * Runs after task `partition`'s store write: SIGKILLs the process once the
+ * commit lost for that task is in its store (other tasks' writes go on).
+ */
 export const afterStoreWrite = (partition: number): Effect.Effect<void> =>
   Effect.suspend(() => {
-    if (!lost) return Effect.void
+    if (lostBy !== partition) return Effect.void
     fs.writeSync(2, `skein fault commit-lost: SIGKILL after the store write (task ${partition})\n`)
     process.kill(process.pid, "SIGKILL")
     return Effect.never

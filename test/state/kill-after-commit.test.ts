@@ -94,7 +94,7 @@ const restoresOf = (output: string) =>
 const faultsOf = (output: string) => [
   ...[...output.matchAll(/skein fault after-commit-before-store: SIGKILL at commit (\d+) \(task (\d+)\)/g)]
     .map((m) => ({ fault: "after-commit-before-store", commit: Number(m[1]), partition: Number(m[2]) })),
-  ...[...output.matchAll(/skein fault commit-lost: transaction (\d+) aborted, reported committed\n[^]*?skein fault commit-lost: SIGKILL after the store write \(task (\d+)\)/g)]
+  ...[...output.matchAll(/skein fault commit-lost: transaction (\d+) aborted, reported committed \(task (\d+)\)\n[^]*?skein fault commit-lost: SIGKILL after the store write \(task \2\)/g)]
     .map((m) => ({ fault: "commit-lost", commit: Number(m[1]), partition: Number(m[2]) }))
 ]
 

@@ -244,7 +244,9 @@ export const runTransaction = async (
   producer: Producer,
   records: ReadonlyArray<EncodedRecord>,
   offsets: TransactionOffsets,
-  limits: Limits
+  limits: Limits,
+  /** The task committing (for Skein's own fault points). */
+  partition?: number
 ): Promise<ReadonlyArray<Appended>> => {
   const transaction: Transaction = await producer.transaction()
   const appended = new Map<string, Appended>()
@@ -264,7 +266,7 @@ export const runTransaction = async (
         topics: [...topics].map(([topic, partitions]) => ({ topic, partitions }))
       })
     }
-    if (Faults.loseCommit()) {
+    if (partition !== undefined && Faults.loseCommit(partition)) {
       // Skein's own crash tests only (`SKEIN_FAULT=commit-lost:<n>`): a commit a broker acknowledged and lost.
       await transaction.abort()
       return [...appended.values()]
@@ -381,7 +383,7 @@ const fenced = <P extends number, T extends string>(
     transactionalId: options.transactionalId,
     commit: (records: ReadonlyArray<EncodedRecord>, offsets: TransactionOffsets) =>
       Effect.tryPromise({
-        try: () => runTransaction(producer, records, offsets, limits).then((appended) => CommitReceipt.issue(options.partition, appended)),
+        try: () => runTransaction(producer, records, offsets, limits, options.partition).then((appended) => CommitReceipt.issue(options.partition, appended)),
         catch: (error): KafkaError | TaskMigrated =>
           isFenced(error)
             ? new TaskMigrated({ partition: options.partition, cause: error })
