@@ -67,7 +67,7 @@
  *
  * @since 0.6.0
  */
-import { SqlClient } from "@effect/sql"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Context, Duration, Effect, FiberRef, Layer, Option } from "effect"
 import type { BatchRun, SinkHooks } from "./internal/database/DatabaseTask.ts"
