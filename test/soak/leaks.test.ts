@@ -100,13 +100,23 @@ describe("resource leaks", () => {
         Effect.promise(async () => {
           const admin = kafka.admin()
           await admin.connect()
-          await admin.createTopics({
-            waitForLeaders: true,
-            topics: [
-              { topic: names.input, numPartitions: PARTITIONS },
-              { topic: names.output, numPartitions: PARTITIONS }
-            ]
-          })
+          // A broker just started may answer the new topics' leader metadata with
+          // UNKNOWN_TOPIC_OR_PARTITION, which kafkajs's waitForLeaders does not retry.
+          for (let attempt = 1; ; attempt++) {
+            try {
+              await admin.createTopics({
+                waitForLeaders: true,
+                topics: [
+                  { topic: names.input, numPartitions: PARTITIONS },
+                  { topic: names.output, numPartitions: PARTITIONS }
+                ]
+              })
+              break
+            } catch (error) {
+              if (attempt >= 30 || !String(error).includes("does not host this topic-partition")) throw error
+              await new Promise((resolve) => setTimeout(resolve, 1000))
+            }
+          }
           await admin.disconnect()
           const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1 })
           await p.connect()
