@@ -84,8 +84,8 @@ export const make = (declared: ReadonlyArray<Declared>): SharedSources => {
     const first = declared[0]
     if (Either.isLeft(query) || first === undefined) {
       // Not a query: any source answers it as a single run's endpoint does (a 400 or 404).
-      const any = sources.values().next()
-      return any.done === true ? Either.left(starting()) : Either.right(any.value)
+      const first = sources.values().next()
+      return first.done === true ? Either.left(starting()) : Either.right(first.value)
     }
     if (named !== null) return Either.flatMap(byParameter(declared, named), sourceOf)
     const asked = query.right
