@@ -45,6 +45,8 @@ export interface KafkaAdmin {
   ) => Effect.Effect<void, KafkaError>
   /** A topic's effective `retention.ms` (-1: no limit), or `undefined` when it may not be read. */
   readonly retentionMs: (topic: string) => Effect.Effect<number | undefined, KafkaError>
+  /** A topic's effective `cleanup.policy` (`compact`, `delete`, `compact,delete`), or `undefined` when it may not be read. */
+  readonly cleanupPolicy: (topic: string) => Effect.Effect<string | undefined, KafkaError>
   /** A group's committed offset per partition of `topic` (partitions without one left out). */
   readonly groupOffsets: (
     groupId: string,
@@ -122,7 +124,8 @@ const attempt = <A>(operation: string, f: () => Promise<A>, access?: Access): Ef
   )
 
 
-const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: Admin): KafkaAdmin => {
+/** The admin operations over a connected kafkajs admin client (tests give it one of their own). */
+export const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: Admin): KafkaAdmin => {
   const partitionCount = (topic: string) =>
     // No extra retries: an unknown topic is an answer here, not a transient state.
     Effect.tryPromise({
@@ -170,17 +173,28 @@ const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: Admin): 
           }]
         }), { topics: [topic], topicOperation: "CREATE", clusterOperation: "CREATE" }).pipe(Effect.asVoid),
     retentionMs: (topic) =>
-      Effect.tryPromise({
-        try: () =>
-          admin.describeConfigs({
-            includeSynonyms: false,
-            resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: ["retention.ms"] }]
-          }),
-        catch: toKafkaError("describeConfigs", { topics: [topic], topicOperation: "DESCRIBE_CONFIGS" })
-      }).pipe(
+      // kafkajs's describeConfigs gives up at once when the broker it asks is down (a broker
+      // being restarted): retried here, as the other admin calls are.
+      attempt("describeConfigs", () =>
+        admin.describeConfigs({
+          includeSynonyms: false,
+          resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: ["retention.ms"] }]
+        }), { topics: [topic], topicOperation: "DESCRIBE_CONFIGS" }).pipe(
         Effect.map((result) => {
           const value = result.resources[0]?.configEntries.find((e) => e.configName === "retention.ms")?.configValue
           return value === undefined || value === null ? undefined : Number(value)
+        }),
+        Effect.catchIf((e) => securityFailure(e)?._tag === "AuthorizationFailed", () => Effect.succeed(undefined))
+      ),
+    cleanupPolicy: (topic) =>
+      attempt("describeConfigs", () =>
+        admin.describeConfigs({
+          includeSynonyms: false,
+          resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: ["cleanup.policy"] }]
+        }), { topics: [topic], topicOperation: "DESCRIBE_CONFIGS" }).pipe(
+        Effect.map((result) => {
+          const value = result.resources[0]?.configEntries.find((e) => e.configName === "cleanup.policy")?.configValue
+          return value === undefined || value === null ? undefined : value
         }),
         Effect.catchIf((e) => securityFailure(e)?._tag === "AuthorizationFailed", () => Effect.succeed(undefined))
       ),
@@ -229,14 +243,11 @@ const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: Admin): 
         })
       ),
     outputTopicConfig: (topic) =>
-      Effect.tryPromise({
-        try: () =>
-          admin.describeConfigs({
-            includeSynonyms: false,
-            resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: outputTopicConfigNames }]
-          }),
-        catch: toKafkaError("describeConfigs", { topics: [topic], topicOperation: "DESCRIBE_CONFIGS" })
-      }).pipe(
+      attempt("describeConfigs", () =>
+        admin.describeConfigs({
+          includeSynonyms: false,
+          resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name: topic, configNames: outputTopicConfigNames }]
+        }), { topics: [topic], topicOperation: "DESCRIBE_CONFIGS" }).pipe(
         Effect.map((result): OutputTopicConfig => {
           const entries = result.resources[0]?.configEntries ?? []
           const valueOf = (name: string) => entries.find((e) => e.configName === name)?.configValue
