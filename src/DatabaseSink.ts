@@ -42,7 +42,8 @@
  * A sink is a `Transformer`: `Runner.run`, `Runner.runAll`, `Runner.runMain`,
  * health, metrics, tracing, grace periods and failure isolation work as for
  * any transformer. Its records run one after the other per partition (one
- * transaction per task).
+ * transaction per task); an input topic with `keyConcurrency` is refused at
+ * startup (docs/database-sink.md, "Key concurrency").
  *
  * @example
  * ```ts
@@ -169,7 +170,11 @@ const connectionLost = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<
   ).pipe(commitFailures("savepoint"))
 
 const hooksOf = <E>(
-  options: { readonly tables?: Tables | undefined; readonly kafkaCommitInterval?: Duration.DurationInput | undefined },
+  options: {
+    readonly inputs: ReadonlyArray<Topic.Any>
+    readonly tables?: Tables | undefined
+    readonly kafkaCommitInterval?: Duration.DurationInput | undefined
+  },
   batch: Effect.Effect<BatchRun<E>> | undefined
 ): SinkHooks<E> => ({
   tables: {
@@ -177,7 +182,9 @@ const hooksOf = <E>(
     deadLetters: options.tables?.deadLetters ?? defaultTables.deadLetters
   },
   kafkaCommitInterval: Duration.decode(options.kafkaCommitInterval ?? "5 seconds"),
-  batch
+  batch,
+  // Refused at startup (DatabaseTask.keyConcurrencyRefused): see "Key concurrency" in docs/database-sink.md.
+  keyConcurrent: options.inputs.filter((topic) => topic.keyConcurrency).map((topic) => topic.name)
 })
 
 const transformerOf = <Inputs extends ReadonlyArray<Topic.Any>, E, R>(

@@ -12,22 +12,27 @@
  *
  * @since 0.2.0
  */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { randomUUID } from "node:crypto"
 import { Clock, Effect, Either, Option, Schema, TestClock } from "effect"
 import type { Duration, ParseResult, Scope } from "effect"
 import type {
+  DatabaseError,
   OutputTooLarge,
   PartitionOutOfRange,
   StateNotStorable,
   StoredStateInvalid,
   TimestampOutOfRange
 } from "../SkeinError.ts"
-import { DecodeError, EncodeError, KafkaError, StateStoreError } from "../SkeinError.ts"
+import { DecodeError, EncodeError, KafkaError, StateStoreError, TaskMigrated } from "../SkeinError.ts"
 import type * as Timer from "../Timer.ts"
 import * as Topic from "../Topic.ts"
 import { changelogTopic } from "../Transformer.ts"
 import type { Transformer } from "../Transformer.ts"
 import * as Batch from "../internal/batch.ts"
 import * as DatabaseTask from "../internal/database/DatabaseTask.ts"
+import * as DriverSink from "../internal/database/DriverSink.ts"
+import * as SinkStore from "../internal/database/SinkStore.ts"
 import * as CommitReceipt from "../internal/CommitReceipt.ts"
 import { headerRecord } from "../internal/headers.ts"
 import type { FetchedHeaders, FetchedRecord } from "../internal/kafka/consumer.ts"
@@ -183,8 +188,10 @@ export interface OutputRecord<K, V> {
  * What a pipe fails with: what `Runner.run` would fail with for the batch
  * (the transform's own errors, a poison record without a dead letter topic,
  * an output too large or naming a missing partition, a state that does not
- * encode or read back, a stored state the state Schema no longer reads), or
- * an input that does not encode with its topic's codecs.
+ * encode or read back, a stored state the state Schema no longer reads), an
+ * input that does not encode with its topic's codecs, or a `DatabaseSink`'s
+ * batch that the owner epoch check rejected after another owner took its
+ * partition (`TaskMigrated`: see `TestDriver.takeOver`).
  *
  * @example
  * ```ts
@@ -206,6 +213,30 @@ export type PipeError<E> =
   | StateStoreError
   | StateNotStorable
   | StoredStateInvalid
+  | TaskMigrated
+
+/**
+ * A `DatabaseSink`'s row of its offsets table (`TestDriver.positions`):
+ * where an input partition resumes, and the epoch of its latest owner.
+ *
+ * @example
+ * ```ts
+ * import type { TestDriver } from "skein/testing"
+ *
+ * const at = (position: TestDriver.SinkPosition) => `${position.topic}/${position.partition}: epoch ${position.epoch}`
+ * ```
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export interface SinkPosition {
+  readonly topic: string
+  readonly partition: number
+  /** The next offset to process; none while no batch of the partition committed. */
+  readonly nextOffset: Option.Option<number>
+  /** The epoch of the partition's latest owner (a batch commits only with its task's epoch). */
+  readonly epoch: number
+}
 
 /**
  * A transformer running in memory.
@@ -281,6 +312,33 @@ export interface TestDriver<Inputs extends ReadonlyArray<Topic.Any>, S, E, R> {
    * @since 0.4.0
    */
   readonly streamTime: (partition?: number) => Effect.Effect<number, StateStoreError | StoredStateInvalid>
+  /**
+   * A `DatabaseSink`'s offsets table: the driver's rows of it (under a group
+   * id of its own, `<applicationId>-driver-<id>`: its topics are its own),
+   * one per input topic and partition its batches claimed, read from the
+   * database of the `SqlClient` provided. With a client, a
+   * sink's driver keeps them as a runner does: a partition's first batch
+   * claims it (its owner epoch bumped), each batch commits its rows, dead
+   * letters and offsets in one transaction, conditional on the epoch. Dies
+   * for a transformer that is not a sink.
+   *
+   * @since 0.6.0
+   */
+  readonly positions: Effect.Effect<ReadonlyArray<SinkPosition>, DatabaseError, SqlClient.SqlClient>
+  /**
+   * Another owner takes a `DatabaseSink`'s partition (default 0): its owner
+   * epoch is bumped in the database, as a new instance's task does when the
+   * partition is assigned to it; returns the new epoch. The driver's next
+   * batch of that partition is the old owner's: the epoch check rejects it,
+   * its rows, dead letters and offsets roll back, and the pipe fails with
+   * `TaskMigrated`. The batch after it claims the partition again and runs
+   * the records piped since the database's positions, the rejected ones
+   * first, as a task that takes the partition back does. Dies for a
+   * transformer that is not a sink.
+   *
+   * @since 0.6.0
+   */
+  readonly takeOver: (partition?: number) => Effect.Effect<number, DatabaseError, SqlClient.SqlClient>
 }
 
 /** A task of the driver: its store, state cache and (a durable workflow's) run store. */
@@ -369,6 +427,15 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const partitionCounts = PartitionCounts.make((topic) =>
       Effect.succeed(Object.hasOwn(partitions, topic) ? partitions[topic] : undefined)
     )
+    // A `DatabaseSink`: its offsets and epochs in the database of the client the pipes run with, under a
+    // group id of this driver's own (its in-memory topics are its own: another driver's positions are not theirs).
+    const sink = transformer.database === undefined
+      ? undefined
+      : DriverSink.make(transformer, transformer.database.tables, {
+        groupId: `${options.applicationId ?? "test"}-driver-${randomUUID().slice(0, 8)}`,
+        deadLetterTopic,
+        messageLimits
+      })
     const topics = new Map<string, Array<RawRecord>>()
     const inputOffsets = new Map<string, number>()
     const tasks = new Map<number, DriverTask>()
@@ -425,6 +492,19 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     }
 
     /**
+     * A sink's batch that failed: its fatal error, or a rejected batch
+     * (`TaskMigrated`); the runtime's own errors (a database gone) are defects.
+     */
+    const sinkFailure = (
+      error: DatabaseTask.BatchFailed<E> | DatabaseError | KafkaError | TaskMigrated
+    ): Effect.Effect<never, PipeError<E>> => {
+      if (error instanceof DatabaseTask.BatchFailed) {
+        return Effect.catchIf(Effect.failCause(error.cause), isKafkaError, (kafka) => Effect.die(kafka))
+      }
+      return error instanceof TaskMigrated ? Effect.fail(error) : Effect.die(error)
+    }
+
+    /**
      * Runs one batch of a task as `processSlices` does (its slice, or none for
      * its due timers): the batch, then its commit, then its failure.
      */
@@ -435,28 +515,29 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     ): Effect.Effect<void, PipeError<E>, R> =>
       Effect.gen(function*() {
         const task = taskOf(partition)
-        const run = Batch.run(transformer, task.store, slices, {
-          deadLetterTopic,
-          stop: Effect.never,
-          permits: Option.none(),
-          messageLimits,
-          partitionCounts,
-          cache: task.cache,
-          partition,
-          timers: task.timers,
-          advanceStreamTime
-        }).pipe(Effect.locally(RunStore.current, task.runs))
-        // A `DatabaseSink`: the batch in one transaction of the program's SqlClient (no offsets or epochs kept).
-        const result = yield* (transformer.database === undefined ? run : DatabaseTask.driverBatch(transformer, slices, run, {
-          deadLetterTopic,
-          messageLimits
-        }).pipe(
-          Effect.catchAll((error) =>
-            error instanceof DatabaseTask.BatchFailed
-              ? Effect.catchIf(Effect.failCause(error.cause), isKafkaError, (kafka) => Effect.die(kafka))
-              : Effect.die(error)
-          )
-        ))
+        const runOf = (batch: ReadonlyArray<Batch.Slice>) =>
+          Batch.run(transformer, task.store, batch, {
+            deadLetterTopic,
+            stop: Effect.never,
+            permits: Option.none(),
+            messageLimits,
+            partitionCounts,
+            cache: task.cache,
+            partition,
+            timers: task.timers,
+            advanceStreamTime
+          }).pipe(Effect.locally(RunStore.current, task.runs))
+        // A `DatabaseSink`: with the program's SqlClient, the batch as a task runs it (`DriverSink`); without one, no transaction.
+        const hooks = transformer.database
+        const result = yield* (sink === undefined || hooks === undefined ? runOf(slices) : Effect.gen(function*() {
+          const refused = DatabaseTask.keyConcurrencyRefused(hooks, transformer.name)
+          if (Option.isSome(refused)) return yield* Effect.die(refused.value)
+          const client = yield* SinkStore.currentClient
+          return yield* Option.match(client, {
+            onNone: () => DatabaseTask.driverBatch(transformer, slices, runOf(slices), { deadLetterTopic, messageLimits }),
+            onSome: (sql) => sink.process(sql, partition, slices, runOf)
+          })
+        }).pipe(Effect.catchAll(sinkFailure)))
         if (result.processed > 0 || result.taskWrites.length > 0) {
           for (const output of result.outputs) append(output)
           if (Option.isSome(task.store)) {
@@ -482,7 +563,7 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       inputOffsets.set(at, offset + 1)
       const { raw, text } = fetchedHeaders(record.headers)
       const rawHeaders: FetchedHeaders = raw
-      return {
+      const input: FetchedRecord = {
         topic,
         partition,
         offset,
@@ -492,9 +573,12 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         rawHeaders,
         timestamp: record.timestamp ?? now
       }
+      sink?.piped(input)
+      return input
     }
 
     const inputNames = new Set(transformer.inputs.map((topic) => topic.name))
+    const notASink = Effect.dieMessage(`TestDriver: ${transformer.name} is not a DatabaseSink: it has no offsets table`)
 
     /** A task's committed timers, read from its store if no batch has read them yet; `undefined` without the task. */
     const loadedTimers = (partition: number) =>
@@ -585,6 +669,11 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             .filter((entry) => entry.key === key)
             .sort(Timers.order)
             .map(({ at, domain, name }): Timer.Timer => ({ name, domain, at }))),
-      streamTime: (partition = 0) => Effect.map(loadedTimers(partition), (table) => table?.streamTime ?? -1)
+      streamTime: (partition = 0) => Effect.map(loadedTimers(partition), (table) => table?.streamTime ?? -1),
+      positions: Effect.flatMap(SqlClient.SqlClient, (sql) => sink === undefined ? notASink : sink.positions(sql)),
+      takeOver: (partition = 0) =>
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sink === undefined ? notASink : sink.takeOver(sql, partition)).pipe(
+          lock.withPermits(1)
+        )
     }
   })

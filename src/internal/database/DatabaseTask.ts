@@ -46,7 +46,29 @@ export interface SinkHooks<E> {
   readonly kafkaCommitInterval: Duration.Duration
   /** A batch handler's run over one batch (unset: a per-record handler, run by the transform). */
   readonly batch?: Effect.Effect<BatchRun<E>> | undefined
+  /** The sink's input topics declared with `keyConcurrency`, which a sink refuses (`keyConcurrencyRefused`). */
+  readonly keyConcurrent: ReadonlyArray<string>
 }
+
+/**
+ * Key concurrency in a sink: refused, with why and what to do instead. A
+ * sink runs a partition's records in one database transaction on one
+ * connection, which runs one statement at a time; a per-record handler's
+ * savepoints nest, so records begun beside each other could not roll back
+ * alone (rolling one back undoes every record begun after it).
+ */
+export const keyConcurrencyRefused = (hooks: SinkHooks<unknown>, name: string): Option.Option<ConfigurationError> =>
+  hooks.keyConcurrent.length === 0 ? Option.none() : Option.some(
+    new ConfigurationError({
+      problem: `The database sink "${name}" reads ${hooks.keyConcurrent.join(", ")} with keyConcurrency, which a sink does not offer: ` +
+        "it runs a partition's records in one database transaction on one connection, which runs one statement at a time, " +
+        "and each record's savepoint must end before the next one begins (savepoints nest: rolling one back would undo the " +
+        "records begun after it)",
+      fix: "Declare the sink's input topic without keyConcurrency (a Topic.make of the same name for the sink), or use " +
+        "DatabaseSink.batch and run the records' slow work concurrently inside its handler " +
+        "(Effect.forEach(records, ..., { concurrency })) before one bulk insert"
+    })
+  )
 
 /**
  * One batch of a batch handler: the transform collects its records (and the
@@ -87,6 +109,8 @@ export const setup = <E>(
   name: string
 ): Effect.Effect<{ readonly store: SinkStore; readonly kafkaCommitInterval: Duration.Duration } | undefined, RunnerError> =>
   hooks === undefined ? Effect.succeed(undefined) : Effect.gen(function*() {
+    const refused = keyConcurrencyRefused(hooks, name)
+    if (Option.isSome(refused)) return yield* refused.value
     const client = yield* SinkStoreModule.currentClient
     if (Option.isNone(client)) {
       return yield* new ConfigurationError({
@@ -257,6 +281,18 @@ export const driverBatch = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R, E2
   })
 
 /**
+ * What a task logs when its batch's transaction failed the owner epoch check
+ * (a zombie's late transaction) and rolled back.
+ */
+export const epochRejected = "batch transaction rejected by the owner epoch check and rolled back"
+
+/** The slices' records as `topic/partition@first..last` (for a log line). */
+const rangesOf = (slices: ReadonlyArray<Batch.Slice>): string =>
+  slices.filter((slice) => slice.records.length > 0).map((slice) =>
+    `${slice.topic}/${slice.partition}@${slice.records[0]!.offset}..${slice.records[slice.records.length - 1]!.offset}`
+  ).join(", ")
+
+/**
  * Runs the task's slices in one database transaction and commits them with
  * their offsets there (see the module's comment); the outcome as
  * `Task.processSlices` gives it.
@@ -299,6 +335,8 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
         case "BatchFailed":
           return { _tag: "Failed", partition, cause: error.cause }
         case "TaskMigrated":
+          // Only the offsets' update fails so: a newer owner bumped the epoch, the batch's rows rolled back with it.
+          yield* Effect.logWarning(`task ${partition}: ${epochRejected} (records ${rangesOf(slices)}; ${String(error.cause)})`)
           return { _tag: "Migrated", partition, error }
         case "KafkaError":
         case "DatabaseError":

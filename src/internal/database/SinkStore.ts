@@ -77,6 +77,18 @@ export interface SinkStore {
   ) => Effect.Effect<void, DatabaseError | TaskMigrated>
   /** Deletes the outbox rows below `offsets` (published: the Kafka offsets reached them). */
   readonly published: (groupId: string, offsets: ReadonlyArray<PartitionOffset>) => Effect.Effect<void, DatabaseError>
+  /** The offsets table's rows of `groupId`, by topic and partition. */
+  readonly positions: (groupId: string) => Effect.Effect<ReadonlyArray<Position>, DatabaseError>
+}
+
+/** A row of the offsets table: where an input partition resumes, and its owner's epoch. */
+export interface Position {
+  readonly topic: string
+  readonly partition: number
+  /** The next offset to process; none while no batch of it committed. */
+  readonly nextOffset: Option.Option<number>
+  /** The epoch of the partition's latest owner. */
+  readonly epoch: number
 }
 
 /** Error codes of Postgres (SQLSTATE) that a fix, not a retry, gets past. */
@@ -361,7 +373,23 @@ export const make = (sql: SqlClient.SqlClient, tables: Tables): SinkStore => {
       Effect.mapError(toDatabaseError(`deleting published dead letters from ${tables.deadLetters}`))
     )
 
-  return { tables, ensure, transaction, claim, commit, published }
+  const positions: SinkStore["positions"] = (groupId) => {
+    const operation = `reading the positions in ${tables.offsets}`
+    return Effect.flatMap(
+      sql`SELECT topic, partition_id, next_offset, epoch FROM ${offsets} WHERE group_id = ${groupId} ORDER BY topic, partition_id`.pipe(
+        Effect.mapError(toDatabaseError(operation))
+      ),
+      (rows) =>
+        Effect.forEach(rows, (row) =>
+          Effect.gen(function*() {
+            const partition = yield* numberField(row, "partition_id", operation)
+            const epoch = yield* numberField(row, "epoch", operation)
+            return { topic: String(row["topic"]), partition, nextOffset: toNumber(row["next_offset"]), epoch }
+          }))
+    )
+  }
+
+  return { tables, ensure, transaction, claim, commit, published, positions }
 }
 
 /** The `SqlClient` of the run's context, if the program provides one. */
