@@ -10,6 +10,7 @@ export const unitTests: ReadonlyArray<string> = [
   "test/unit/**/*.test.ts",
   "test/chaos/verifier.test.ts",
   "test/chaos/enrichmentVerifier.test.ts",
+  "test/chaos/postgresVerifier.test.ts",
   "test/extractor/units.test.ts",
   "test/health/prometheus.test.ts",
   "test/health/server.test.ts",

@@ -2,7 +2,7 @@
  * The chaos harness: exactly-once under SIGKILLs, bounces and broker kills.
  *
  *   npm run chaos -- --app extract [--kills N] [--instances N]   (extractors: test/apps/extractChaos.ts)
- *   npm run chaos -- [--app echo|aggregate|pipeline|windowed|enrichment|all[,...]] [--instances N] [--kills N] [--bounces N]
+ *   npm run chaos -- [--app echo|aggregate|pipeline|windowed|enrichment|postgres|all[,...]] [--instances N] [--kills N] [--bounces N]
  *                    [--broker-kills N] [--records N] [--runtimes node,bun,deno]
  *                    [--rate R] [--max-poll-records N] [--partitions N] [--keys N] [--seed S]
  *                    [--catch-up-timeout SECONDS] [--pauses N] [--txn-kills N]
@@ -18,7 +18,10 @@
  * app (`--app enrichment`, not part of `all`; its own driver writes orders and customers, the
  * orders counting as --records): --customers 200, --update-every 10 (one customer update per
  * that many orders), --region-revisions 1000 (revisions of each of the 24 regions' names in the
- * global table, written before the apps start).
+ * global table, written before the apps start). The Postgres app (`--app postgres`, not part of
+ * `all`, not with the apps of the shared input, whose records of truth its poison records are not:
+ * it runs alone or with the enrichment app): a `DatabaseSink` into a database it starts (see
+ * `postgres.ts`).
  *
  * It starts what it needs: a local single-node broker (a 3-node cluster when
  * --broker-kills > 0) unless KAFKA_BROKERS is set; the input and output
@@ -53,11 +56,14 @@ import { Transformer } from "../../src/index.ts"
 import type { WindowedSettings } from "../apps/windowedTopology.ts"
 import type { AppSpec, Fleet, RuntimeName } from "./instances.ts"
 import { makeFleet, runtimeNames, statusOf } from "./instances.ts"
+import * as DatabaseTask from "../../src/internal/database/DatabaseTask.ts"
+import * as Postgres from "./postgres.ts"
+import * as PostgresVerifier from "./postgresVerifier.ts"
 import * as Verifier from "./verifier.ts"
 import * as WindowedVerifier from "./windowedVerifier.ts"
 import * as Wire from "./wire.ts"
 
-export type AppName = "echo" | "aggregate" | "pipeline" | "windowed" | "enrichment"
+export type AppName = "echo" | "aggregate" | "pipeline" | "windowed" | "enrichment" | "postgres"
 
 /** The apps `--app all` runs. */
 export const allApps: ReadonlyArray<AppName> = ["echo", "aggregate", "pipeline"]
@@ -111,7 +117,7 @@ export const summaryLine = (r: AppResult): string =>
 // arguments
 
 const usage =
-  "usage: npm run chaos -- [--app echo|aggregate|pipeline|windowed|enrichment|all[,...]] [--instances N] [--kills N] [--bounces N] " +
+  "usage: npm run chaos -- [--app echo|aggregate|pipeline|windowed|enrichment|postgres|all[,...]] [--instances N] [--kills N] [--bounces N] " +
   "[--broker-kills N] [--records N] [--runtimes node,bun,deno] [--rate R] [--max-poll-records N] " +
   "[--partitions N] [--keys N] [--seed S] [--catch-up-timeout SECONDS] [--pauses N] [--txn-kills N] " +
   "[--window SECONDS] [--grace SECONDS] [--groups N] [--customers N] [--update-every N] [--region-revisions N]"
@@ -160,10 +166,17 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): 
   // One app, `all`, or a comma-separated list (`all,windowed`: every app).
   const appsOf = (app: string): ReadonlyArray<AppName> => {
     if (app === "all") return allApps
-    if (app === "echo" || app === "aggregate" || app === "pipeline" || app === "windowed" || app === "enrichment") return [app]
-    throw new Error(`--app takes echo, aggregate, pipeline, windowed, enrichment or all (or a comma-separated list), got ${app}`)
+    if (
+      app === "echo" || app === "aggregate" || app === "pipeline" || app === "windowed" || app === "enrichment" || app === "postgres"
+    ) return [app]
+    throw new Error(`--app takes echo, aggregate, pipeline, windowed, enrichment, postgres or all (or a comma-separated list), got ${app}`)
   }
   const apps: ReadonlyArray<AppName> = [...new Set((values.get("app") ?? "all").split(",").map((a) => a.trim()).flatMap(appsOf))]
+  // The shared input carries poison records for the Postgres app: the other apps reading it take every record as one to check.
+  const sharing = apps.filter((a) => a !== "postgres" && a !== "enrichment")
+  if (apps.includes("postgres") && sharing.length > 0) {
+    throw new Error(`--app postgres runs alone or with enrichment (its input has poison records), not with ${sharing.join(", ")}`)
+  }
   const runtimes = (values.get("runtimes") ?? "node").split(",").map((r) => r.trim()).filter((r) => r !== "")
   const badRuntime = runtimes.find((r) => !runtimeNames.some((n) => n === r))
   if (badRuntime !== undefined || runtimes.length === 0) {
@@ -211,17 +224,6 @@ export const parseArgs = (argv: ReadonlyArray<string>, env: NodeJS.ProcessEnv): 
 
 const say = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
 
-const prng = (seed: number) => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 interface Group {
   readonly spec: AppSpec
   readonly input: string
@@ -235,6 +237,8 @@ interface Group {
   readonly windowed: Option.Option<WindowedGroup>
   /** The enrichment app's settings and the topics only it has. */
   readonly enrichment: Option.Option<EnrichmentGroup>
+  /** The Postgres app's database (its progress and its check are there). */
+  readonly postgres: Option.Option<Postgres.PostgresRun>
 }
 
 interface EnrichmentGroup {
@@ -383,7 +387,7 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
     const runId = `chaos-${Date.now().toString(36)}`
     const runDir = Path.join(Os.tmpdir(), "skein-chaos", runId)
     Fs.mkdirSync(runDir, { recursive: true })
-    const random = prng(options.seed)
+    const random = Driver.prng(options.seed)
     yield* say(
       `chaos ${runId}: apps=${options.apps.join(",")} instances=${options.instances} kills=${options.kills} ` +
         `bounces=${options.bounces} broker_kills=${options.brokerKills} pauses=${options.pauses} txn_kills=${options.transactionKills} ` +
@@ -443,7 +447,8 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
         consumers: [{ groupId: applicationId, topics: [from] }],
         internal: [],
         windowed: Option.none(),
-        enrichment: Option.none()
+        enrichment: Option.none(),
+        postgres: Option.none()
       })
     }
     for (const app of options.apps) {
@@ -489,7 +494,8 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
           consumers: layout.consumers,
           internal: [...layout.repartitions, ...layout.changelogs, deadLetters],
           windowed: Option.some({ settings, deadLetters, changelogs: layout.changelogs }),
-          enrichment: Option.none()
+          enrichment: Option.none(),
+          postgres: Option.none()
         })
       }
       if (app === "enrichment") {
@@ -532,7 +538,40 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
             tableChangelog: layout.tableChangelog,
             totalsChangelog: layout.totalsChangelog,
             repartitions: layout.repartitions
-          })
+          }),
+          postgres: Option.none()
+        })
+      }
+      if (app === "postgres") {
+        const applicationId = `${runId}-postgres`
+        const deadLetters = `${runId}-postgres-dead-letters`
+        const database = yield* Postgres.start(runId)
+        yield* say(`[${elapsed(t0)}] postgres: ${database.kind} server, table ${database.table} (no unique constraint)`)
+        groups.push({
+          spec: {
+            label: "postgres",
+            app,
+            file: "test/apps/postgres.ts",
+            args: [],
+            env: {
+              ...common,
+              SKEIN_APPLICATION_ID: applicationId,
+              SKEIN_DEAD_LETTER_TOPIC: deadLetters,
+              CHAOS_INPUT_TOPIC: input,
+              CHAOS_OUTPUT_TOPIC: deadLetters,
+              CHAOS_TABLE: database.table,
+              DATABASE_URL: Postgres.urlForApps(database)
+            }
+          },
+          input,
+          // The sink writes no topic but its dead letters (in Kafka transactions, after the database's).
+          output: deadLetters,
+          changelog: Option.none(),
+          consumers: [{ groupId: applicationId, topics: [input] }],
+          internal: [],
+          windowed: Option.none(),
+          enrichment: Option.none(),
+          postgres: Option.some(database)
         })
       }
     }
@@ -611,7 +650,8 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
           rate: options.rate,
           keys: options.keys,
           seed: options.seed,
-          ...(windowedGroup === undefined ? {} : { eventTime })
+          ...(windowedGroup === undefined ? {} : { eventTime }),
+          ...(groups.some((g) => Option.isSome(g.postgres)) ? { poison: Postgres.isPoison } : {})
         }, progress)
         : Ref.get(progress)
     )
@@ -663,10 +703,19 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
     // Per consumer group (the windowed app has one per sub-topology: `<label>.<i>`), what it has not consumed yet.
     const lags = Effect.forEach(
       groups.flatMap((g) =>
-        g.consumers.map((c, i) => ({ label: g.consumers.length === 1 ? g.spec.label : `${g.spec.label}.${i}`, consumer: c }))
+        g.consumers.map((c, i) => ({
+          label: g.consumers.length === 1 ? g.spec.label : `${g.spec.label}.${i}`,
+          consumer: c,
+          database: g.postgres
+        }))
       ),
-      ({ consumer, label }) =>
-        Effect.forEach(consumer.topics, (topic) => Verifier.lag(admin, wire, consumer.groupId, topic)).pipe(
+      ({ consumer, database, label }) =>
+        Effect.forEach(consumer.topics, (topic) =>
+          Option.match(database, {
+            onNone: () => Verifier.lag(admin, wire, consumer.groupId, topic),
+            // A database sink's progress is its offsets table (its Kafka offsets follow only now and then).
+            onSome: (run) => Postgres.lag(run, wire, consumer.groupId, topic)
+          })).pipe(
           Effect.map((ns) => [label, ns.reduce((a, b) => a + b, 0)] as const),
           Effect.orElseSucceed(() => [label, -1] as const)
         )
@@ -761,13 +810,15 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
 
     // -- verify
     const inputLogs = yield* wire.read(input)
-    const truth = Verifier.readInput(inputLogs)
+    // The Postgres app's poison records are its own check's (they are no record of truth of the others).
+    const poisoned = PostgresVerifier.poisonIds(inputLogs)
+    const truth = Verifier.readInput(PostgresVerifier.withoutPoison(inputLogs))
     if (drivesInput) yield* say(
       `[${elapsed(t0)}] input: ${truth.records} records, ${truth.byKey.size} keys` +
         (truth.repeated > 0 ? `, ${truth.repeated} written twice by driver retries` : "") +
         (truth.problems.length > 0 ? `; PROBLEMS: ${truth.problems.slice(0, 3).join("; ")}` : "")
     )
-    const distinctIds = truth.idCounts.size
+    const distinctIds = truth.idCounts.size + poisoned.size
     const inputProblems = !drivesInput ? [] : [
       ...truth.problems,
       ...(distinctIds < driven.acked ? [`input holds ${distinctIds} distinct ids but the driver had ${driven.acked} acknowledged`] : [])
@@ -794,6 +845,18 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
             totalsChangelog: yield* wire.read(e.totalsChangelog),
             others
           }, enrichmentDriven.acked))
+          continue
+        }
+        if (Option.isSome(g.postgres)) {
+          const check = yield* Postgres.verify(g.postgres.value, {
+            name: label,
+            groupId: g.consumers[0]?.groupId ?? "",
+            inputTopic: input,
+            input: inputLogs,
+            deadLetters: logs
+          })
+          for (const line of check.summary) yield* say(`  ${line}`)
+          checks.push(check)
           continue
         }
         if (Option.isSome(g.windowed)) {
@@ -832,6 +895,11 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
       // The runtime logs a warning when a zombie's commit is rejected because a newer owner fenced it.
       const fencedCommits = mine.reduce((n, g) => n + countInLogs(Path.join(runDir, "logs"), `${g.spec.label}-`, "was fenced by a newer owner"), 0)
       if (fencedCommits > 0) yield* say(`    ${app}: ${fencedCommits} commit(s) of zombie tasks rejected by fencing`)
+      if (app === "postgres") {
+        // A database sink logs each batch transaction its owner epoch check rolled back (a newer owner took the partition).
+        const rejected = countInLogs(Path.join(runDir, "logs"), "postgres-", DatabaseTask.epochRejected)
+        yield* say(`    ${app}: ${rejected} database transaction(s) rejected by the owner epoch check and rolled back`)
+      }
       if (app === "enrichment") {
         // The runtime logs the start and the end of every global table load: a start without an end was cut short.
         const loads = countInLogs(Path.join(runDir, "logs"), "enrichment-", "loading global table")
@@ -843,7 +911,7 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
       const duplicates = (final?.duplicates ?? 0) + checks.filter((c) => c !== final).reduce((n, c) => n + c.duplicates, 0)
       const lost = (final?.lost ?? 0) + checks.filter((c) => c !== final).reduce((n, c) => n + c.lost, 0)
       const stateMismatches = checks.reduce((n, c) => n + c.stateMismatches, 0)
-      const records = app === "enrichment" ? enrichmentDriven.acked : truth.records
+      const records = app === "enrichment" ? enrichmentDriven.acked : app === "postgres" ? (final?.records ?? 0) : truth.records
       const pass = duplicates === 0 && lost === 0 && stateMismatches === 0 && quiet.quiet && caughtUp &&
         (app === "enrichment" || inputProblems.length === 0) && records > 0
       results.push({

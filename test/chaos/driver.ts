@@ -2,7 +2,8 @@
  * The driver: a continuous keyed stream into the input topic at a controlled
  * rate. Keys are `k00000`..`k19999` (uniformly random, seeded); every value
  * carries a unique `id` (0, 1, 2, ...), the key's sequence number `seq`
- * (1-based) and a number `v` in [-1000, 1000] to aggregate. Key `kN` always
+ * (1-based) and a number `v` in [-1000, 1000] to aggregate (with `poison`, a few
+ * records carry `"poison"` instead: they do not decode). Key `kN` always
  * goes to partition `N % partitions`. With `eventTime`, each record's timestamp
  * is `eventTime(id)` (the windowed app's event time), else the producer's clock.
  *
@@ -18,8 +19,9 @@
  *   tsx test/chaos/driver.ts --brokers host:port --topic T --records N [--rate R] [--keys K] [--seed S]
  */
 import { Duration, Effect, Ref, Schedule } from "effect"
+import type { Scope } from "effect"
 import kafkajs from "kafkajs"
-import type { Message } from "kafkajs"
+import type { Message, Producer } from "kafkajs"
 
 export interface DriverOptions {
   readonly brokers: ReadonlyArray<string>
@@ -32,6 +34,12 @@ export interface DriverOptions {
   readonly seed?: number
   /** The timestamp of record `id` (ms since the epoch); the producer's clock when absent. */
   readonly eventTime?: (id: number) => number
+  /**
+   * The ids written as poison records: valid JSON with the record's `id` and `seq`, but a `v`
+   * that is not a number (`"poison"`), so an app decoding `InputValue` dead-letters them. None
+   * when absent.
+   */
+  readonly poison?: (id: number) => boolean
 }
 
 export interface DriverProgress {
@@ -41,8 +49,8 @@ export interface DriverProgress {
   readonly retries: number
 }
 
-/** Deterministic PRNG (mulberry32). */
-const prng = (seed: number) => {
+/** Deterministic PRNG (mulberry32): the harness's faults and drivers follow `--seed` with it. */
+export const prng = (seed: number): (() => number) => {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) >>> 0
@@ -55,8 +63,66 @@ const prng = (seed: number) => {
 
 export const keyName = (index: number): string => `k${String(index).padStart(5, "0")}`
 
-const TICK_MS = 50
-const MAX_SEND = 1000
+/** How often a driver looks whether records are due (ms). */
+export const TICK_MS = 50
+/** The most records a driver writes in one round of sends. */
+export const MAX_SEND = 1000
+
+/**
+ * An idempotent producer of `kafka`, released with the scope. A freshly started cluster may
+ * answer InitProducerId with COORDINATOR_LOAD_IN_PROGRESS for longer than kafkajs retries it (15
+ * instances starting at once on a 3-node cluster): connect again, for up to a minute.
+ */
+export const connectProducer = (kafka: kafkajs.Kafka): Effect.Effect<Producer, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.tryPromise(async () => {
+      const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 2000 } })
+      try {
+        await p.connect()
+      } catch (error) {
+        await p.disconnect().catch(() => undefined)
+        throw error
+      }
+      return p
+    }).pipe(
+      Effect.retry(Schedule.spaced(Duration.seconds(1)).pipe(Schedule.intersect(Schedule.recurs(60)))),
+      Effect.orDie
+    ),
+    (p) => Effect.promise(() => p.disconnect().catch(() => undefined))
+  )
+
+/**
+ * Writes `messages` to `topic` with one send per partition (kafkajs 2.2.4 loses or duplicates
+ * records of a send spanning several brokers when one broker's request fails: FINDINGS.md #2),
+ * concurrently; each send is retried a second after a failure until the broker takes it
+ * (`onRetry` counts them), which may write its records twice.
+ */
+export const sendByPartition = (
+  producer: Producer,
+  topic: string,
+  messages: ReadonlyArray<Message>,
+  onRetry: Effect.Effect<void>
+): Effect.Effect<void> => {
+  const byPartition = new Map<number, Array<Message>>()
+  for (const m of messages) {
+    const p = m.partition ?? 0
+    const list = byPartition.get(p)
+    if (list === undefined) byPartition.set(p, [m])
+    else list.push(m)
+  }
+  return Effect.forEach([...byPartition.values()], (batch) =>
+    Effect.gen(function*() {
+      for (;;) {
+        const sent = yield* Effect.tryPromise(() => producer.send({ topic, acks: -1, messages: batch })).pipe(
+          Effect.as(true),
+          Effect.catchAll(() => Effect.succeed(false))
+        )
+        if (sent) return
+        yield* onRetry
+        yield* Effect.sleep(Duration.seconds(1))
+      }
+    }), { concurrency: "unbounded", discard: true })
+}
 
 /** Writes `records` records at `rate` per second; `progress` follows the acknowledged count. */
 export const drive = (options: DriverOptions, progress: Ref.Ref<DriverProgress>): Effect.Effect<DriverProgress> =>
@@ -72,7 +138,7 @@ export const drive = (options: DriverOptions, progress: Ref.Ref<DriverProgress>)
       const id = next++
       return {
         key: keyName(keyIndex),
-        value: JSON.stringify({ id, seq, v }),
+        value: JSON.stringify({ id, seq, v: options.poison?.(id) === true ? "poison" : v }),
         partition: keyIndex % options.partitions,
         ...(options.eventTime === undefined ? {} : { timestamp: String(options.eventTime(id)) })
       }
@@ -83,23 +149,8 @@ export const drive = (options: DriverOptions, progress: Ref.Ref<DriverProgress>)
       logLevel: kafkajs.logLevel.NOTHING,
       retry: { initialRetryTime: 200, retries: 10 }
     })
-    // A freshly started cluster may answer InitProducerId with COORDINATOR_LOAD_IN_PROGRESS for
-    // longer than kafkajs retries it (15 instances starting at once on a 3-node cluster): connect
-    // again, for up to a minute.
-    const connect = Effect.tryPromise(async () => {
-      const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 2000 } })
-      try {
-        await p.connect()
-      } catch (error) {
-        await p.disconnect().catch(() => undefined)
-        throw error
-      }
-      return p
-    }).pipe(
-      Effect.retry(Schedule.spaced(Duration.seconds(1)).pipe(Schedule.intersect(Schedule.recurs(60)))),
-      Effect.orDie
-    )
-    const producer = yield* Effect.acquireRelease(connect, (p) => Effect.promise(() => p.disconnect().catch(() => undefined)))
+    const producer = yield* connectProducer(kafka)
+    const retried = Ref.update(progress, (p) => ({ ...p, retries: p.retries + 1 }))
     const started = Date.now()
     while (next < options.records) {
       const due = Math.min(options.records, Math.floor(((Date.now() - started) / 1000) * options.rate) + 1)
@@ -109,23 +160,7 @@ export const drive = (options: DriverOptions, progress: Ref.Ref<DriverProgress>)
       }
       const messages: Array<Message> = []
       while (next < due && messages.length < MAX_SEND) messages.push(make())
-      const byPartition = new Map<number, Array<Message>>()
-      for (const m of messages) {
-        const p = m.partition ?? 0
-        byPartition.set(p, [...(byPartition.get(p) ?? []), m])
-      }
-      // One send per partition, concurrently; each retried until the broker takes it.
-      yield* Effect.forEach([...byPartition.values()], (batch) =>
-        Effect.gen(function*() {
-          for (;;) {
-            const sent = yield* Effect.tryPromise(() =>
-              producer.send({ topic: options.topic, acks: -1, messages: batch })
-            ).pipe(Effect.as(true), Effect.catchAll(() => Effect.succeed(false)))
-            if (sent) return
-            yield* Ref.update(progress, (p) => ({ ...p, retries: p.retries + 1 }))
-            yield* Effect.sleep(Duration.seconds(1))
-          }
-        }), { concurrency: "unbounded", discard: true })
+      yield* sendByPartition(producer, options.topic, messages, retried)
       yield* Ref.update(progress, (p) => ({ ...p, acked: p.acked + messages.length }))
     }
     return yield* Ref.get(progress)

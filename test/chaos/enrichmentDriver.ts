@@ -25,11 +25,12 @@
  * Every send holds one partition's records (FINDINGS.md #2); a failed send is retried, which may
  * write a record twice: the verifier counts the topics as they are.
  */
-import { Deferred, Duration, Effect, Ref, Schedule } from "effect"
+import { Deferred, Duration, Effect, Ref } from "effect"
 import kafkajs from "kafkajs"
-import type { Message, Producer } from "kafkajs"
+import type { Message } from "kafkajs"
 import { partitionOf } from "../../src/internal/query/partitioner.ts"
 import type { Customer, Order } from "../apps/enrichmentTopology.ts"
+import { connectProducer, MAX_SEND, prng, sendByPartition, TICK_MS } from "./driver.ts"
 import type { WireClient } from "./wire.ts"
 
 export interface EnrichmentDriverOptions {
@@ -61,18 +62,6 @@ export interface EnrichmentProgress {
   readonly updates: number
   /** Send attempts that failed and were retried. */
   readonly retries: number
-}
-
-/** Deterministic PRNG (mulberry32). */
-const prng = (seed: number) => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 /** Customer `index`'s key. */
@@ -108,9 +97,6 @@ const parse = (text: string | null): unknown => {
     return undefined
   }
 }
-
-const TICK_MS = 50
-const MAX_SEND = 1000
 
 /** Region `index`'s name at `revision`. */
 export const regionTitle = (index: number, revision: number): string => `Region ${regionName(index)} (revision ${revision})`
@@ -183,40 +169,10 @@ export const drive = (options: EnrichmentDriverOptions, progress: Ref.Ref<Enrich
       logLevel: kafkajs.logLevel.NOTHING,
       retry: { initialRetryTime: 200, retries: 10 }
     })
-    const connect = Effect.tryPromise(async () => {
-      const p = kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: Number.MAX_SAFE_INTEGER, maxRetryTime: 2000 } })
-      try {
-        await p.connect()
-      } catch (error) {
-        await p.disconnect().catch(() => undefined)
-        throw error
-      }
-      return p
-    }).pipe(
-      Effect.retry(Schedule.spaced(Duration.seconds(1)).pipe(Schedule.intersect(Schedule.recurs(60)))),
-      Effect.orDie
-    )
-    const producer: Producer = yield* Effect.acquireRelease(connect, (p) => Effect.promise(() => p.disconnect().catch(() => undefined)))
+    const producer = yield* connectProducer(kafka)
+    const retried = Ref.update(progress, (p) => ({ ...p, retries: p.retries + 1 }))
     // One send per partition, concurrently; each retried until the broker takes it.
-    const send = (topic: string, messages: ReadonlyArray<Message>) => {
-      const byPartition = new Map<number, Array<Message>>()
-      for (const m of messages) {
-        const p = m.partition ?? 0
-        byPartition.set(p, [...(byPartition.get(p) ?? []), m])
-      }
-      return Effect.forEach([...byPartition.values()], (batch) =>
-        Effect.gen(function*() {
-          for (;;) {
-            const sent = yield* Effect.tryPromise(() => producer.send({ topic, acks: -1, messages: batch })).pipe(
-              Effect.as(true),
-              Effect.catchAll(() => Effect.succeed(false))
-            )
-            if (sent) return
-            yield* Ref.update(progress, (p) => ({ ...p, retries: p.retries + 1 }))
-            yield* Effect.sleep(Duration.seconds(1))
-          }
-        }), { concurrency: "unbounded", discard: true })
-    }
+    const send = (topic: string, messages: ReadonlyArray<Message>) => sendByPartition(producer, topic, messages, retried)
     const customerVersion = (c: number): Message => {
       const customer = customerName(c)
       const value: Customer = { customer, version: ++produced[c]!, region: regionName(Math.floor(random() * REGIONS)) }
