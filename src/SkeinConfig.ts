@@ -50,6 +50,18 @@ export interface SkeinConfig {
    */
   readonly maxBatchDuration: Duration.Duration
   /**
+   * How long a task reading several input topics (a join's stream and table)
+   * waits for an input that has nothing buffered but is caught up, before it
+   * processes the others without it (Kafka Streams' `max.task.idle.ms`;
+   * default 0). Such a task processes its records in timestamp order across
+   * its inputs, and always waits for an input whose records are on the broker
+   * but not fetched yet (so a join sees the table update written before the
+   * stream record). `"no-wait"` (Kafka Streams' -1): never waits, processing
+   * what is buffered in timestamp order. Going ahead without an input is
+   * counted (`skein_enforced_processing_total`).
+   */
+  readonly maxTaskIdle: Duration.Duration | "no-wait"
+  /**
    * Directory of the LevelDB state stores, kept across restarts (a task that
    * finds its store restores only the changelog's tail). Give each instance
    * its own.
@@ -324,6 +336,7 @@ export const defaults = {
   clientId: "skein",
   maxPollRecords: 50_000,
   maxBatchDuration: Duration.seconds(1),
+  maxTaskIdle: Duration.zero as Duration.Duration | "no-wait",
   stateDir: ".skein/state",
   stateCleanupDelay: Duration.minutes(10),
   standbyReplicas: 0,
@@ -441,6 +454,13 @@ export const config: Config.Config<SkeinConfig> = Config.all({
   maxBatchDuration: Config.duration("SKEIN_MAX_BATCH_DURATION").pipe(
     Config.withDefault(defaults.maxBatchDuration),
     Config.withDescription("How long a task runs a batch's records before what finished commits")
+  ),
+  maxTaskIdle: Config.literal("no-wait")("SKEIN_MAX_TASK_IDLE").pipe(
+    Config.orElse(() => Config.duration("SKEIN_MAX_TASK_IDLE")),
+    Config.withDefault(defaults.maxTaskIdle),
+    Config.withDescription(
+      "How long a task with several inputs waits for a caught-up input with nothing buffered (Kafka Streams' max.task.idle.ms), or no-wait"
+    )
   ),
   stateDir: Config.string("SKEIN_STATE_DIR").pipe(
     Config.withDefault(defaults.stateDir),

@@ -85,6 +85,8 @@ export interface PollBuffer {
   readonly waiting: () => ReadonlySet<number>
   /** Records buffered and not yet processed, of one input topic-partition. */
   readonly buffered: (topic: string, partition: number) => number
+  /** Where an input topic-partition continues (its next fetch's offset), if its task reads it. */
+  readonly position: (topic: string, partition: number) => number | undefined
   /** At most `max` buffered records, fairly across partitions. */
   readonly take: (max: number) => ReadonlyArray<PollSlice>
   /** At most `max` buffered records of task `partition`, fairly across its input topics. */
@@ -181,6 +183,7 @@ export const make = (): PollBuffer => {
       }
       return n
     },
+    position: (topic, partition) => expected.get(keyOf(topic, partition)),
     take: (max) => fairly(cursors, max),
     takeFor: (partition, max) => fairly(cursors.filter((cursor) => cursor.batch.partition === partition), max),
     completeProcessed: () => {

@@ -75,6 +75,12 @@ export const retries = Metric.counter("skein_retries_total", {
   description: "Transform attempts retried by an error rule."
 })
 
+export const enforcedProcessing = Metric.counter("skein_enforced_processing_total", {
+  description:
+    "Records a task with several inputs processed while one of them had nothing buffered (caught up, idle past maxTaskIdle): " +
+    "Kafka Streams' enforced-processing-total; a record of that input fetched later may carry an earlier timestamp."
+})
+
 /** Per input partition (the task's): tagged `partition` besides the run's labels. */
 export const partitionRecordsProcessed = Metric.counter("skein_partition_records_processed_total", {
   description: "Input records committed past, per task (input partition)."

@@ -85,6 +85,8 @@ export interface Stats {
   readonly skipped: number
   readonly deadLettered: number
   readonly retries: number
+  /** Records a multi-input task processed while an input had nothing buffered (`maxTaskIdle`: enforced processing). */
+  readonly enforcedProcessing: number
   /** Epoch milliseconds of the last successful commit. */
   readonly lastCommitAt: number | undefined
   /** The port of the health endpoint, once it listens (`healthPort` set). */
@@ -214,6 +216,9 @@ export class RunnerStats implements Stats {
   }
   get retries(): number {
     return this.#count(Metrics.retries)
+  }
+  get enforcedProcessing(): number {
+    return this.#count(Metrics.enforcedProcessing)
   }
   get lastCommitAt(): number | undefined {
     return this.#lastCommitAt
@@ -354,6 +359,9 @@ export class RunnerStats implements Stats {
   }
   recordRetries(retries: number): void {
     this.#add(Metrics.retries, retries)
+  }
+  recordEnforcedProcessing(records: number): void {
+    this.#add(Metrics.enforcedProcessing, records)
   }
   recordAbort(): void {
     this.#add(Metrics.aborts)

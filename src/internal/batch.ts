@@ -37,6 +37,7 @@ import type { FetchedRecord } from "./kafka/consumer.ts"
 import * as Outputs from "./outputs.ts"
 import type * as PartitionCounts from "./partitionCounts.ts"
 import * as Rules from "./rules.ts"
+import * as TaskOrder from "./taskOrder.ts"
 import type { StateCache } from "./StateCache.ts"
 import * as StateCopy from "./stateCopy.ts"
 import * as StateKeyCheck from "./StateKeyCheck.ts"
@@ -95,6 +96,13 @@ export interface Options {
   readonly timers?: Timers.TimerTable | undefined
   /** Moves the task's stream time to this time first (`TestDriver.advanceStreamTime`). */
   readonly advanceStreamTime?: number | undefined
+  /**
+   * Runs the slices' records in timestamp order across the slices
+   * (`taskOrder.merge`; slices in the transformer's input order) when each
+   * slice runs in one lane: a multi-input task's batch as the runner formed
+   * it (`TaskIdle`). Unset: slice after slice.
+   */
+  readonly ordered?: boolean | undefined
 }
 
 export interface TaskBatchResult<E> {
@@ -830,9 +838,20 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           for (const key of missing) remember(key, values[i++], decodeState.value)
         }))
 
+    // A multi-input task's records in timestamp order across its inputs (`taskOrder.ts`): one lane of them all,
+    // each finished unit handed back to its slice's lane once the batch ends.
+    const order = options.ordered === true && slices.length > 1 && lanesPerSlice.every((lanes) => lanes.length === 1)
+      ? TaskOrder.merge(slices.map((slice) => slice.records.map((record) => record.timestamp)))
+      : undefined
+    const merged: Lane<Inputs, S> | undefined = order === undefined ? undefined : (() => {
+      const next = slices.map(() => 0)
+      const entries = order.map((i) => lanesPerSlice[i]![0]!.entries[next[i]!++]!)
+      return { entries, offsets: entries.map((entry) => entry.record.offset), done: [] }
+    })()
+
     const work = Effect.zipRight(
       Effect.zipRight(prelude, prefetch),
-      Effect.forEach(
+      merged !== undefined ? runLane(merged) : Effect.forEach(
         lanesPerSlice,
         (lanes) =>
           lanes.length === 1
@@ -850,6 +869,10 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       ? Option.some(finished.cause as Cause.Cause<RecordError<E>>)
       : Option.none()
 
+    // The merged lane's finished units (a prefix of `order`) back in their slices' lanes, for the cut.
+    if (merged !== undefined && order !== undefined) {
+      merged.done.forEach((done, k) => lanesPerSlice[order[k]!]![0]!.done.push(done))
+    }
     const kept = Cut.cut(slices.map((slice, i) => {
       const lanes = lanesPerSlice[i]!
       return {
@@ -857,7 +880,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         endOffset: slice.endOffset,
         lanes: lanes.length === 0 ? [] : lanes
       }
-    }), before)
+    }), before, merged === undefined || order === undefined ? undefined : order.slice(0, merged.done.length))
 
     // Each kept change was encoded (and checked to read back) by the record that made it, but those stored at the end.
     const writes: Array<StoreWrite> = []

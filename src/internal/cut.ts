@@ -76,7 +76,7 @@ export interface SliceCut {
 }
 
 export interface Cut<S> {
-  /** Outputs of the kept records, slice by slice, lane by lane, in processing order. */
+  /** Outputs of the kept records, slice by slice, lane by lane (or in the order given), in processing order. */
   readonly outputs: ReadonlyArray<EncodedRecord>
   /** The final state per key reached by the kept records. */
   readonly states: ReadonlyMap<string, Option.Option<S>>
@@ -99,9 +99,16 @@ export interface Cut<S> {
 /**
  * The cut of every slice, and what the kept units produced: first `before`
  * (timers fired as the batch began, all finished ones kept), then the kept
- * records of each slice.
+ * records of each slice; or, given `order` (a task processing its inputs in
+ * timestamp order, one lane per slice: `taskOrder.ts`), the kept records in
+ * that order: the slice of each finished unit, in the order they ran, so
+ * that outputs and the last change of each key follow processing order.
  */
-export const cut = <S>(slices: ReadonlyArray<SliceProgress<S>>, before: ReadonlyArray<Done<S>> = []): Cut<S> => {
+export const cut = <S>(
+  slices: ReadonlyArray<SliceProgress<S>>,
+  before: ReadonlyArray<Done<S>> = [],
+  order?: ReadonlyArray<number>
+): Cut<S> => {
   const outputs: Array<EncodedRecord> = []
   const states = new Map<string, Option.Option<S>>()
   const encoded = new Map<string, string | null>()
@@ -145,26 +152,44 @@ export const cut = <S>(slices: ReadonlyArray<SliceProgress<S>>, before: Readonly
     if (done.storeWrites !== undefined) for (const write of done.storeWrites) store(write.key, write.value)
     fired += done.fired ?? 0
   }
+  /** A finished record below its slice's cut, with its counts. */
+  const keepRecord = (done: Done<S>): void => {
+    keep(done)
+    processed++
+    if (done.disposition === "skipped") skipped++
+    else if (done.disposition === "deadLettered") deadLettered++
+    if (done.run !== undefined) disposedRuns.push(done.run)
+  }
   for (const done of before) keep(done)
-  for (const slice of slices) {
+  const offsets = slices.map((slice) => {
     let offset = slice.endOffset
     for (const lane of slice.lanes) {
       const unfinished = lane.offsets[lane.done.length]
       if (unfinished !== undefined) offset = Math.min(offset, unfinished)
     }
-    for (const lane of slice.lanes) {
-      for (const done of lane.done) {
-        if (done.offset >= offset) break
-        keep(done)
-        processed++
-        if (done.disposition === "skipped") skipped++
-        else if (done.disposition === "deadLettered") deadLettered++
-        if (done.run !== undefined) disposedRuns.push(done.run)
+    return offset
+  })
+  if (order === undefined) {
+    slices.forEach((slice, i) => {
+      for (const lane of slice.lanes) {
+        for (const done of lane.done) {
+          if (done.offset >= offsets[i]!) break
+          keepRecord(done)
+        }
       }
+    })
+  } else {
+    const next = slices.map(() => 0)
+    for (const i of order) {
+      const done = slices[i]?.lanes[0]?.done[next[i]!++]
+      if (done !== undefined && done.offset < offsets[i]!) keepRecord(done)
     }
+  }
+  slices.forEach((slice, i) => {
+    const offset = offsets[i]!
     let kept = 0
     while (kept < slice.offsets.length && slice.offsets[kept]! < offset) kept++
     cuts.push({ offset, kept })
-  }
+  })
   return { outputs, states, encoded, atEnd, cuts, processed, skipped, deadLettered, disposedRuns, taskWrites, fired }
 }

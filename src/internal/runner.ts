@@ -33,7 +33,9 @@ import * as RunnerSetup from "./RunnerSetup.ts"
 import { makeStats } from "./RunnerStats.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 import * as Task from "./Task.ts"
+import * as TaskIdle from "./TaskIdle.ts"
 import type * as TaskManager from "./TaskManager.ts"
+import * as TaskOrder from "./taskOrder.ts"
 import * as Timers from "./timers.ts"
 
 export { batchLatencyBounds, makeStats } from "./RunnerStats.ts"
@@ -63,7 +65,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   hooks: RunnerSetup.RunnerHooks = {}
 ): Effect.Effect<never, RunnerError | E, R | Scope.Scope> =>
   Effect.gen(function*() {
-    const { buffer, changelog, consumer, deadLetterTopic, manager, messageLimits, partitionCounts, permits, positions, stateKeys } =
+    const { buffer, changelog, consumer, deadLetterTopic, endOffset, manager, messageLimits, partitionCounts, permits, positions, stateKeys } =
       yield* RunnerSetup.acquire(transformer, config, stats, hooks)
     const shutdown = yield* Deferred.make<void>()
     const exactlyOnce = config.processingGuarantee === "exactly-once"
@@ -84,6 +86,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           // The tasks commit what finished (within revocationGrace), then kafkajs rejoins.
           return Effect.zipRight(Effect.zipRight(releaseAll, manager.revokeAll), consumer.revoked)
         case "Assigned":
+          idle?.reset()
           return manager.assign(
             event.generation,
             [...new Set(event.partitions.map((tp) => tp.partition))].sort((a, b) => a - b),
@@ -123,6 +126,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
               // for every batch of a fetch), and this partition pauses once its buffer holds a task's
               // share of a poll.
               updateLag(batch.topic, batch.partition, batch.highWatermark, batch.records[0]?.offset ?? batch.nextOffset)
+              idle?.fetched(batch.topic, batch.partition, batch.nextOffset, batch.highWatermark, clock.unsafeCurrentTimeMillis())
               return Effect.zipRight(hold(batch), throttle(batch.topic, batch.partition))
             }
             case "Stale":
@@ -150,6 +154,20 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         (wakeups) => Queue.offerAll(inbox, Chunk.map(wakeups, (wakeup) => ({ _tag: "Wakeup" as const, wakeup })))
       )
     ))
+
+    /**
+     * A task reading several inputs processes them in timestamp order and waits for a lagging one
+     * (`maxTaskIdle`, Kafka Streams' `max.task.idle.ms`): `TaskIdle`. Woken through the inbox.
+     */
+    const idle = TaskOrder.applies(transformer)
+      ? yield* TaskIdle.make({
+        inputs: transformer.inputs.map((topic) => topic.name),
+        maxTaskIdle: config.maxTaskIdle === "no-wait" ? "no-wait" : Duration.toMillis(config.maxTaskIdle),
+        buffer,
+        endOffset,
+        wake: Effect.asVoid(Queue.offer(inbox, { _tag: "Wakeup", wakeup: "TaskDue" }))
+      })
+      : undefined
 
     /** The events ready now, or (with nothing to do) the next one and any that came with it. */
     const nextEvents: Effect.Effect<ReadonlyArray<LoopEvent | Processed<E>>> = Effect.gen(function*() {
@@ -230,9 +248,11 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 
     /** Running tasks with records waiting (or, a transformer with timers, timers due) and no batch in flight. */
     const dispatchable = (): ReadonlyArray<number> => {
-      const ready = [...buffer.waiting()].filter((partition) => !inFlight.has(partition) && Option.isSome(manager.task(partition)))
-      if (!timed) return ready
       const now = clock.unsafeCurrentTimeMillis()
+      const ready = [...buffer.waiting()].filter((partition) =>
+        !inFlight.has(partition) && Option.isSome(manager.task(partition)) && (idle === undefined || idle.ready(partition, now))
+      )
+      if (!timed) return ready
       const waiting = new Set(ready)
       for (const task of manager.runningTasks()) {
         if (!inFlight.has(task.partition) && !waiting.has(task.partition) && Timers.wakeAt(task.timers) <= now) ready.push(task.partition)
@@ -289,7 +309,16 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       let total = 0
       for (const partition of ready) {
         const task = Option.getOrThrow(manager.task(partition))
-        const taskSlices = buffer.takeFor(partition, max)
+        // A multi-input task takes its records in timestamp order, up to where a lagging input must be waited for
+        // (offered at least one record of each input with some: the smallest head is always among them).
+        const ordered = idle === undefined ? undefined : idle.order(
+          partition,
+          buffer.takeFor(partition, Math.max(max, transformer.inputs.length)),
+          Math.max(max, transformer.inputs.length),
+          clock.unsafeCurrentTimeMillis()
+        )
+        const taskSlices = ordered === undefined ? buffer.takeFor(partition, max) : ordered.slices
+        if (ordered !== undefined && ordered.enforced > 0) stats.recordEnforcedProcessing(ordered.enforced)
         const count = taskSlices.reduce((n, s) => n + PollBuffer.size(s), 0)
         total += count
         stats.recordBatch(count)
@@ -302,6 +331,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             {
               deadLetterTopic,
               stop,
+              ordered: idle !== undefined,
               maxDuration: config.maxBatchDuration,
               permits,
               messageLimits,
@@ -351,6 +381,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         yield* manager.startDue
         if (!(yield* Deferred.isDone(shutdown))) yield* dispatch
         if (timed) yield* manager.armTimers((partition) => inFlight.has(partition))
+        if (idle !== undefined) yield* idle.kick
         yield* settleHold
       }
       // Stopping: the batches in flight get shutdownGrace, commit what finished, and end; then

@@ -5,8 +5,8 @@
  * for a missing table value) and the same joins in Skein, with the seeded
  * input both run on.
  *
- * The input interleaves both topics in timestamp order (Kafka Streams picks a
- * task's next record by timestamp; Skein does not yet, see docs/streams.md):
+ * The input interleaves both topics in timestamp order (Kafka Streams and
+ * Skein pick a task's next record by timestamp: `taskOrder.ts`):
  * table updates that change a key's value, tombstones, table records without
  * a key (dropped by both), stream records of keys the table has, had and
  * never had, and stream records without a key (an inner join drops them, a
