@@ -5,7 +5,8 @@
  *                    [--keys N] [--value-bytes N] [--rate N] [--latency-seconds N]
  *                    [--warmup-seconds N] [--commit-interval-ms N] [--no-throughput] [--no-latency]
  *                    [--no-restore] [--no-restart] [--restart-keys N] [--restart-batch N]
- *                    [--job count|windowed] [--group-keys N] [--records-per-minute N] [--grace-seconds N]
+ *                    [--job count|windowed|enrichment|postgres] [--group-keys N] [--records-per-minute N] [--grace-seconds N]
+ *                    [--table-keys N]
  *                    [--out bench/results/NAME.md]
  *
  * A secured cluster: KAFKA_BROKERS plus Skein's SKEIN_SECURITY_PROTOCOL, SKEIN_SASL_*, SKEIN_SSL_*
@@ -18,6 +19,7 @@ import { parseArgs } from "node:util"
 import type { Admin, Kafka } from "kafkajs"
 import { kafkajsLoop } from "./contenders/kafkajs.ts"
 import { kafkaPerfConsume, kafkaPerfProduce } from "./contenders/kafkatools.ts"
+import { kafkajsPgLoop, skeinPostgres } from "./contenders/postgres.ts"
 import { kafkaStreams } from "./contenders/kstreams.ts"
 import { quixStreams } from "./contenders/quix.ts"
 import { skeinAlos, skeinEos, skeinEosBun, skeinEosDeno } from "./contenders/skein.ts"
@@ -50,10 +52,24 @@ import { runRestartPhase } from "./lib/restart.ts"
 import { selectContenders } from "./lib/select.ts"
 import { windowedBase, windowedInput, type WindowedInput, type WindowedWorkload } from "./lib/windowed.ts"
 import { runWindowed, type WindowedRunCtx } from "./lib/windowedRun.ts"
+import { tableRecordCount, type EnrichmentWorkload } from "./lib/enrichment.ts"
+import { runEnrichment, type EnrichmentRunCtx } from "./lib/enrichmentRun.ts"
+import { acquirePostgres, type PostgresHandle } from "./lib/postgres.ts"
+import { runPostgres, type PostgresRunCtx } from "./lib/postgresRun.ts"
 import { exec } from "./lib/setup.ts"
 import { fmtInt, sleep } from "./lib/stats.ts"
 
-const ALL: ReadonlyArray<Contender> = [skeinEos, skeinEosBun, skeinEosDeno, skeinAlos, kafkajsLoop, kafkaStreams, quixStreams, kafkaPerfProduce, kafkaPerfConsume]
+const ALL: ReadonlyArray<Contender> = [skeinEos, skeinEosBun, skeinEosDeno, skeinAlos, kafkajsLoop, kafkaStreams, quixStreams, kafkaPerfProduce, kafkaPerfConsume, skeinPostgres, kafkajsPgLoop]
+
+/**
+ * The contenders a job may take: the Postgres job's (an app for it, and skein-eos running its
+ * count job for reference), or every other for the other jobs.
+ */
+const ofJob = (job: string): ReadonlyArray<Contender> =>
+  ALL.filter((c) => {
+    const postgresApp = c.kind === "process" && c.postgres !== undefined
+    return job === "postgres" ? postgresApp || c.name === "skein-eos" : !postgresApp
+  })
 
 const { values: opt } = parseArgs({
   options: {
@@ -79,6 +95,7 @@ const { values: opt } = parseArgs({
     "group-keys": { type: "string", default: "1000" },
     "records-per-minute": { type: "string", default: "50000" },
     "grace-seconds": { type: "string", default: "300" },
+    "table-keys": { type: "string", default: "100000" },
     out: { type: "string" },
     "from-json": { type: "string" },
     help: { type: "boolean", default: false },
@@ -129,8 +146,8 @@ const main = async (): Promise<void> => {
   if (security.protocol !== "PLAINTEXT" && (process.env["KAFKA_BROKERS"] ?? "").trim() === "") {
     throw new Error(`SKEIN_SECURITY_PROTOCOL is ${security.protocol}: set KAFKA_BROKERS to the secured cluster (the private broker is PLAINTEXT)`)
   }
-  const job: "count" | "windowed" = opt.job === "windowed" ? "windowed" : "count"
-  if (opt.job !== job) throw new Error(`--job must be count or windowed, not ${opt.job}`)
+  const job: "count" | "windowed" | "enrichment" | "postgres" = opt.job === "windowed" ? "windowed" : opt.job === "enrichment" ? "enrichment" : opt.job === "postgres" ? "postgres" : "count"
+  if (opt.job !== job) throw new Error(`--job must be count, windowed, enrichment or postgres, not ${opt.job}`)
   const windowed: WindowedWorkload | undefined = job === "windowed"
     ? (() => {
         const shape = {
@@ -143,6 +160,7 @@ const main = async (): Promise<void> => {
         return { ...shape, base: windowedBase(shape) }
       })()
     : undefined
+  const enrichment: EnrichmentWorkload | undefined = job === "enrichment" ? { ...w, tableKeys: Math.max(1, int("table-keys")) } : undefined
   const runs = Math.max(1, int("runs"))
   const rate = Math.max(1, int("rate"))
   const latencySeconds = int("latency-seconds")
@@ -159,14 +177,15 @@ const main = async (): Promise<void> => {
   const restartBatch = Math.max(1, int("restart-batch"))
   const doRestart = job === "count" && !opt["no-restart"]
   if (windowed !== undefined && !doThroughput) throw new Error("--job windowed measures throughput only: drop --no-throughput")
+  if (enrichment !== undefined && !doThroughput) throw new Error("--job enrichment measures throughput only: drop --no-throughput")
   const phases = (["throughput", "restore", "latency", "restart"] as const).filter(
     (p) => ({ throughput: doThroughput, restore: doRestore, latency: doLatency, restart: doRestart })[p],
   )
 
   const only = opt.only?.split(",").map((s) => s.trim()).filter((s) => s !== "")
   // --only matches full names, else prefixes (e.g. "skein-eos" = the Node row, "skein" = every Skein row, "kafka-perf").
-  const selected = selectContenders(ALL, only)
-  if (selected.length === 0) throw new Error(`--only matched nothing; contenders: ${ALL.map((c) => c.name).join(", ")}`)
+  const selected = selectContenders(ofJob(job), only)
+  if (selected.length === 0) throw new Error(`--only matched nothing; contenders of --job ${job}: ${ofJob(job).map((c) => c.name).join(", ")}`)
 
   const date = new Date().toISOString().slice(0, 10)
   const runId = `${Date.now().toString(36)}`
@@ -181,6 +200,12 @@ const main = async (): Promise<void> => {
     `run ${runId}: ${fmtInt(w.records)} records, ${w.partitions} partitions, ${fmtInt(w.keys)} keys, ${runs} run(s); ` +
       `phases ${phases.join(", ")}${doRestart ? ` (restart: ${fmtInt(restartKeys)} keys, ${fmtInt(restartBatch)} new records)` : ""}; logs in ${workDir}`,
   )
+  if (enrichment !== undefined) {
+    log(
+      `enrichment job: a table of ${fmtInt(enrichment.tableKeys)} keys (${fmtInt(tableRecordCount(enrichment.tableKeys))} records), ` +
+        `${fmtInt(enrichment.records)} stream records left-joined to it`,
+    )
+  }
   if (windowed !== undefined) {
     log(
       `windowed job: ${fmtInt(windowed.groupKeys)} second keys, ${fmtInt(windowed.recordsPerMinute)} records per minute of event time, ` +
@@ -197,18 +222,25 @@ const main = async (): Promise<void> => {
       log(`${c.name}: not in the windowed job (no app for it)`)
       continue
     }
+    if (enrichment !== undefined && (c.kind !== "process" || c.enrichment === undefined)) {
+      available.set(c.name, "no enrichment-job app")
+      log(`${c.name}: not in the enrichment job (no app for it)`)
+      continue
+    }
     const a = await c.setup(ctx).catch((e: unknown) => ({ ok: false as const, reason: String(e) }))
     available.set(c.name, a.ok ? undefined : a.reason)
     log(`${c.name}: ${a.ok ? "ready" : `unavailable: ${a.reason}`}`)
   }
 
   const broker = await acquireBroker(log)
+  // The Postgres job's database: DATABASE_URL, else an embedded server (skein/testing's PostgresServer).
+  const postgres: PostgresHandle | undefined = job === "postgres" ? await acquirePostgres(log) : undefined
   // The JVM and Python peers' connection settings (0600, removed at the end: they hold the password).
   let clientConfig: ClientConfigFiles | undefined
   const onSignal = (sig: string): void => {
     log(`${sig}: stopping the broker and exiting`)
     if (clientConfig !== undefined) removeClientConfigFiles(clientConfig)
-    void broker.release().finally(() => process.exit(130))
+    void Promise.allSettled([broker.release(), postgres?.release()]).finally(() => process.exit(130))
   }
   process.once("SIGINT", () => onSignal("SIGINT"))
   process.once("SIGTERM", () => onSignal("SIGTERM"))
@@ -218,7 +250,8 @@ const main = async (): Promise<void> => {
   await admin.connect()
   clientConfig = writeClientConfigFiles(security, workDir)
 
-  const seq = keySequence(w)
+  // The enrichment job's stream keys are drawn from the table's keys.
+  const seq = keySequence(enrichment === undefined ? w : { ...w, keys: enrichment.tableKeys })
   const expected = expectedCounts(w, seq)
   const windowedIn: WindowedInput | undefined = windowed === undefined ? undefined : windowedInput(windowed)
   if (windowedIn !== undefined) log(`windowed job: ${fmtInt(windowedIn.expected.size)} final results expected`)
@@ -232,7 +265,11 @@ const main = async (): Promise<void> => {
         const prefix = `bench-${runId}-${c.name}-r${r}`
         log(`── ${c.name} run ${r}/${runs}`)
         await waitForQuiet(idleWaitMs)
-        const res: RunResult = await (windowed !== undefined && windowedIn !== undefined && c.kind === "process"
+        const res: RunResult = await (postgres !== undefined && c.kind === "process" && c.postgres !== undefined
+          ? runPostgresProcess(c, r, prefix, { kafka, admin, brokers: broker.brokers, clientConfig, w, seq, expected, workDir, commitIntervalMs, timeoutMs, databaseUrl: postgres.url, pool: postgres.pool, endPhase, log })
+          : enrichment !== undefined && c.kind === "process"
+          ? runEnrichmentProcess(c, r, prefix, { kafka, admin, brokers: broker.brokers, clientConfig, w: enrichment, seq, workDir, commitIntervalMs, timeoutMs, endPhase, log })
+          : windowed !== undefined && windowedIn !== undefined && c.kind === "process"
           ? runWindowedProcess(c, r, prefix, { kafka, admin, brokers: broker.brokers, clientConfig, w: windowed, seq, input: windowedIn, workDir, commitIntervalMs, timeoutMs, endPhase, log })
           : c.kind === "process"
           ? runProcess(c, r, prefix, { kafka, admin, brokers: broker.brokers, clientConfig, w, seq, expected, workDir, commitIntervalMs, timeoutMs, doThroughput, doLatency, doRestore, doRestart, restartKeys, restartBatch, rate, latencySeconds, warmupSeconds })
@@ -256,13 +293,18 @@ const main = async (): Promise<void> => {
     await admin.disconnect().catch(() => undefined)
     if (clientConfig !== undefined) removeClientConfigFiles(clientConfig)
     await broker.release().catch((e: unknown) => log(`broker release failed: ${String(e)}`))
+    await postgres?.release().catch((e: unknown) => log(`Postgres release failed: ${String(e)}`))
   }
 
   const reports: ContenderReport[] = selected.map((c) => {
     const u = available.get(c.name)
     return {
       name: c.name,
-      description: windowed !== undefined && c.kind === "process" ? (c.windowedDescription ?? c.description) : c.description,
+      description: windowed !== undefined && c.kind === "process"
+        ? (c.windowedDescription ?? c.description)
+        : enrichment !== undefined && c.kind === "process"
+        ? (c.enrichmentDescription ?? c.description)
+        : c.description,
       hasState: c.kind === "process" && c.hasState,
       ceiling: c.kind === "ceiling",
       ...(c.kind === "process" && c.restartPhase === true ? { restartPhase: true } : {}),
@@ -291,6 +333,7 @@ const main = async (): Promise<void> => {
     machine: `${cpus().length} cores (${cpus()[0]?.model.trim() ?? "?"}), ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
     command: process.argv.length > 2 ? `npm run bench -- ${process.argv.slice(2).join(" ")}` : "npm run bench",
     phases,
+    ...(postgres !== undefined ? { job, postgres: postgres.origin } : {}),
     ...(doRestart ? { restartKeys, restartBatch } : {}),
     ...(windowed !== undefined && windowedIn !== undefined
       ? {
@@ -304,6 +347,9 @@ const main = async (): Promise<void> => {
             results: windowedIn.expected.size,
           },
         }
+      : {}),
+    ...(enrichment !== undefined
+      ? { job, enrichment: { tableKeys: enrichment.tableKeys, tableRecords: tableRecordCount(enrichment.tableKeys) } }
       : {}),
   }
   writeFileSync(jsonPath, `${JSON.stringify({ meta, contenders: reports }, null, 2)}\n`)
@@ -375,6 +421,35 @@ const runProcess = async (c: ProcessContender, run: number, prefix: string, x: P
   }
   try {
     return await runProcessInner(c, run, prefix, x, spawn)
+  } finally {
+    for (const p of spawned) await p.kill()
+  }
+}
+
+/** An enrichment-job run (bench/lib/enrichmentRun.ts), its processes killed at the end. */
+const runEnrichmentProcess = async (c: ProcessContender, run: number, prefix: string, x: EnrichmentRunCtx): Promise<RunResult> => {
+  const spawned: AppProcess[] = []
+  try {
+    return await runEnrichment(c, run, prefix, x, (cmd, logFile) => {
+      const p = new AppProcess(cmd, logFile)
+      spawned.push(p)
+      return p
+    })
+  } finally {
+    for (const p of spawned) await p.kill()
+    rmSync(join(x.workDir, `${c.name}-r${run}`), { recursive: true, force: true })
+  }
+}
+
+/** A Postgres-job run (bench/lib/postgresRun.ts), its processes killed at the end. */
+const runPostgresProcess = async (c: ProcessContender, run: number, prefix: string, x: PostgresRunCtx): Promise<RunResult> => {
+  const spawned: AppProcess[] = []
+  try {
+    return await runPostgres(c, run, prefix, x, (cmd, logFile) => {
+      const p = new AppProcess(cmd, logFile)
+      spawned.push(p)
+      return p
+    })
   } finally {
     for (const p of spawned) await p.kill()
   }

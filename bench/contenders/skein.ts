@@ -22,7 +22,8 @@
  *  duplicates are reported in the output-check column ("complete (+d dup)"), not as a failure.
  *
  *  skein-eos also runs the windowed job (`--job windowed`): bench/apps/skein-windowed.ts, Skein's
- *  stream DSL, with the same arguments plus --grace-ms (bench/contenders/types.ts WindowedAppSpec).
+ *  stream DSL, with the same arguments plus --grace-ms (bench/contenders/types.ts WindowedAppSpec),
+ *  and the enrichment job (`--job enrichment`): bench/apps/skein-enrichment.ts, plus --table.
  *
  *  The app loads Skein's build (dist/, its types from src/index.ts). While the app (or the
  *  Skein API it needs) is missing, a contender is reported as "unavailable: <reason>" in the
@@ -37,12 +38,18 @@ import { promisify } from "node:util"
 import { buildSkein } from "../lib/build.ts"
 import { appArgs } from "./types.ts"
 import type { Command } from "../lib/proc.ts"
-import type { Availability, ProcessContender, SetupContext, WindowedAppSpec } from "./types.ts"
+import type { Availability, EnrichmentAppSpec, ProcessContender, SetupContext, WindowedAppSpec } from "./types.ts"
 
 const APP = join("bench", "apps", "skein-count.ts")
 
 /** One build per benchmark run, shared by the Skein contenders. */
 let built: Promise<void> | undefined
+
+/** Skein's build (dist/), once per benchmark run for every Skein contender (also bench/contenders/postgres.ts). */
+export const buildOnce = (root: string): Promise<void> => (built ??= buildSkein(root))
+
+/** Skein's build (dist/), once per benchmark run for every Skein contender (also bench/contenders/postgres.ts). */
+export const buildOnce = (root: string): Promise<void> => (built ??= buildSkein(root))
 
 /** The runtime a Skein row runs on: Node (tsx for the app's TypeScript), or Bun or Deno from npm. */
 export type Runtime = "node" | "bun" | "deno"
@@ -96,8 +103,7 @@ const probe = async (ctx: SetupContext, mode: "eos" | "alos", runtime: Runtime):
     }
   }
   try {
-    built ??= buildSkein(ctx.root)
-    await built
+    await buildOnce(ctx.root)
   } catch (e) {
     return { ok: false, reason: String(e).slice(0, 400) }
   }
@@ -115,6 +121,7 @@ const probe = async (ctx: SetupContext, mode: "eos" | "alos", runtime: Runtime):
 }
 
 const WINDOWED_APP = join("bench", "apps", "skein-windowed.ts")
+const ENRICHMENT_APP = join("bench", "apps", "skein-enrichment.ts")
 
 /** Node's flags of every Skein run on Node (Bun and Deno take none): the CPU profile and the diagnosis flags of the environment. */
 const nodeFlags = (): ReadonlyArray<string> => [
@@ -156,7 +163,7 @@ const skein = (mode: "eos" | "alos", runtime: Runtime): ProcessContender => ({
   restartPhase: mode === "eos",
   setup: (ctx) => probe(ctx, mode, runtime),
   command: (s) => commandFor(runtime, APP, ["--mode", mode, ...appArgs(s, { stateful: true })]),
-  // The windowed job (bench/apps/skein-windowed.ts, Skein's stream DSL) runs exactly-once only.
+  // The windowed and enrichment jobs (bench/apps/skein-windowed.ts, skein-enrichment.ts: Skein's stream DSL) run exactly-once only.
   ...(mode === "eos"
     ? {
         windowedDescription:
@@ -164,6 +171,11 @@ const skein = (mode: "eos" | "alos", runtime: Runtime): ProcessContender => ({
           `${runtimeLabel(runtime)}, 1 thread`,
         windowed: (s: WindowedAppSpec) =>
           commandFor(runtime, WINDOWED_APP, [...appArgs(s, { stateful: true }), "--grace-ms", String(s.graceMs)]),
+        enrichmentDescription:
+          "Skein exactly-once, stream DSL: KStream.leftJoin(KTable.from(table topic)) (LevelDB + changelog); " +
+          `${runtimeLabel(runtime)}, 1 thread`,
+        enrichment: (s: EnrichmentAppSpec) =>
+          commandFor(runtime, ENRICHMENT_APP, [...appArgs(s, { stateful: true }), "--table", s.table]),
       }
     : {}),
 })

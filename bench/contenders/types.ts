@@ -49,6 +49,26 @@ export interface WindowedAppSpec extends AppSpec {
   readonly graceMs: number
 }
 
+/**
+ * The Postgres job's app (bench/lib/postgresRun.ts): `AppSpec`'s arguments plus `--table`, and
+ * DATABASE_URL in its environment (the harness sets it; a URL may hold a password, so it is never
+ * on a command line). It inserts one row (k, v, p, o) per input record into the table: the
+ * record's key, value, partition and offset.
+ */
+export interface PostgresAppSpec extends AppSpec {
+  readonly table: string
+}
+
+/**
+ * The enrichment job's app (bench/lib/enrichment.ts): `AppSpec`'s arguments plus `--table T`. It
+ * reads `T` (a compacted topic) as a table and left-joins each record of the input (read from the
+ * earliest offset) with the table's value for its key, writing to the output the record's key and
+ * `<the input value before its first ';'>|<the table value, or '-' when none>`, exactly-once.
+ */
+export interface EnrichmentAppSpec extends AppSpec {
+  readonly table: string
+}
+
 export type Availability = { readonly ok: true } | { readonly ok: false; readonly reason: string }
 
 export interface SetupContext {
@@ -78,6 +98,12 @@ export interface ProcessContender {
   readonly windowed?: (spec: WindowedAppSpec) => Command
   /** The windowed app, in one line for the report (as `description`). */
   readonly windowedDescription?: string
+  /** The enrichment job's command (`npm run bench -- --job enrichment`); absent: no enrichment app. */
+  readonly enrichment?: (spec: EnrichmentAppSpec) => Command
+  /** The enrichment app, in one line for the report (as `description`). */
+  readonly enrichmentDescription?: string
+  /** The Postgres job's command (`npm run bench -- --job postgres`); absent: not in that job. */
+  readonly postgres?: (spec: PostgresAppSpec) => Command
 }
 
 export interface CeilingResult {

@@ -19,7 +19,7 @@ export interface RunResult {
   readonly restoreRecords?: number
   readonly peakRssMiB?: number
   readonly verified?: string
-  /** The windowed job: digest of the final results read (bench/lib/windowed.ts `checkResults`). */
+  /** The windowed and enrichment jobs: digest of the results read (bench/lib/windowed.ts `checkResults`, bench/lib/enrichment.ts `checkJoined`). */
   readonly digest?: string
   /** The restart phase (contenders with `restartPhase`). */
   readonly restart?: RestartResult
@@ -113,7 +113,9 @@ export interface ReportMeta {
   readonly restartKeys?: number
   readonly restartBatch?: number
   /** The job (absent in older results: the count job). */
-  readonly job?: "count" | "windowed"
+  readonly job?: "count" | "windowed" | "enrichment" | "postgres"
+  /** The Postgres job's database (DATABASE_URL or the embedded server), without credentials. */
+  readonly postgres?: string
   /** The windowed job's workload (bench/lib/windowed.ts). */
   readonly windowed?: {
     readonly groupKeys: number
@@ -124,27 +126,38 @@ export interface ReportMeta {
     /** Final results expected. */
     readonly results: number
   }
+  /** The enrichment job's table (bench/lib/enrichment.ts). */
+  readonly enrichment?: {
+    readonly tableKeys: number
+    /** Records of the table's topic (keys, updates and tombstones). */
+    readonly tableRecords: number
+  }
 }
 
 /**
- * The windowed job's comparison of the contenders' outputs: the digests of every run's final
- * results (bench/lib/windowed.ts `checkResults`), equal or not.
+ * The windowed and enrichment jobs' comparison of the contenders' outputs: the digests of every
+ * run's results (bench/lib/windowed.ts `checkResults`, bench/lib/enrichment.ts `checkJoined`),
+ * equal or not.
  */
-export const renderDigests = (reports: ReadonlyArray<ContenderReport>): ReadonlyArray<string> => {
+export const renderDigests = (reports: ReadonlyArray<ContenderReport>, job: "windowed" | "enrichment" = "windowed"): ReadonlyArray<string> => {
   const runs = reports.flatMap((r) => r.runs.filter((x) => x.digest !== undefined).map((x) => ({ name: r.name, run: x.run, digest: x.digest ?? "" })))
   if (runs.length === 0) return []
   const distinct = [...new Set(runs.map((x) => x.digest))]
   const list = runs.map((x) => `${x.name} run ${x.run}: ${x.digest}`).join("; ")
   return [
     distinct.length === 1
-      ? `**Outputs equal**: the final results of all ${runs.length} runs have one digest, ${distinct[0]} (sorted \`<second key>@<window start − base>=<count>\` lines, sha256).`
-      : `**Outputs differ**: ${distinct.length} different digests of the final results (${list}).`,
+      ? job === "windowed"
+        ? `**Outputs equal**: the final results of all ${runs.length} runs have one digest, ${distinct[0]} (sorted \`<second key>@<window start − base>=<count>\` lines, sha256).`
+        : `**Outputs equal**: the joined results of all ${runs.length} runs have one digest, ${distinct[0]} (\`<key>=<value>\` lines in the stream's order, sha256).`
+      : `**Outputs differ**: ${distinct.length} different digests of the ${job === "windowed" ? "final" : "joined"} results (${list}).`,
     "",
   ]
 }
 
 export const baselineOf = (reports: ReadonlyArray<ContenderReport>): string | undefined => {
   const has = (n: string) => reports.some((r) => r.name === n && r.unavailable === undefined && r.runs.some((x) => x.throughput !== undefined))
+  // The Postgres job's ratios are to its at-least-once loop (the issue's target: >= 0.8x of it).
+  if (has("kafkajs-pg-loop")) return "kafkajs-pg-loop"
   return has("skein-eos") ? "skein-eos" : has("kafkajs-loop") ? "kafkajs-loop" : undefined
 }
 
@@ -204,6 +217,22 @@ export const renderMarkdown = (meta: ReportMeta, reports: ReadonlyArray<Contende
         `is consumed. ${meta.runs} run(s) per contender, alternating; figures are median (min–max), ratios to **${base ?? "nothing"}**. ` +
         `Commit interval ${meta.commitIntervalMs} ms where the contender has one.`,
     )
+  } else if (meta.job === "enrichment" && meta.enrichment !== undefined) {
+    const e = meta.enrichment
+    L.push(
+      `**Enrichment job**: ${fmtInt(meta.records)} stream records (${meta.valueBytes}-byte values, ${meta.partitions} partitions) left-joined ` +
+        `to a table of ${fmtInt(e.tableKeys)} keys (a compacted topic of ${fmtInt(e.tableRecords)} records: every key, an update of ` +
+        `every 10th, a tombstone of every 1,000th), co-partitioned; the table loaded by a first start of the contender before the ` +
+        `stream records are written, the throughput measured on a second start. ${meta.runs} run(s) per contender, alternating; ` +
+        `figures are median (min–max), ratios to **${base ?? "nothing"}**. Commit interval ${meta.commitIntervalMs} ms.`,
+    )
+  } else if (meta.job === "postgres") {
+    L.push(
+      `**Postgres job**: ${fmtInt(meta.records)} input records (${meta.valueBytes}-byte values, ${fmtInt(meta.keys)} keys, ${meta.partitions} partitions) ` +
+        `into a Postgres table without a unique constraint, one row (key, value, partition, offset) per record, in batch inserts; ` +
+        `skein-eos runs its count job (Kafka to Kafka, exactly-once) on the same input for reference. Database: ${meta.postgres ?? "?"}. ` +
+        `${meta.runs} run(s) per contender, alternating; figures are median (min–max), ratios to **${base ?? "nothing"}**.`,
+    )
   } else if (mainTable) {
     L.push(
       `${fmtInt(meta.records)} input records (${meta.valueBytes}-byte values, ${fmtInt(meta.keys)} keys, ${meta.partitions} partitions), ` +
@@ -223,7 +252,7 @@ export const renderMarkdown = (meta: ReportMeta, reports: ReadonlyArray<Contende
   L.push(`Broker: ${meta.brokerOrigin}. Machine: ${meta.machine}.`)
   L.push("")
   if (mainTable) L.push(...renderMainTable(meta, reports))
-  if (meta.job === "windowed") L.push(...renderDigests(reports))
+  if (meta.job === "windowed" || meta.job === "enrichment") L.push(...renderDigests(reports, meta.job))
   L.push(...renderRestart(meta, reports))
   if (meta.chart !== undefined) {
     L.push(`![throughput, p99 latency and restore time](${meta.chart})`)
@@ -248,6 +277,22 @@ export const renderMarkdown = (meta: ReportMeta, reports: ReadonlyArray<Contende
       "consumer group of the contender has committed the whole input; the run ends when as many final results as expected " +
       "were read read_committed. Then the output is read to its end and checked: every expected (second key, window start) " +
       "once with its count, nothing else (`exact`).",
+  )
+  else if (meta.job === "enrichment") L.push(
+    "- **throughput** (enrichment job): stream records / (time the output's high watermark reached its final value, i.e. the " +
+      "last joined result and its commit marker were written − the contender's first read of a stream record). First start: " +
+      "the table topic alone has records; once a consumer group of the contender has committed it to its end, the contender " +
+      "is stopped gracefully (SIGTERM). Then the stream records are written and the contender started again on the same group " +
+      "and state directory; the run ends when its group has committed the whole stream topic. Then the output is read " +
+      "read_committed to its end and checked: every stream record's joined result once, with its key and its key's final " +
+      "table value (`exact`).",
+  )
+  else if (meta.job === "postgres") L.push(
+    "- **throughput** (Postgres job): input records / (the moment the contender's committed positions reached the input's end − " +
+      "its first read). Skein's positions are in its skein_offsets table, committed in the rows' transaction; the at-least-once " +
+      "loop's are the group's Kafka offsets, committed after its inserts; both polled every 100 ms. skein-eos: as in the count job. " +
+      "Then the contender is SIGKILLed and the table checked: every input (partition, offset) present, each key with as many " +
+      "distinct records as the input has; `exact` = no row twice, `complete (+d dup)` = at-least-once duplicates.",
   )
   else if (phases.includes("throughput")) L.push(
     "- **throughput**: input records / (time the output's high watermark reached its final value, i.e. the last output " +
@@ -276,7 +321,7 @@ export const renderMarkdown = (meta: ReportMeta, reports: ReadonlyArray<Contende
   }
   if (phases.includes("throughput")) {
     L.push("- **peak RSS**: highest resident set of the processing process tree during the throughput run (sampled every 200 ms, and VmHWM).")
-    if (meta.job !== "windowed") L.push("- **output check**: `exact` = every key's counts 1..n, no duplicates; `complete (+d dup)` = correct final counts with at-least-once duplicates.")
+    if (meta.job !== "postgres" && meta.job !== "windowed" && meta.job !== "enrichment") L.push("- **output check**: `exact` = every key's counts 1..n, no duplicates; `complete (+d dup)` = correct final counts with at-least-once duplicates.")
   }
   if (reports.some((r) => r.ceiling)) L.push("- kafka-perf rows are the machine's ceiling measured by Kafka's own tools; see bench/README.md for their latency definitions.")
   L.push("")
