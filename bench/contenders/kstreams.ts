@@ -1,7 +1,7 @@
 /**
  * Contender 4: Kafka Streams 4.4.0, processing.guarantee=exactly_once_v2, KTable count over a
  * RocksDB store with a changelog (bench/peers/streams/SkeinBenchCount.java); the windowed job's
- * peer is bench/peers/streams/SkeinBenchWindowed.java.
+ * peer is bench/peers/streams/SkeinBenchWindowed.java, the enrichment job's SkeinBenchEnrichment.java.
  * Jars come from Maven Central into <cache>/jars/streams; classes go to bench/peers/build/.
  */
 import { join } from "node:path"
@@ -13,7 +13,7 @@ const jarDir = (ctx: { cache: string }): string => join(ctx.cache, "jars", "stre
 const classDir = (root: string): string => join(root, "bench", "peers", "build", "streams")
 let resolved: { jars: string; classes: string } | undefined
 
-/** The JVM's flags and class path of both peers (SkeinBenchCount, SkeinBenchWindowed). */
+/** The JVM's flags and class path of the peers (SkeinBenchCount, SkeinBenchWindowed, SkeinBenchEnrichment). */
 const jvmArgs = (): ReadonlyArray<string> => {
   if (resolved === undefined) throw new Error("kafka-streams: setup() not run")
   return [
@@ -37,7 +37,7 @@ export const kafkaStreams: ProcessContender = {
     const j = await mavenJars(join(ctx.root, "bench", "peers", "streams", "pom.xml"), jars, ctx.log)
     if (!j.ok) return j
     const classes = classDir(ctx.root)
-    const sources = ["SkeinBenchCount.java", "SkeinBenchWindowed.java"].map((f) => join(ctx.root, "bench", "peers", "streams", f))
+    const sources = ["SkeinBenchCount.java", "SkeinBenchWindowed.java", "SkeinBenchEnrichment.java"].map((f) => join(ctx.root, "bench", "peers", "streams", f))
     const c = await javac(sources, jars, classes, ctx.log)
     if (!c.ok) return c
     resolved = { jars, classes }
@@ -66,6 +66,20 @@ export const kafkaStreams: ProcessContender = {
       ...appArgs(s, { stateful: true }),
       "--grace-ms",
       String(s.graceMs),
+      ...(s.clientConfig === undefined ? [] : ["--client-config", s.clientConfig.java]),
+    ],
+  }),
+  enrichmentDescription:
+    "Kafka Streams 4.4.0, exactly_once_v2: KStream.leftJoin(builder.table(table topic)) (RocksDB + changelog, defaults: " +
+    "record cache 10 MiB, no topology optimization), 1 stream thread, JVM default heap",
+  enrichment: (s) => ({
+    cmd: "java",
+    args: [
+      ...jvmArgs(),
+      "SkeinBenchEnrichment",
+      ...appArgs(s, { stateful: true }),
+      "--table",
+      s.table,
       ...(s.clientConfig === undefined ? [] : ["--client-config", s.clientConfig.java]),
     ],
   }),

@@ -34,10 +34,12 @@ export const createTopics = async (
   admin: Admin,
   topics: ReadonlyArray<string>,
   partitions: number,
+  config?: Readonly<Record<string, string>>,
 ): Promise<void> => {
+  const configEntries = config === undefined ? undefined : Object.entries(config).map(([name, value]) => ({ name, value }))
   await admin.createTopics({
     waitForLeaders: false,
-    topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })),
+    topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1, ...(configEntries === undefined ? {} : { configEntries }) })),
   })
   // Wait until every partition has a leader (kafkajs' own waitForLeaders gives up on
   // UNKNOWN_TOPIC_OR_PARTITION while the metadata propagates).
