@@ -76,7 +76,8 @@ export const from = <K, V>(topic: Topic.Topic<K, V>, options?: FromOptions): KTa
     TableTopic.tableView(topic),
     TableTopic.storedValue(topic.value),
     options?.name,
-    options?.versioned === undefined ? undefined : { historyMs: Duration.toMillis(options.versioned.historyRetention) }
+    options?.versioned === undefined ? undefined : { historyMs: Duration.toMillis(options.versioned.historyRetention) },
+    options?.sourceChangelog === true
   ))
 
 /**
@@ -90,11 +91,20 @@ export const from = <K, V>(topic: Topic.Topic<K, V>, options?: FromOptions): KTa
  * older than the table's stream time minus `historyRetention` is dropped.
  * A versioned table can only be joined by a stream, for now.
  *
+ * `sourceChangelog: true` keeps the table with its topic as its changelog
+ * (Kafka Streams' source-topic changelog, `reuse.ktable.source.topics`): no
+ * `-changelog` topic is written, and a task restores the table from the
+ * topic up to its committed offset. The topic must be compacted; the table
+ * must be the only state of its sub-topology and be read by stream-table
+ * joins only (see docs/streams.md, "Source-topic changelogs"). Off by
+ * default, as in Kafka Streams.
+ *
  * @since 0.6.0
  * @category models
  */
 export interface FromOptions extends KStream.Named {
   readonly versioned?: { readonly historyRetention: Duration.DurationInput } | undefined
+  readonly sourceChangelog?: boolean | undefined
 }
 
 /** The DSL's type erasure, recovered: a table change reaching an operator was made by the operators that typed it. */

@@ -34,6 +34,7 @@ import * as Admin from "./internal/kafka/admin.ts"
 import * as GlobalTableLoader from "./internal/GlobalTableLoader.ts"
 import { applicationIdOf } from "./internal/runAll.ts"
 import * as RepartitionPurge from "./internal/streams/repartitionPurge.ts"
+import * as TableChangelogs from "./internal/streams/tableChangelogs.ts"
 import { makeKafka } from "./internal/kafka/client.ts"
 import type { Sink } from "./KStream.ts"
 import * as Runner from "./Runner.ts"
@@ -309,6 +310,7 @@ export const run = <E, R>(
         yield* Effect.forkScoped(RepartitionPurge.purgeEvery(admin, purged, interval))
       }
       yield* Effect.scoped(checkJoins(compiled, config))
+      yield* Effect.scoped(TableChangelogs.check(compiled, config))
       // The transformers' errors are the topology's operators' (`E`); their context is `R`.
       const running = Runner.runAll(transformers) as Effect.Effect<never, RunnerError | StreamError<E>, R | SkeinConfig>
       if (compiled.globalTables.length === 0) return yield* running

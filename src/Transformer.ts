@@ -308,6 +308,47 @@ export interface Transformer<in out Inputs extends ReadonlyArray<Topic.Any>, in 
    * @since 0.6.0
    */
   readonly database?: SinkHooks<E> | undefined
+  /**
+   * Set by the stream DSL for a table read with `sourceChangelog`
+   * (`KTable.from(topic, { sourceChangelog: true })`): the state is that
+   * input topic's table, so the topic is its changelog. No changelog topic
+   * is written; a task restores its store from the topic, up to its
+   * committed offset there.
+   *
+   * @since 0.6.0
+   */
+  readonly sourceChangelog?: SourceChangelog<S> | undefined
+}
+
+/**
+ * How a transformer's state is restored from one of its input topics, its
+ * changelog (`Transformer.sourceChangelog`).
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export interface SourceChangelog<S> {
+  /** The input topic whose records are the state's changes. */
+  readonly topic: string
+  /**
+   * The state change a record of `topic` makes when processed: its state key
+   * and the new state (`None`: deleted). `undefined` for a record whose
+   * processing changes no state: one that does not decode (dead-lettered or
+   * skipped by the rules), has no key, or has an invalid timestamp.
+   */
+  readonly change: (record: SourceRecord) => { readonly key: string; readonly state: Option.Option<S> } | undefined
+}
+
+/**
+ * A record of a source changelog (`SourceChangelog`) as a restore reads it.
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export interface SourceRecord {
+  readonly key: Uint8Array | null
+  readonly value: Uint8Array | null
+  readonly timestamp: number
 }
 
 /**

@@ -35,6 +35,7 @@ import * as Outputs from "./outputs.ts"
 import * as PartitionCounts from "./partitionCounts.ts"
 import * as LocalStores from "./LocalStores.ts"
 import * as Standbys from "./Standbys.ts"
+import * as SourceChangelog from "./SourceChangelog.ts"
 import * as StoreCleanup from "./StoreCleanup.ts"
 import * as DatabaseTask from "./database/DatabaseTask.ts"
 import * as PollBuffer from "./PollBuffer.ts"
@@ -172,7 +173,17 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const kafka = yield* makeKafka(config)
     const admin = yield* Admin.make(kafka)
     const inputTopics = transformer.inputs.map((t) => t.name)
-    const changelog = Option.map(transformer.state, () => changelogTopic(config.applicationId, transformer))
+    // A table whose source topic is its changelog (`SourceChangelog.ts`): no changelog topic.
+    const source = Option.flatMap(
+      transformer.state,
+      (codec) =>
+        transformer.sourceChangelog === undefined
+          ? Option.none()
+          : Option.some({ topic: transformer.sourceChangelog.topic, toWrite: SourceChangelog.toWrite(codec, transformer.sourceChangelog) })
+    )
+    const changelog = Option.isSome(source)
+      ? Option.none<string>()
+      : Option.map(transformer.state, () => changelogTopic(config.applicationId, transformer))
     const partitions = yield* validateTopics(admin, inputTopics, changelog, {
       replicationFactor: config.changelogReplicationFactor,
       deadLetterTopic: config.deadLetterTopic
@@ -214,7 +225,8 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     // The kept stores are announced to the group: its leader prefers members with a warm copy.
     const localStores = LocalStores.make()
     if (Option.isSome(changelog)) yield* LocalStores.scan(storeDir, changelog.value, localStores)
-    const standbyReplicas = Option.isSome(changelog) ? config.standbyReplicas : 0
+    if (Option.isSome(source)) yield* LocalStores.scan(storeDir, source.value.topic, localStores)
+    const standbyReplicas = Option.isSome(changelog) || Option.isSome(source) ? config.standbyReplicas : 0
     const runnerScope = yield* Effect.scope
     // A topic's reader is made ahead of the first restore (below); a failed first connect is retried
     // by the next restore, and a reader whose consumer crashed (its group coordinator gone for longer
@@ -237,6 +249,10 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       changelog,
       (topic) => Effect.map(readerOf(topic, config.processingGuarantee), (reader) => ({ topic, reader }))
     )
+    const sourceFrom = yield* Effect.transposeMapOption(
+      source,
+      (source) => Effect.map(readerOf(source.topic, config.processingGuarantee), (reader) => ({ ...source, reader }))
+    )
     const runsFrom = yield* Effect.transposeMapOption(
       runsTopic,
       (topic) => Effect.map(readerOf(topic, "exactly-once"), (reader) => ({ topic, reader, retention }))
@@ -245,7 +261,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     // waits out the broker's group.initial.rebalance.delay.ms (3 s by default), which the first
     // restore would otherwise wait again after the runner's join. A failure here is only logged: the
     // first restore makes the reader again and fails with the typed error.
-    for (const source of [restoreFrom, runsFrom]) {
+    for (const source of [restoreFrom, runsFrom, sourceFrom]) {
       if (Option.isNone(source)) continue
       yield* Effect.forkIn(
         Effect.catchAll(
@@ -295,16 +311,34 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     })
     wiring.consumer = consumer
     // Standby replicas: their reader is made at the first standby; with standbyReplicas 0 nothing runs.
-    const standbys = Option.isSome(changelog) && standbyReplicas > 0
+    // A source-topic changelog's standbys follow the topic up to the task's committed offset (`Standbys.ts`).
+    const followed = Option.orElse(
+      Option.map(changelog, (topic) => ({ topic, source: undefined })),
+      () =>
+        Option.map(source, (source) => ({
+          topic: source.topic,
+          source: {
+            toWrite: source.toWrite,
+            committed: (partition: number) =>
+              Effect.map(
+                admin.committedOffsets(config.applicationId, [source.topic], partition),
+                (committed) => Math.max(0, committed.get(source.topic) ?? 0)
+              ),
+            pollInterval: Duration.millis(500)
+          }
+        }))
+    )
+    const standbys = Option.isSome(followed) && standbyReplicas > 0
       ? yield* Standbys.make({
-        changelog: changelog.value,
+        changelog: followed.value.topic,
+        source: followed.value.source,
         inputTopics,
         storeDir,
         admin,
         localStores,
         stats,
         tail: yield* memoizeScoped(
-          ChangelogTail.make(kafka, { topic: changelog.value, groupId: `${config.applicationId}-standby-${randomUUID()}` }),
+          ChangelogTail.make(kafka, { topic: followed.value.topic, groupId: `${config.applicationId}-standby-${randomUUID()}` }),
           { discardWhen: (tail) => Deferred.isDone(tail.crashed) }
         )
       })
@@ -326,6 +360,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         transformer: transformer.name,
         inputTopics,
         changelog: restoreFrom,
+        source: Option.getOrUndefined(sourceFrom),
         runs: runsFrom,
         storeDir,
         transactionTimeout: config.transactionTimeout,

@@ -26,18 +26,27 @@
  * changelog does not have (the inputs gained partitions while running) fails
  * so with the typed mismatch error a task of it gets (`partitionsAdded.ts`).
  *
+ * A store whose changelog is an input topic (`SourceChangelog.ts`, a table
+ * read with `sourceChangelog`) follows that topic, read_committed, but only
+ * up to its task's committed offset there: a batch with records past it is
+ * held (and that partition's fetching with it) until the active task's
+ * commits pass them, polling the group's committed offset. Its checkpoint
+ * is never beyond the committed offset, so a task starting from it reads
+ * only the records between, and its readable store holds committed state.
+ *
  * @internal
  */
-import { Cause, Deferred, Effect, Fiber, FiberSet, Queue } from "effect"
+import { Cause, Deferred, Duration, Effect, Fiber, FiberSet, Queue } from "effect"
 import type { Scope } from "effect"
 import * as path from "node:path"
-import type { RunnerError } from "../SkeinError.ts"
+import type { KafkaError, RunnerError } from "../SkeinError.ts"
 import * as ChangelogReplay from "./ChangelogReplay.ts"
 import { describe } from "./errorText.ts"
 import type { KafkaAdmin } from "./kafka/admin.ts"
 import type { ChangelogTail } from "./kafka/changelogTail.ts"
 import type { LocalStores } from "./LocalStores.ts"
 import * as PartitionsAdded from "./partitionsAdded.ts"
+import * as SourceChangelog from "./SourceChangelog.ts"
 import type { RunnerStats } from "./RunnerStats.ts"
 import * as StateStore from "./StateStore.ts"
 
@@ -60,8 +69,19 @@ export interface Standbys {
   readonly readable: (partition: number) => StateStore.StateStore | undefined
 }
 
+/** How standbys follow a source-topic changelog (`changelog` is then that topic). */
+export interface SourceFollow {
+  readonly toWrite: SourceChangelog.ToWrite
+  /** The task's committed offset of the topic's partition (its earliest offset when none). */
+  readonly committed: (partition: number) => Effect.Effect<number, KafkaError>
+  /** How often a held batch asks for the committed offset again. */
+  readonly pollInterval: Duration.DurationInput
+}
+
 export const make = (options: {
   readonly changelog: string
+  /** Set when the changelog is an input topic: followed up to the task's committed offset. */
+  readonly source?: SourceFollow | undefined
   /** The task's input topics: a changelog partition count that differs from theirs is a typed mismatch. */
   readonly inputTopics: ReadonlyArray<string>
   readonly storeDir: string
@@ -92,6 +112,7 @@ export const make = (options: {
           return yield* PartitionsAdded.storeMissing(admin, options.inputTopics, changelog, partition, range.partitions)
         }
         const checkpoint = yield* store.checkpoint
+        if (options.source !== undefined) return yield* followSource(partition, store, checkpoint, range.low, options.source)
         let start = ChangelogReplay.start(checkpoint, { topic: changelog, partition }, range)
         // A store an active task left: kept only if the changelog holds the commit that wrote it last.
         let lastCommit = start.mode === "tail" && typeof checkpoint === "object"
@@ -178,6 +199,74 @@ export const make = (options: {
         ),
         Effect.annotateLogs({ standby: partition })
       )
+
+    /** Keeps `partition`'s store warm from its source topic, up to the task's committed offset there. */
+    const followSource = (
+      partition: number,
+      store: StateStore.StateStore,
+      checkpoint: StateStore.Checkpoint | "missing" | "unreadable",
+      low: number,
+      source: SourceFollow
+    ) =>
+      Effect.gen(function*() {
+        let limit = yield* source.committed(partition)
+        const start = SourceChangelog.start(checkpoint, { topic: changelog, partition }, low, limit)
+        let position = low
+        if (start.mode === "full") {
+          localStores.remove(partition)
+          yield* store.clear
+          yield* store.replay([], { topic: changelog, partition, offset: position })
+          yield* Effect.logInfo(`standby ${partition}: reading its source topic in full (${start.reason})`)
+        } else {
+          position = start.from
+        }
+        localStores.set(partition, position)
+        stats.setStandby(partition, position, Math.max(0, limit - position))
+        const tail = yield* options.tail
+        yield* Effect.addFinalizer(() =>
+          Effect.zipRight(
+            tail.unfollow(partition),
+            Effect.sync(() => {
+              readableStores.delete(partition)
+              stats.removeStandby(partition)
+            })
+          )
+        )
+        readableStores.set(partition, store)
+        const events = yield* tail.follow(partition, position)
+        yield* Effect.logInfo(`standby ${partition}: following ${changelog} from offset ${position}, up to its task's committed offset`)
+        const take = Effect.raceFirst(Queue.take(events), Deferred.await(tail.crashed))
+        /** Waits until the task's commits pass `offset`. */
+        const committedPast = (offset: number) =>
+          Effect.whileLoop({
+            while: () => limit <= offset,
+            body: () =>
+              Effect.zipRight(
+                Effect.sleep(source.pollInterval),
+                Effect.map(source.committed(partition), (committed) => {
+                  limit = Math.max(limit, committed)
+                })
+              ),
+            step: () => undefined
+          })
+        for (;;) {
+          const event = yield* take
+          const records = event._tag === "Records" ? event.records.filter((r) => r.offset >= position) : []
+          const last = records[records.length - 1]
+          const apply = Effect.gen(function*() {
+            if (last !== undefined) yield* committedPast(last.offset)
+            // Never past the committed offset: a task starting from the checkpoint keeps it.
+            const next = Math.max(position, Math.min(event.next, limit))
+            if (records.length > 0 || next > position) {
+              yield* store.replay(SourceChangelog.writes(records, source.toWrite), { topic: changelog, partition, offset: next })
+            }
+            position = next
+          })
+          yield* event._tag === "Records" ? Effect.ensuring(apply, Effect.sync(event.ack)) : apply
+          localStores.set(partition, position)
+          stats.setStandby(partition, position, Math.max(0, event.highWatermark - position))
+        }
+      })
 
     /** Waits for the standby fiber of `partition` (if any) to end. */
     const released = (partition: number): Effect.Effect<void> =>

@@ -6,7 +6,9 @@
  * `FencedProducer` for this partition) -> committed offsets and changelog
  * end are final -> open the task's store (kept on disk across restarts) and
  * restore it from its changelog partition, from the store's checkpoint when
- * that is still valid, else in full -> seek and resume fetching (one step with
+ * that is still valid, else in full (a store whose changelog is an input
+ * topic: from that topic up to the committed offset, `SourceChangelog.ts`)
+ * -> seek and resume fetching (one step with
  * its pause finalizer). Closing the scope releases them in reverse order:
  * pause, close the store (kept), release the producer.
  *
@@ -40,6 +42,7 @@ import type { SinkStore } from "./database/SinkStore.ts"
 import { describe } from "./errorText.ts"
 import * as Faults from "./faults.ts"
 import * as PartitionsAdded from "./partitionsAdded.ts"
+import * as SourceChangelog from "./SourceChangelog.ts"
 import type { LocalStores } from "./LocalStores.ts"
 import { makeStateCache } from "./StateCache.ts"
 import type { StateCache } from "./StateCache.ts"
@@ -77,6 +80,8 @@ export interface Task<P extends number = number> {
   readonly stored: (position: number, checkpointLag: number) => void
   /** A `DatabaseSink`'s task: its offsets and owner epoch live in the database. */
   readonly database: Option.Option<DatabaseTask.TaskDatabase>
+  /** The input topic that is the store's changelog (`SourceChangelog.ts`), if one is. */
+  readonly source: Option.Option<string>
 }
 
 /** How a task's store was restored at its start. */
@@ -102,6 +107,12 @@ export interface TaskContext {
   readonly transformer: string
   readonly inputTopics: ReadonlyArray<string>
   readonly changelog: Option.Option<{ readonly topic: string; readonly reader: Effect.Effect<ChangelogReader, RunnerError> }>
+  /**
+   * Set instead of `changelog` when the store's changelog is one of the
+   * inputs (`SourceChangelog.ts`): restored from that topic up to the
+   * task's committed offset there; no changelog is written.
+   */
+  readonly source?: SourceRestore | undefined
   /** The run store topic and its reader, for a durable workflow. */
   readonly runs: Option.Option<{
     readonly topic: string
@@ -130,6 +141,13 @@ export interface TaskContext {
     /** A task's owner epoch and its outbox rows not yet published, whenever either changes. */
     readonly onPartition: (partition: number, state: { readonly epoch: number; readonly outboxPending: number }) => void
   } | undefined
+}
+
+/** A store restored from one of the task's inputs (`TaskContext.source`). */
+export interface SourceRestore {
+  readonly topic: string
+  readonly reader: Effect.Effect<ChangelogReader, RunnerError>
+  readonly toWrite: SourceChangelog.ToWrite
 }
 
 /** The transactional id of task `partition`: static, so a new owner fences the old one. */
@@ -266,6 +284,67 @@ const restore = (
   )
 
 /**
+ * Restores `store` from its source topic (`SourceChangelog.ts`) up to the
+ * task's committed offset there, `committed` (read after fencing): from its
+ * checkpoint when valid, else in full after clearing it. The records after
+ * the committed offset are the task's to process, not the restore's.
+ */
+const restoreFromSource = (
+  context: TaskContext,
+  permit: RestorePermit,
+  store: StateStore.StateStore,
+  source: SourceRestore,
+  partition: number,
+  committed: number,
+  announce: LocalStores | undefined
+): Effect.Effect<Restore, RunnerError> =>
+  Effect.gen(function*() {
+    yield* checkPermit(permit, partition)
+    const range = yield* context.admin.offsetRange(source.topic, partition)
+    const start = SourceChangelog.start(yield* store.checkpoint, { topic: source.topic, partition }, range.low, committed)
+    let from = range.low
+    if (start.mode === "tail") {
+      from = start.from
+    } else {
+      announce?.remove(partition)
+      yield* store.clear
+    }
+    const total = Math.max(0, committed - from)
+    let restored = 0
+    context.onRestoreProgress(partition, 0, total)
+    if (total > 0) {
+      const reader = yield* source.reader
+      yield* reader.read(permit, partition, { from, until: committed }, (records) =>
+        store.replay(SourceChangelog.writes(records, source.toWrite)).pipe(Effect.tap(() => {
+          restored += records.length
+          context.onRestoreProgress(partition, restored, total)
+        })))
+    }
+    yield* store.replay([], { topic: source.topic, partition, offset: committed })
+    announce?.set(partition, committed)
+    const summary: Restore = start.mode === "tail"
+      ? { mode: "tail", reason: "local state kept", from, until: committed, records: restored }
+      : { mode: "full", reason: start.reason, from, until: committed, records: restored }
+    yield* Effect.logInfo(
+      `task ${partition}: restored ${restored} records of its source topic ${source.topic} (${summary.mode}: ` +
+        `${summary.reason}), offsets ${from} to ${committed} (its committed offset)`
+    )
+    yield* Effect.annotateCurrentSpan({
+      "skein.restore.mode": summary.mode,
+      "skein.restore.reason": summary.reason,
+      "skein.restore.from": from,
+      "skein.restore.until": committed,
+      "skein.restore.records": restored
+    })
+    return summary
+  }).pipe(
+    Effect.withSpan("skein.restore", {
+      captureStackTrace: false,
+      attributes: { ...spanAttributes(context, partition), "skein.changelog": source.topic }
+    })
+  )
+
+/**
  * Opens the store of task `partition`, kept under the runner's store folder;
  * when another process holds it open (two instances share `stateDir`), a
  * temporary folder of this task's own instead, deleted when it closes.
@@ -320,11 +399,25 @@ export const make = <P extends number>(context: TaskContext, partition: P): Effe
       ? Option.none<DatabaseTask.Claimed>()
       : Option.some(yield* DatabaseTask.claim(context, context.database, delivery, partition))
     const startOffsets = Option.isSome(claimed) ? claimed.value.startOffsets : yield* committedOffsets(context, permit, partition)
+    const source = context.source
     const stateful = yield* Option.match(context.changelog, {
       onNone: () =>
-        Effect.succeed(
-          Option.none<{ store: StateStore.StateStore<P>; restore: Restore; announce: LocalStores | undefined }>()
-        ),
+        source === undefined
+          ? Effect.succeed(
+            Option.none<{ store: StateStore.StateStore<P>; restore: Restore; announce: LocalStores | undefined }>()
+          )
+          : Effect.gen(function*() {
+            const store = yield* openStore(context, partition)
+            const kept = store.path === path.join(context.storeDir, String(partition))
+            const announce = kept ? context.localStores : undefined
+            const committed = startOffsets.find((o) => o.topic === source.topic)
+            if (committed === undefined) {
+              return yield* Effect.dieMessage(`Skein invariant broken: the source changelog ${source.topic} is not an input of its task`)
+            }
+            const restored = yield* restoreFromSource(context, permit, store, source, partition, committed.offset, announce)
+            context.onCheckpointLag(partition, 0)
+            return Option.some({ store, restore: restored, announce })
+          }),
       onSome: (changelog) =>
         Effect.gen(function*() {
           const store = yield* openStore(context, partition)
@@ -389,6 +482,7 @@ export const make = <P extends number>(context: TaskContext, partition: P): Effe
       restore: Option.map(stateful, ({ restore }) => restore),
       runs,
       database: Option.map(claimed, ({ database }) => database),
+      source: Option.fromNullable(source?.topic),
       stored: (position, checkpointLag) => {
         if (Option.isNone(stateful)) return
         stateful.value.announce?.set(partition, position)
@@ -449,6 +543,16 @@ const checkpointAfter = (
     lag: records,
     position: written.records === undefined ? written.baseOffset : written.baseOffset + records + (exactlyOnce ? 1 : 0)
   }
+}
+
+/** The store after a commit, its changelog a source topic: the topic's committed offset (`SourceChangelog.checkpointAfter`). */
+const sourceCheckpointAfter = (
+  topic: string,
+  partition: number,
+  offsets: ReadonlyArray<PartitionOffset>
+): { readonly checkpoint: StateStore.Checkpoint; readonly lag: number; readonly position: number } | undefined => {
+  const checkpoint = SourceChangelog.checkpointAfter(topic, partition, offsets)
+  return checkpoint === undefined ? undefined : { checkpoint, lag: 0, position: checkpoint.offset }
 }
 
 /** A record's failure that is the runtime's, not the record's: the partition rewinds and retries. */
@@ -525,15 +629,23 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
             Option.match(task.store, {
               onNone: () => Effect.void,
               onSome: (store) => {
-                const after = checkpointAfter(
-                  receipt.appended,
-                  options.changelog,
-                  partition,
-                  task.delivery._tag === "ExactlyOnce",
-                  result.writes
-                )
+                const after = Option.isSome(task.source)
+                  ? sourceCheckpointAfter(task.source.value, partition, offsets)
+                  : checkpointAfter(
+                    receipt.appended,
+                    options.changelog,
+                    partition,
+                    task.delivery._tag === "ExactlyOnce",
+                    result.writes
+                  )
+                // A source-topic changelog's checkpoint (the committed input offset) is no batch the commit
+                // appended, which a receipt proves: written after the commit's writes, in a batch of its own.
+                // A kill in between leaves it behind them, and a restart re-applies the topic from there
+                // (its records are the state's changes: the same writes again).
+                const sourceCheckpoint = Option.isSome(task.source) ? after?.checkpoint : undefined
                 return Faults.afterCommitBeforeStore(partition).pipe(
-                  Effect.zipRight(store.write(receipt, result.writes, after?.checkpoint)),
+                  Effect.zipRight(store.write(receipt, result.writes, sourceCheckpoint === undefined ? after?.checkpoint : undefined)),
+                  Effect.zipRight(sourceCheckpoint === undefined ? Effect.void : store.replay([], sourceCheckpoint)),
                   Effect.zipRight(Faults.afterStoreWrite(partition)),
                   Effect.tap(() => {
                     if (after !== undefined) task.stored(after.position, after.lag)

@@ -183,7 +183,7 @@ export const make = (options: {
       )
     }
 
-    if (Option.isSome(context.changelog) || Option.isSome(context.runs)) {
+    if (Option.isSome(context.changelog) || context.source !== undefined || Option.isSome(context.runs)) {
       // A zero delay sweeps every second.
       const every = Duration.max(config.stateCleanupDelay, Duration.seconds(1))
       yield* Queue.offer(wakeups, "CleanupDue").pipe(

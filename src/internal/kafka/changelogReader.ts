@@ -41,25 +41,31 @@ type ReadEvent =
   | { readonly _tag: "Failed"; readonly error: KafkaError }
 
 /**
- * A changelog record as a restore needs it: its offset, key and value. A
- * changelog's headers and timestamps are never read, and a restore handles
- * hundreds of thousands of these, so they carry nothing else.
+ * A changelog record as a restore needs it: its offset, key and value, and
+ * its timestamp (a source-topic changelog's state keeps it,
+ * `SourceChangelog.ts`). A changelog's headers are never read, and a restore
+ * handles hundreds of thousands of these, so they carry nothing else.
  */
 export interface ChangelogRecord {
   readonly offset: number
   readonly key: Buffer | null
   readonly value: Buffer | null
+  readonly timestamp?: number
 }
 
 /** A fetched changelog batch as changelog records. */
 export const changelogRecords = (
-  batch: { readonly messages: ReadonlyArray<Pick<KafkaMessage, "offset" | "key" | "value">> }
+  batch: {
+    readonly messages: ReadonlyArray<Pick<KafkaMessage, "offset" | "key" | "value"> & { readonly timestamp?: string }>
+  }
 ): Array<ChangelogRecord> => {
   const messages = batch.messages
   const records = new Array<ChangelogRecord>(messages.length)
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i]!
-    records[i] = { offset: Number(m.offset), key: m.key, value: m.value }
+    records[i] = m.timestamp === undefined
+      ? { offset: Number(m.offset), key: m.key, value: m.value }
+      : { offset: Number(m.offset), key: m.key, value: m.value, timestamp: Number(m.timestamp) }
   }
   return records
 }

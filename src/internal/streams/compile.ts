@@ -55,6 +55,8 @@ export interface SubTopology {
   readonly name: string
   readonly inputs: ReadonlyArray<string>
   readonly transformer: Transformer.Any
+  /** The topic of its table read with `sourceChangelog`, that table's changelog (its sub-topology writes none). */
+  readonly sourceChangelog: string | undefined
 }
 
 export interface Compiled {
@@ -426,6 +428,15 @@ export const compile = (
         "Repartition between them (KStream.repartition, KStream.groupBy with its own name)"
       )
     }
+    const sourceChangelog = tables.find((table) => table.sourceChangelog)
+    if (sourceChangelog !== undefined) {
+      const checked = checkSourceChangelog(sourceChangelog, names.get(sourceChangelog)!, {
+        onlyStreamJoins: onlyStreamJoins(sourceChangelog),
+        onlyState: tables.length === 1 && aggregates.length === 0 &&
+          !groupNodes.some((n) => n._tag === "FkRespond" || n._tag === "FkJoin" || n._tag === "FkSubscribe")
+      })
+      if (Either.isLeft(checked)) return Either.left(checked.left)
+    }
     const first = roots[0]!
     const name = isSource(first) ? first.topics.map((t) => t.name).join("+") : names.get(first)!
     if (transformerNames.has(name)) {
@@ -451,6 +462,7 @@ export const compile = (
       stores: tables.length > 0 || joins
         ? [...tables, ...aggregates].sort((a, b) => a.seq - b.seq).map((node) => storeOf(node, names.get(node)!))
         : [],
+      sourceChangelog,
       sendsPrevious,
       foreignKeys: new Map(groupNodes.flatMap((n) =>
         n._tag === "FkJoin" || n._tag === "FkSubscribe" || n._tag === "FkRespond"
@@ -478,7 +490,13 @@ export const compile = (
       droppedJoinRecords: { count: 0 },
       globalStores
     }))
-    subTopologies.push({ index: subTopologies.length, name, inputs: inputs.map((t) => t.name), transformer })
+    subTopologies.push({
+      index: subTopologies.length,
+      name,
+      inputs: inputs.map((t) => t.name),
+      transformer,
+      sourceChangelog: sourceChangelog?.topics[0]?.name
+    })
     members.push(groupNodes)
   }
 
@@ -606,6 +624,47 @@ const checkForeignKeyJoin = (join: Graph.ForeignKeyJoin, name: string): Either.E
 const topicTable = (node: Graph.Node): Graph.TableSource =>
   Option.getOrThrowWith(topicTableOf(node), () => new Error("Skein invariant broken: a foreign-key join's side is not a table of a topic"))
 
+/**
+ * Fails for a table read with `sourceChangelog` whose topic cannot be its
+ * changelog: a restore from the topic rebuilds exactly what processing its
+ * records stored only when the table is its sub-topology's only state, is
+ * not versioned, and no operator runs on its records after the store takes
+ * them (only stream-table joins read it: a table change that failed further
+ * on, skipped or dead-lettered by a rule, leaves the table as it was, where
+ * a restore would apply it).
+ */
+const checkSourceChangelog = (
+  table: Graph.TableSource,
+  name: string,
+  shape: { readonly onlyStreamJoins: boolean; readonly onlyState: boolean }
+): Either.Either<void, ConfigurationError> => {
+  const topic = table.topics.map((t) => t.name).join(", ")
+  const without = `or read it without sourceChangelog (KTable.from(${topic})): its sub-topology then writes a changelog topic`
+  if (table.versioned !== undefined) {
+    return fail(
+      `The table "${name}" is versioned and read with sourceChangelog: a versioned table's store is not restored from its ` +
+        "source topic yet",
+      `Drop versioned, ${without}`
+    )
+  }
+  if (!shape.onlyState) {
+    return fail(
+      `The table "${name}" is read with sourceChangelog, and its sub-topology keeps other state (another table, an ` +
+        "aggregation or a foreign-key join's), which its source topic cannot restore",
+      `Join it from a sub-topology of its own (repartition the other side, KStream.repartition), ${without}`
+    )
+  }
+  if (!shape.onlyStreamJoins) {
+    return fail(
+      `The table "${name}" is read with sourceChangelog and by something other than a stream-table join (a table ` +
+        "join, toStream): an update that fails there would leave the table unchanged, where a restore from the topic " +
+        "would apply it",
+      `Join it with streams only (KStream.join, KStream.leftJoin), ${without}`
+    )
+  }
+  return Either.right(undefined)
+}
+
 /** The store of a table's source or an aggregation, named `name`. */
 const storeOf = (node: Graph.TableSource | Graph.Aggregate, name: string): KeyStores.Store =>
   node._tag === "TableSource"
@@ -632,6 +691,8 @@ interface TransformerParts {
    * table or a join (`keyStores.ts`); none: the aggregation alone keeps its state (or nothing).
    */
   readonly stores: ReadonlyArray<KeyStores.Store>
+  /** The sub-topology's only store, when its topic is its changelog (`checkSourceChangelog`). */
+  readonly sourceChangelog: Graph.TableSource | undefined
   /** The table operators whose changes carry their previous value (`Graph.StreamRecord.previous`). */
   readonly sendsPrevious: ReadonlySet<Graph.Node>
   /** The foreign-key joins the sub-topology has a node of, and what those need of their sides. */
@@ -769,8 +830,8 @@ const makeTransformer = (parts: TransformerParts): Transformer.Any => {
  * is its stores' values (`keyStores.ts`), read once per record and written
  * back when a table or the aggregation changed.
  */
-const storesTransformer = <S, I>(parts: TransformerParts, stores: KeyStores.KeyStores<S, I>): Transformer.Any =>
-  Transformer.make({
+const storesTransformer = <S, I>(parts: TransformerParts, stores: KeyStores.KeyStores<S, I>): Transformer.Any => ({
+  ...Transformer.make({
     name: parts.name,
     inputs: parts.inputs,
     state: stores.state,
@@ -811,7 +872,36 @@ const storesTransformer = <S, I>(parts: TransformerParts, stores: KeyStores.KeyS
       )
     },
     rules: parts.rules
-  })
+  }),
+  ...(parts.sourceChangelog === undefined ? {} : { sourceChangelog: sourceChangelogOf(parts.sourceChangelog, stores) })
+})
+
+/**
+ * The table `table`'s topic as its sub-topology's changelog: a record's
+ * state change is the one the table source makes of it (`runRecord`), and
+ * none for a record it does not store (it does not decode, has no key or an
+ * invalid timestamp: its processing dead-letters, skips or drops it).
+ */
+const sourceChangelogOf = <S, I>(
+  table: Graph.TableSource,
+  stores: KeyStores.KeyStores<S, I>
+): Transformer.SourceChangelog<S> => {
+  const view = table.topics[0]!
+  return {
+    topic: view.name,
+    change: (record) => {
+      if (!Number.isFinite(record.timestamp) || record.timestamp < 0) return undefined
+      const decoded = view.decode(record.key, record.value)
+      if (Either.isLeft(decoded) || decoded.right.key === null) return undefined
+      const slots = new Map<Graph.Node, KeyStores.Slot>()
+      if (decoded.right.value !== null) slots.set(table, { value: decoded.right.value, timestamp: record.timestamp })
+      const written = stores.write(slots)
+      if (Either.isLeft(written)) return undefined
+      const change = written.right
+      return { key: defaultStateKey(decoded.right), state: change._tag === "Set" ? Option.some(change.value) : Option.none() }
+    }
+  }
+}
 
 /** The key of a versioned table's stream time in its store. */
 const streamTimeKey = "stream-time"

@@ -283,6 +283,11 @@ export interface TableSource extends Base {
    * stream record joins the value as of its own timestamp.
    */
   readonly versioned: { readonly historyMs: number } | undefined
+  /**
+   * Set with `KTable.from(topic, { sourceChangelog: true })`: the topic is the table's changelog
+   * (Kafka Streams' source-topic changelog), its sub-topology writes none.
+   */
+  readonly sourceChangelog: boolean
 }
 
 /**
@@ -375,7 +380,8 @@ export const tableSource = <K, V, I>(
   view: Topic.Any,
   value: Schema.Schema<V, I>,
   name: string | undefined,
-  versioned?: { readonly historyMs: number }
+  versioned?: { readonly historyMs: number },
+  sourceChangelog = false
 ): TableSource => ({
   _tag: "TableSource",
   seq: next(),
@@ -384,7 +390,8 @@ export const tableSource = <K, V, I>(
   keyTexts: [KeyText.make(topic.key)],
   use: (f) => versioned === undefined ? f(value) : f(VersionedTable.versionsSchema(value)),
   keyed: (f) => f(topic.key),
-  versioned
+  versioned,
+  sourceChangelog
 })
 
 export const tableStep = (
