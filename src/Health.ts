@@ -64,7 +64,9 @@ export const HealthSnapshot = Schema.Struct({
     tasksStarted: Schema.Number,
     tasksStopped: Schema.Number,
     /** Standby replicas dropped after a failure (logged with the reason). */
-    standbyFailures: Schema.Number
+    standbyFailures: Schema.Number,
+    /** Records a task reading several topics processed while one had nothing buffered (`maxTaskIdle`). */
+    enforcedProcessing: Schema.Number
   }),
   /** Tasks restoring their state: changelog records read so far and in total. */
   restoring: Schema.Array(Schema.Struct({ partition: Partition, restored: Schema.Number, total: Schema.Number })),
@@ -180,7 +182,8 @@ const read = (stats: Stats): HealthSnapshot => {
       migrations: stats.migrations,
       tasksStarted: stats.tasksStarted,
       tasksStopped: stats.tasksStopped,
-      standbyFailures: stats.standbyFailures
+      standbyFailures: stats.standbyFailures,
+      enforcedProcessing: stats.enforcedProcessing
     },
     restoring: [...stats.restoring].sort(([a], [b]) => a - b).map(([partition, { restored, total }]) => ({
       partition,
@@ -382,6 +385,11 @@ export const prometheus = (stats: Stats, labels: Labels = {}): string => {
       s.counters.aborts
     ),
     counter("skein_retries_total", "Transform attempts retried by an error rule.", s.counters.retries),
+    counter(
+      "skein_enforced_processing_total",
+      "Records a task with several inputs processed while one of them had nothing buffered (idle past maxTaskIdle).",
+      s.counters.enforcedProcessing
+    ),
     counter("skein_dead_lettered_total", "Records written to the dead letter topic.", s.counters.deadLettered),
     counter("skein_skipped_total", "Records skipped by an error rule.", s.counters.skipped),
     counter("skein_rebalances_total", "Consumer group rebalances.", s.counters.rebalances),
