@@ -48,9 +48,6 @@ let built: Promise<void> | undefined
 /** Skein's build (dist/), once per benchmark run for every Skein contender (also bench/contenders/postgres.ts). */
 export const buildOnce = (root: string): Promise<void> => (built ??= buildSkein(root))
 
-/** Skein's build (dist/), once per benchmark run for every Skein contender (also bench/contenders/postgres.ts). */
-export const buildOnce = (root: string): Promise<void> => (built ??= buildSkein(root))
-
 /** The runtime a Skein row runs on: Node (tsx for the app's TypeScript), or Bun or Deno from npm. */
 export type Runtime = "node" | "bun" | "deno"
 
