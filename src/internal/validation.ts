@@ -80,6 +80,15 @@ export const validateConfig = (
       })
     )
   }
+  if (config.maxTaskIdle !== "no-wait" && !Duration.isFinite(config.maxTaskIdle)) {
+    problems.push(
+      new ConfigurationError({
+        problem: `maxTaskIdle must be finite, got ${Duration.format(config.maxTaskIdle)}: a task reading several topics would wait ` +
+          "forever for an input with nothing to fetch",
+        fix: "Set SKEIN_MAX_TASK_IDLE to a finite duration (default 0) or no-wait, or leave it unset"
+      })
+    )
+  }
   if (config.maxConcurrency !== "unbounded" && !(Number.isInteger(config.maxConcurrency) && config.maxConcurrency > 0)) {
     problems.push(
       new ConfigurationError({

@@ -6,10 +6,12 @@
  * deadlines. Also the cut of a batch run in that order (`cut.ts`).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option, Schema } from "effect"
+import { Duration, Effect, Exit, Option, Schema } from "effect"
 import * as Cut from "../../src/internal/cut.ts"
+import { makeStats } from "../../src/internal/RunnerStats.ts"
+import { validateConfig } from "../../src/internal/validation.ts"
 import * as TaskOrder from "../../src/internal/taskOrder.ts"
-import { Topic, Transformer } from "../../src/index.ts"
+import { SkeinConfig, Topic, Transformer } from "../../src/index.ts"
 import { inputsOf, seeds } from "../streams/joinCases.ts"
 
 describe("taskOrder.merge", () => {
@@ -187,4 +189,25 @@ describe("cut in processing order", () => {
     assert.deepStrictEqual(result.cuts, [{ offset: 1, kept: 1 }, { offset: 8, kept: 1 }])
     assert.strictEqual(result.processed, 2)
   })
+})
+
+describe("maxTaskIdle at startup", () => {
+  const check = (maxTaskIdle: SkeinConfig.SkeinConfig["maxTaskIdle"]) =>
+    Effect.map(
+      Effect.exit(validateConfig(
+        SkeinConfig.make({ applicationId: "idle", brokers: ["127.0.0.1:9"], maxTaskIdle }),
+        makeStats(),
+        { name: "t", rules: [], state: Option.none() }
+      )),
+      (exit) => Exit.isFailure(exit) ? String(exit.cause) : "passed"
+    )
+
+  it.effect("an infinite wait fails with the fix; a finite one and no-wait pass", () =>
+    Effect.gen(function*() {
+      const failure = yield* check(Duration.infinity)
+      assert.include(failure, "maxTaskIdle must be finite")
+      assert.include(failure, "SKEIN_MAX_TASK_IDLE")
+      assert.strictEqual(yield* check(Duration.millis(500)), "passed")
+      assert.strictEqual(yield* check("no-wait"), "passed")
+    }))
 })
