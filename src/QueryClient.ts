@@ -107,7 +107,29 @@ export interface Options {
   readonly maxHops?: number | undefined
   /** How long one request waits for its answer (default 10 seconds). */
   readonly timeout?: Duration.DurationInput | undefined
+  /**
+   * The transformer whose stores and routes the client asks, at a
+   * `Runner.runAll` endpoint (sent as `?transformer=`): needed there to ask a
+   * store whose name several of its transformers declare, and for
+   * `metadata` and `metadataForKey` when it serves several transformers. A
+   * query's own `transformer` option overrides it; `state` always asks the
+   * transformer it is given.
+   */
+  readonly transformer?: TransformerName | undefined
 }
+
+/**
+ * A transformer a query names: the transformer itself (its `name` is read),
+ * or its name.
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export type TransformerName = string | { readonly name: string }
+
+/** The name of `transformer`, if one is given. */
+const nameOf = (transformer: TransformerName | undefined): string | undefined =>
+  transformer === undefined ? undefined : typeof transformer === "string" ? transformer : transformer.name
 
 /**
  * The default retry: 100 ms doubling up to 1 s, at most 20 retries (about
@@ -142,10 +164,17 @@ export interface KeyOptions {
   readonly allowStandby?: boolean | undefined
   readonly position?: ReadonlyArray<{ readonly topic: string; readonly offset: number }> | undefined
   readonly timeout?: Duration.DurationInput | undefined
+  /**
+   * The transformer whose store is asked, at a `Runner.runAll` endpoint
+   * where several transformers declare a store of this name (overrides the
+   * client's `transformer`).
+   */
+  readonly transformer?: TransformerName | undefined
 }
 
-/** The parameters of a key query's options. */
-const keyParams = (options: KeyOptions): Record<string, string | number | undefined> => ({
+/** The parameters of a key query's options; `transformer`: the one asked when the options name none. */
+const keyParams = (options: KeyOptions, transformer: TransformerName | undefined): Record<string, string | number | undefined> => ({
+  transformer: nameOf(options.transformer ?? transformer),
   partition: options.partition,
   allowStandby: options.allowStandby === true ? "true" : undefined,
   position: options.position === undefined ? undefined : options.position.map((b) => `${b.topic}:${b.offset}`).join(","),
@@ -168,7 +197,10 @@ export interface Page<K, V> {
 
 /**
  * The options of a scan: at most `limit` entries (default 100, at most
- * 1000) after the key `after`; `partition` reads only that partition.
+ * 1000) after the key `after`; `partition` reads only that partition;
+ * `transformer` names the transformer whose store is read, at a
+ * `Runner.runAll` endpoint where several declare a store of this name
+ * (overrides the client's `transformer`).
  *
  * @since 0.6.0
  * @category models
@@ -177,6 +209,7 @@ export interface ScanOptions<K> {
   readonly limit?: number | undefined
   readonly after?: K | undefined
   readonly partition?: number | undefined
+  readonly transformer?: TransformerName | undefined
 }
 
 /**
@@ -222,7 +255,11 @@ type WithState<S> = { readonly name: string; readonly state: Option.Option<Topic
  */
 export interface QueryClient {
   /** A stateful transformer's committed state of a state key. */
-  readonly state: <S>(transformer: WithState<S>, key: string, options?: KeyOptions) => Effect.Effect<Option.Option<S>, QueryClientError>
+  readonly state: <S>(
+    transformer: WithState<S>,
+    key: string,
+    options?: Omit<KeyOptions, "transformer">
+  ) => Effect.Effect<Option.Option<S>, QueryClientError>
   /** A `KeyValueStore`'s committed value of a key. */
   readonly get: <K, V>(store: KeyValueStore.KeyValueStore<K, V>, key: K, options?: KeyOptions) => Effect.Effect<Option.Option<V>, QueryClientError>
   /** A page of a `KeyValueStore`'s entries from `from` to `to` (both inclusive, each optional), in key order, over every partition. */
@@ -250,9 +287,16 @@ export interface QueryClient {
     key: K,
     options?: KeyOptions & { readonly earliestEnd?: number | undefined; readonly latestStart?: number | undefined }
   ) => Effect.Effect<ReadonlyArray<SessionStore.Entry<K, V>>, QueryClientError>
-  /** Where a key (its state key or record key text) is queried: its partition, owner and standbys. */
-  readonly metadataForKey: (key: string) => Effect.Effect<KeyMetadata, QueryClientError>
-  /** Every instance and its partitions. */
+  /**
+   * Where a key (its state key or record key text) is queried: its
+   * partition, owner and standbys (in `transformer`'s group at a
+   * `Runner.runAll` endpoint; default: the client's `transformer`).
+   */
+  readonly metadataForKey: (
+    key: string,
+    options?: { readonly transformer?: TransformerName | undefined }
+  ) => Effect.Effect<KeyMetadata, QueryClientError>
+  /** Every instance and its partitions (in the group of the client's `transformer` at a `Runner.runAll` endpoint). */
   readonly metadata: Effect.Effect<Metadata, QueryClientError>
 }
 
@@ -345,6 +389,7 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
     const maxHops = options.maxHops ?? 3
     const timeout = options.timeout ?? Duration.seconds(10)
     const retry = options.retry ?? defaultRetry
+    const transformer = options.transformer
     // The configured endpoint asked first: the next one after one does not answer.
     const start = yield* Ref.make(0)
     const headers: Record<string, string> = {
@@ -464,14 +509,17 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
         return body.value === null ? Option.none<V>() : Option.some(yield* value(decode, body.value, answer, path))
       })
 
-    /** The routes; `store` names the store a scan reads (a `Runner.runAll` endpoint picks its transformer's routes by it). */
-    const metadataOf = (store: string | undefined): Effect.Effect<Metadata, QueryClientError> =>
+    /**
+     * The routes of `asked`'s group (a `Runner.runAll` endpoint's transformer); `store` names the
+     * store a scan reads (such an endpoint picks its transformer's routes by it when `asked` is not given).
+     */
+    const metadataOf = (store: string | undefined, asked: TransformerName | undefined): Effect.Effect<Metadata, QueryClientError> =>
       Effect.gen(function*() {
-        const path = pathOf(["metadata"], { store })
+        const path = pathOf(["metadata"], { store, transformer: nameOf(asked) })
         const answer = yield* routed(path)
         return yield* decoded(MetadataAnswer, answer, path)
       })
-    const metadata = metadataOf(undefined)
+    const metadata = metadataOf(undefined, transformer)
 
     /** A page of a scan's entries (in key order, at most `limit`), decoded with the store's Schemas. */
     const pageOf = <K, V>(
@@ -512,11 +560,12 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
       store: KeyValueStore.KeyValueStore<K, V>,
       segments: ReadonlyArray<string>,
       params: Record<string, string | number | undefined>,
-      limit: number
+      limit: number,
+      asked: string | undefined
     ): Effect.Effect<Page<K, V>, QueryClientError> =>
       Effect.gen(function*() {
         const path = pathOf(segments, params)
-        const routes = yield* metadataOf(store.name)
+        const routes = yield* metadataOf(store.name, asked)
         const owners = routes.instances.filter((instance) => instance.active.length > 0)
         if (routes.unrouted.length > 0) {
           return yield* new QueryClientError({
@@ -570,9 +619,10 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
       Effect.gen(function*() {
         const limit = options.limit ?? 100
         const after = options.after === undefined ? undefined : yield* keyText(store.keySchema, options.after, `${store.name} after`)
-        const all = { ...params, limit, after, partition: options.partition }
+        const asked = nameOf(options.transformer ?? transformer)
+        const all = { ...params, transformer: asked, limit, after, partition: options.partition }
         return options.partition === undefined
-          ? yield* scanAll(store, ["stores", store.name, kind], all, limit)
+          ? yield* scanAll(store, ["stores", store.name, kind], all, limit, asked)
           : yield* scanOne(store, ["stores", store.name, kind], all, limit)
       })
 
@@ -596,7 +646,7 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
             to: last,
             after,
             limit: pageLimit,
-            ...keyParams(keyOptions)
+            ...keyParams(keyOptions, transformer)
           })
           const answer = yield* routed(path)
           const page = yield* decoded(WindowsAnswer, answer, path)
@@ -625,7 +675,7 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
             latestStart: clamp(sessionOptions.latestStart),
             after,
             limit: pageLimit,
-            ...keyParams(sessionOptions)
+            ...keyParams(sessionOptions, transformer)
           })
           const answer = yield* routed(path)
           const page = yield* decoded(SessionsAnswer, answer, path)
@@ -643,12 +693,13 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
       })
 
     const client: QueryClient = {
-      state: (transformer, key, keyOptions = {}) => {
-        const path = pathOf(["state", transformer.name, key], keyParams(keyOptions))
-        return Option.match(transformer.state, {
+      state: (asked, key, keyOptions = {}) => {
+        // The path names the transformer: never another's ?transformer=.
+        const path = pathOf(["state", asked.name, key], keyParams(keyOptions, undefined))
+        return Option.match(asked.state, {
           onNone: () =>
             Effect.fail(
-              new QueryClientError({ reason: "NotFound", endpoint: "(none asked)", path, detail: `transformer ${transformer.name} keeps no state` })
+              new QueryClientError({ reason: "NotFound", endpoint: "(none asked)", path, detail: `transformer ${asked.name} keeps no state` })
             ),
           onSome: (codec) => byKey(path, Schema.decodeEither(codec))
         })
@@ -656,7 +707,7 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
       get: (store, key, keyOptions = {}) =>
         Effect.flatMap(
           keyText(store.keySchema, key, store.name),
-          (text) => byKey(pathOf(["stores", store.name, "keys", text], keyParams(keyOptions)), store.values.decode)
+          (text) => byKey(pathOf(["stores", store.name, "keys", text], keyParams(keyOptions, transformer)), store.values.decode)
         ),
       range: (store, rangeOptions = {}) =>
         Effect.gen(function*() {
@@ -667,9 +718,9 @@ export const make = (options: Options): Effect.Effect<QueryClient, never, HttpCl
       prefix: (store, prefix, scanOptions = {}) => scan(store, "prefix", { prefix }, scanOptions),
       windows,
       sessions,
-      metadataForKey: (key) =>
+      metadataForKey: (key, keyOptions = {}) =>
         Effect.gen(function*() {
-          const path = pathOf(["metadata"], { key })
+          const path = pathOf(["metadata"], { key, transformer: nameOf(keyOptions.transformer ?? transformer) })
           const answer = yield* routed(path)
           const body = yield* decoded(KeyMetadataAnswer, answer, path)
           return { partition: body.partition, active: Option.fromNullable(body.active), standbys: body.standbys }

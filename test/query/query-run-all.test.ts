@@ -6,7 +6,8 @@
  * that transformer's group), a store declared by one transformer is asked
  * by its name, one declared by both needs `?transformer=` (a 400 naming
  * them without it), `/metadata` names the transformer, and the typed client
- * given one endpoint answers both transformers.
+ * given one endpoint answers both transformers, the shared store of each by
+ * its `transformer` option.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Option, Schema } from "effect"
@@ -134,5 +135,29 @@ describe("Runner.runAll's query endpoint", () => {
       }
       const page = yield* client.range(Chars, {})
       assert.deepStrictEqual(page.entries.map((e) => e.key).sort(), [...keys].sort())
-    }), { timeout: 60_000 })
+      // The store both declare: the endpoint's 400 without a transformer; each one's with the `transformer` option
+      // (a query's own, or the client's), by key, scanned, and its group's routes.
+      const ambiguousTyped = yield* Effect.flip(client.get(CountLatest, "k1"))
+      assert.strictEqual(ambiguousTyped.reason, "BadRequest")
+      assert.include(ambiguousTyped.detail, `"count", "length"`)
+      const lengthClient = yield* QueryClient.make({ endpoints: [at], transformer: length }).pipe(Effect.provide(FetchHttpClient.layer))
+      for (const [i, key] of keys.entries()) {
+        assert.deepStrictEqual(yield* client.get(CountLatest, key, { transformer: count }), Option.some(i + 1), key)
+        assert.deepStrictEqual(yield* client.get(LengthLatest, key, { transformer: "length" }), Option.some(2 * (i + 1)), key)
+        assert.deepStrictEqual(yield* lengthClient.get(LengthLatest, key), Option.some(2 * (i + 1)), key)
+      }
+      const countScan = yield* client.range(CountLatest, { transformer: count })
+      assert.deepStrictEqual(countScan.entries.map((e) => `${e.key}=${e.value}`).sort(), keys.map((key, i) => `${key}=${i + 1}`).sort())
+      const lengthScan = yield* lengthClient.range(LengthLatest)
+      assert.deepStrictEqual(lengthScan.entries.map((e) => `${e.key}=${e.value}`).sort(), keys.map((key, i) => `${key}=${2 * (i + 1)}`).sort())
+      const lengthRoutes = yield* lengthClient.metadata
+      assert.deepStrictEqual(
+        lengthRoutes.instances.map((i) => [i.endpoint, i.active.length]).sort(),
+        [[`127.0.0.1:${a[1].queryPort}`, 2], [`127.0.0.1:${b[1].queryPort}`, 2]].sort()
+      )
+      const owner = yield* client.metadataForKey(keys[0]!, { transformer: count })
+      assert.strictEqual(owner.partition, partitionOf(keys[0]!, partitions))
+      assert.isTrue(Option.isSome(owner.active))
+      assert.strictEqual((yield* Effect.flip(client.metadata)).reason, "BadRequest")
+    }), { timeout: 120_000 })
 })
