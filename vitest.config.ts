@@ -32,9 +32,10 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     // test/compat/: the compatibility run's own tests (vitest.compat.config.ts, npm run test:compat);
-    // test/soak/: long leak runs (vitest.soak.config.ts, npm run test:soak); the broker-free tests
+    // test/soak/: long leak runs (vitest.soak.config.ts, npm run test:soak); test/proofs/: proofs
+    // that take minutes (vitest.proofs.config.ts, npm run test:proofs); the broker-free tests
     // run in `npm run test:unit` (vitest.unit.config.ts), which `npm test` runs first.
-    exclude: [...configDefaults.exclude, "test/compat/**", "test/soak/**", ...unitTests],
+    exclude: [...configDefaults.exclude, "test/compat/**", "test/soak/**", "test/proofs/**", ...unitTests],
     globalSetup: ["test/globalSetup.ts", "test/postgresSetup.ts"],
     pool: "forks",
     // Two files at a time, on the one broker (each test makes its own topics, groups and
