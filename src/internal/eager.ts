@@ -40,9 +40,11 @@ export const flatMap = <A, E, R, B, E2, R2>(
   return self._tag === "Success" ? f(self.value) : Exit.failCause(self.cause)
 }
 
-/** `f` of `self`'s value, eagerly (`flatMap`). */
-export const map = <A, E, R, B>(self: Effect.Effect<A, E, R>, f: (a: A) => B): Effect.Effect<B, E, R> =>
-  flatMap(self, (a) => Exit.succeed(f(a)))
+/** `f` of `self`'s value, eagerly (`flatMap`, without a continuation made when `self` is done). */
+export const map = <A, E, R, B>(self: Effect.Effect<A, E, R>, f: (a: A) => B): Effect.Effect<B, E, R> => {
+  if (!isDone(self)) return Effect.map(self, f)
+  return self._tag === "Success" ? Exit.succeed(f(self.value)) : Exit.failCause(self.cause)
+}
 
 /** An `Either` as an `Exit` (an `Either` is an Effect, but not a done one). */
 export const fromEither = <A, E>(either: Either.Either<A, E>): Exit.Exit<A, E> =>
@@ -53,6 +55,8 @@ export const forEach = <A, E, R>(
   items: Iterable<A>,
   f: (item: A) => Effect.Effect<void, E, R>
 ): Effect.Effect<void, E, R> => {
+  // An array (the operators' children, an operator's records): by index, no iterator or continuation made while done.
+  if (isArray(items)) return forEachFrom(items, 0, f)
   const iterator = items[Symbol.iterator]()
   const rest = (): Effect.Effect<void, E, R> => {
     for (let next = iterator.next(); next.done !== true; next = iterator.next()) {
@@ -63,6 +67,25 @@ export const forEach = <A, E, R>(
     return Exit.void
   }
   return rest()
+}
+
+const isArray = <A>(items: Iterable<A>): items is ReadonlyArray<A> => Array.isArray(items)
+
+/** `forEach` of an array's items from index `from`, read as they are reached (as its iterator reads them). */
+const forEachFrom = <A, E, R>(
+  items: ReadonlyArray<A>,
+  from: number,
+  f: (item: A) => Effect.Effect<void, E, R>
+): Effect.Effect<void, E, R> => {
+  for (let i = from; i < items.length; i++) {
+    const step = f(items[i]!)
+    if (!isDone(step)) {
+      const next = i + 1
+      return Effect.flatMap(step, () => forEachFrom(items, next, f))
+    }
+    if (step._tag === "Failure") return step
+  }
+  return Exit.void
 }
 
 /** The error and context of the Effects a generator given to `gen` yields. */
