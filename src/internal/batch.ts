@@ -147,7 +147,10 @@ type Entry<Inputs extends ReadonlyArray<Topic.Any>> =
 interface Lane<Inputs extends ReadonlyArray<Topic.Any>, S> {
   readonly entries: ReadonlyArray<Entry<Inputs>>
   readonly offsets: ReadonlyArray<number>
+  /** The finished units, in order (a batch whose records run one after another keeps them as they finish instead: `Cut.folded`). */
   readonly done: Array<Cut.Done<S>>
+  /** How many of its records finished (a prefix). */
+  finished: number
 }
 
 /** What one transform attempt produced. */
@@ -233,7 +236,8 @@ const lanesOf = <Inputs extends ReadonlyArray<Topic.Any>, S>(
   const lane = (laneEntries: ReadonlyArray<Entry<Inputs>>): Lane<Inputs, S> => ({
     entries: laneEntries,
     offsets: laneEntries.map((e) => e.record.offset),
-    done: []
+    done: [],
+    finished: 0
   })
   if (!keyConcurrency) return [lane(entries)]
   const byKey = new Map<string, Array<Entry<Inputs>>>()
@@ -786,6 +790,25 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const prelude = Effect.zipRight(storesPrelude, timersPrelude)
 
     /**
+     * Records that run one after another (no slice in several lanes beside each other): every finished
+     * record is kept, so each finished unit is kept as it finishes (`Cut.folded`), in processing order,
+     * and the batch holds no unit until it ends, only what the units add to the cut. Otherwise each
+     * lane keeps its finished units for `Cut.cut`.
+     */
+    const folding = lanesPerSlice.every((lanes) => lanes.length <= 1)
+    /** The cut kept as the batch runs (`folding`), `before` first: made at the first finished record, once `before` is. */
+    let folded: Cut.Folded<S> | undefined = undefined
+    const keepDone = (lane: Lane<Inputs, S>, done: Cut.Done<S>): void => {
+      lane.finished++
+      if (!folding) {
+        lane.done.push(done)
+        return
+      }
+      folded ??= Cut.folded(before)
+      folded.keepRecord(done)
+    }
+
+    /**
      * A lane's records in order. A record done at once (the stream DSL's, `eager.ts`) is followed by
      * the next in the same call, `atOnce` of them before the fiber yields (as the runtime yields
      * every so many steps); any other record's continuation starts the next (one `flatMap` a record).
@@ -795,7 +818,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       if (entries.length === 0) return Effect.void
       let index = 0
       const finished = (done: Cut.Done<S>): Effect.Effect<void, unknown, R> => {
-        lane.done.push(done)
+        keepDone(lane, done)
         index++
         return rest()
       }
@@ -812,7 +835,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
           }
           if (!Eager.isDone(unit)) return Effect.flatMap(unit, finished)
           if (unit._tag === "Failure") return unit
-          lane.done.push(unit.value)
+          keepDone(lane, unit.value)
           index++
         }
         return Effect.void
@@ -846,8 +869,23 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const merged: Lane<Inputs, S> | undefined = order === undefined ? undefined : (() => {
       const next = slices.map(() => 0)
       const entries = order.map((i) => lanesPerSlice[i]![0]!.entries[next[i]!++]!)
-      return { entries, offsets: entries.map((entry) => entry.record.offset), done: [] }
+      return { entries, offsets: entries.map((entry) => entry.record.offset), done: [], finished: 0 }
     })()
+
+    /** The cut of a `folding` batch: each slice's finished records (the merged lane's, a prefix of `order`, by slice). */
+    const foldedCut = (): Cut.Cut<S> => {
+      const finished = slices.map((slice, i) => {
+        const lanes = lanesPerSlice[i]!
+        // A slice of no input topic has no lane: none of its records runs, and it is passed over whole (as `Cut.cut` does).
+        return lanes.length === 0 ? slice.records.length : lanes[0]!.finished
+      })
+      if (merged !== undefined && order !== undefined) for (let k = 0; k < merged.finished; k++) finished[order[k]!]!++
+      return (folded ?? Cut.folded(before)).cut(slices.map((slice, i) => ({
+        offsets: slice.records.map((r) => r.offset),
+        endOffset: slice.endOffset,
+        finished: finished[i]!
+      })))
+    }
 
     const work = Effect.zipRight(
       Effect.zipRight(prelude, prefetch),
@@ -869,18 +907,14 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       ? Option.some(finished.cause as Cause.Cause<RecordError<E>>)
       : Option.none()
 
-    // The merged lane's finished units (a prefix of `order`) back in their slices' lanes, for the cut.
-    if (merged !== undefined && order !== undefined) {
-      merged.done.forEach((done, k) => lanesPerSlice[order[k]!]![0]!.done.push(done))
-    }
-    const kept = Cut.cut(slices.map((slice, i) => {
+    const kept = folding ? foldedCut() : Cut.cut(slices.map((slice, i) => {
       const lanes = lanesPerSlice[i]!
       return {
         offsets: slice.records.map((r) => r.offset),
         endOffset: slice.endOffset,
         lanes: lanes.length === 0 ? [] : lanes
       }
-    }), before, merged === undefined || order === undefined ? undefined : order.slice(0, merged.done.length))
+    }), before)
 
     // Each kept change was encoded (and checked to read back) by the record that made it, but those stored at the end.
     const writes: Array<StoreWrite> = []

@@ -97,6 +97,78 @@ export interface Cut<S> {
 }
 
 /**
+ * What kept units add up to, each kept in the order given: outputs in
+ * order, the last change of each key, and the counts.
+ */
+class Keeper<S> {
+  readonly outputs: Array<EncodedRecord> = []
+  readonly states = new Map<string, Option.Option<S>>()
+  readonly encoded = new Map<string, string | null>()
+  readonly atEnd = new Set<string>()
+  readonly disposedRuns: Array<string> = []
+  readonly taskWrites: Array<Timers.Write> = []
+  processed = 0
+  skipped = 0
+  deadLettered = 0
+  fired = 0
+
+  /** The key's last kept change as stored, or stored at the end. */
+  private store(key: string, value: string | null | AtEnd): void {
+    if (value === AtEnd) {
+      this.encoded.delete(key)
+      this.atEnd.add(key)
+    } else {
+      this.encoded.set(key, value)
+      this.atEnd.delete(key)
+    }
+  }
+
+  /** What a kept unit produced, but its counts. */
+  keep(done: Done<S>): void {
+    for (const output of done.outputs) this.outputs.push(output)
+    if (done.change !== undefined) {
+      this.states.set(done.stateKey, done.change)
+      if (done.encoded !== undefined) this.store(done.stateKey, done.encoded)
+    }
+    if (done.others !== undefined) {
+      for (const other of done.others) {
+        this.states.set(other.key, other.change)
+        if (other.encoded !== undefined) this.store(other.key, other.encoded)
+      }
+    }
+    if (done.taskWrites !== undefined) {
+      for (const write of done.taskWrites) {
+        this.store(write.key, write.value)
+        this.taskWrites.push(write)
+      }
+    }
+    if (done.storeWrites !== undefined) for (const write of done.storeWrites) this.store(write.key, write.value)
+    this.fired += done.fired ?? 0
+  }
+
+  /** A finished record below its slice's cut, with its counts. */
+  keepRecord(done: Done<S>): void {
+    this.keep(done)
+    this.processed++
+    if (done.disposition === "skipped") this.skipped++
+    else if (done.disposition === "deadLettered") this.deadLettered++
+    if (done.run !== undefined) this.disposedRuns.push(done.run)
+  }
+
+  /** The cut, given each slice's next offset to commit and its records' offsets. */
+  result(slices: ReadonlyArray<{ readonly offsets: ReadonlyArray<number> }>, offsets: ReadonlyArray<number>): Cut<S> {
+    const cuts: Array<SliceCut> = slices.map((slice, i) => {
+      const offset = offsets[i]!
+      let kept = 0
+      while (kept < slice.offsets.length && slice.offsets[kept]! < offset) kept++
+      return { offset, kept }
+    })
+    const { atEnd, deadLettered, disposedRuns, encoded, fired, outputs, processed, skipped, states, taskWrites } = this
+    return { outputs, states, encoded, atEnd, cuts, processed, skipped, deadLettered, disposedRuns, taskWrites, fired }
+  }
+}
+
+/**
  * The cut of every slice, and what the kept units produced: first `before`
  * (timers fired as the batch began, all finished ones kept), then the kept
  * records of each slice; or, given `order` (a task processing its inputs in
@@ -109,58 +181,8 @@ export const cut = <S>(
   before: ReadonlyArray<Done<S>> = [],
   order?: ReadonlyArray<number>
 ): Cut<S> => {
-  const outputs: Array<EncodedRecord> = []
-  const states = new Map<string, Option.Option<S>>()
-  const encoded = new Map<string, string | null>()
-  const atEnd = new Set<string>()
-  /** The key's last kept change as stored, or stored at the end. */
-  const store = (key: string, value: string | null | AtEnd): void => {
-    if (value === AtEnd) {
-      encoded.delete(key)
-      atEnd.add(key)
-    } else {
-      encoded.set(key, value)
-      atEnd.delete(key)
-    }
-  }
-  const disposedRuns: Array<string> = []
-  const cuts: Array<SliceCut> = []
-  const taskWrites: Array<Timers.Write> = []
-  let processed = 0
-  let skipped = 0
-  let deadLettered = 0
-  let fired = 0
-  /** What a kept unit produced, but its counts. */
-  const keep = (done: Done<S>): void => {
-    for (const output of done.outputs) outputs.push(output)
-    if (done.change !== undefined) {
-      states.set(done.stateKey, done.change)
-      if (done.encoded !== undefined) store(done.stateKey, done.encoded)
-    }
-    if (done.others !== undefined) {
-      for (const other of done.others) {
-        states.set(other.key, other.change)
-        if (other.encoded !== undefined) store(other.key, other.encoded)
-      }
-    }
-    if (done.taskWrites !== undefined) {
-      for (const write of done.taskWrites) {
-        store(write.key, write.value)
-        taskWrites.push(write)
-      }
-    }
-    if (done.storeWrites !== undefined) for (const write of done.storeWrites) store(write.key, write.value)
-    fired += done.fired ?? 0
-  }
-  /** A finished record below its slice's cut, with its counts. */
-  const keepRecord = (done: Done<S>): void => {
-    keep(done)
-    processed++
-    if (done.disposition === "skipped") skipped++
-    else if (done.disposition === "deadLettered") deadLettered++
-    if (done.run !== undefined) disposedRuns.push(done.run)
-  }
-  for (const done of before) keep(done)
+  const keeper = new Keeper<S>()
+  for (const done of before) keeper.keep(done)
   const offsets = slices.map((slice) => {
     let offset = slice.endOffset
     for (const lane of slice.lanes) {
@@ -174,7 +196,7 @@ export const cut = <S>(
       for (const lane of slice.lanes) {
         for (const done of lane.done) {
           if (done.offset >= offsets[i]!) break
-          keepRecord(done)
+          keeper.keepRecord(done)
         }
       }
     })
@@ -182,14 +204,35 @@ export const cut = <S>(
     const next = slices.map(() => 0)
     for (const i of order) {
       const done = slices[i]?.lanes[0]?.done[next[i]!++]
-      if (done !== undefined && done.offset < offsets[i]!) keepRecord(done)
+      if (done !== undefined && done.offset < offsets[i]!) keeper.keepRecord(done)
     }
   }
-  slices.forEach((slice, i) => {
-    const offset = offsets[i]!
-    let kept = 0
-    while (kept < slice.offsets.length && slice.offsets[kept]! < offset) kept++
-    cuts.push({ offset, kept })
-  })
-  return { outputs, states, encoded, atEnd, cuts, processed, skipped, deadLettered, disposedRuns, taskWrites, fired }
+  return keeper.result(slices, offsets)
+}
+
+/**
+ * A cut kept as the batch runs, for a batch whose records run one after
+ * another (each slice in one lane, the slices one after another or merged
+ * in one lane): there every finished record is below its slice's cut, so
+ * each finished unit is kept as it finishes, in processing order, and
+ * nothing of it is held until the batch ends but what it adds to the
+ * cut (its outputs, its keys' last changes).
+ */
+export interface Folded<S> {
+  /** Keeps a finished record's unit. */
+  readonly keepRecord: (done: Done<S>) => void
+  /** The cut, given each slice's records' offsets, its end offset, and how many of its records finished (a prefix). */
+  readonly cut: (
+    slices: ReadonlyArray<{ readonly offsets: ReadonlyArray<number>; readonly endOffset: number; readonly finished: number }>
+  ) => Cut<S>
+}
+
+/** A cut kept as the batch runs (`Folded`), `before` kept first. */
+export const folded = <S>(before: ReadonlyArray<Done<S>>): Folded<S> => {
+  const keeper = new Keeper<S>()
+  for (const done of before) keeper.keep(done)
+  return {
+    keepRecord: (done) => keeper.keepRecord(done),
+    cut: (slices) => keeper.result(slices, slices.map((slice) => slice.offsets[slice.finished] ?? slice.endOffset))
+  }
 }
