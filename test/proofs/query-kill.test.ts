@@ -25,7 +25,8 @@
  * found, a partial scan, another error) is wrong. X's answers while c held its transaction open
  * are its count before the held record, and the held value is never committed.
  *
- * `npm run test:proofs` runs it (not `npm test`: some 200 s on a machine at a load of 30).
+ * `npm run test:proofs` runs it, not `npm test`: 25 s (of test) on a quiet moment of a 2-core
+ * machine shared with other runs, 90 s at a load of 25, 200 s at a load of 32.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Fiber, Option, Ref, Schedule, Schema } from "effect"
