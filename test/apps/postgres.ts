@@ -31,7 +31,12 @@ const rows = Layer.effect(
 )
 
 // A database that cannot be reached at startup ends the process ("let it crash": the harness restarts it).
-const database = DatabaseSink.connect(PgClient.layerConfig({ url: Config.redacted("DATABASE_URL"), maxConnections: Config.succeed(4) }))
+// Its connections carry the instance's name (application_name): the harness finds its open transactions by it.
+const database = DatabaseSink.connect(PgClient.layerConfig({
+  url: Config.redacted("DATABASE_URL"),
+  maxConnections: Config.succeed(4),
+  applicationName: Config.withDefault(Config.string("SKEIN_CLIENT_ID"), "postgres")
+}))
 
 runAppWith(
   ({ input }) =>

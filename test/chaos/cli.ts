@@ -698,6 +698,12 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
         pauseFor: Duration.seconds(10),
         window: Duration.seconds(driveSeconds)
       },
+      // The Postgres app's zombies are frozen inside an open database transaction, thawed once their partitions moved.
+      pauseHook: (spec) =>
+        Option.match(groups.find((g) => g.spec === spec)?.postgres ?? Option.none(), {
+          onNone: () => undefined,
+          onSome: (run) => Postgres.pauseHook(run, `${runId}-postgres`, input)
+        }),
       random,
       say: (line) => say(`[${elapsed(t0)}] ${line}`)
     }))
@@ -906,7 +912,18 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
       if (app === "postgres") {
         // A database sink logs each batch transaction its owner epoch check rolled back (a newer owner took the partition).
         const rejected = countInLogs(Path.join(runDir, "logs"), "postgres-", DatabaseTask.epochRejected)
-        yield* say(`    ${app}: ${rejected} database transaction(s) rejected by the owner epoch check and rolled back`)
+        const inTransaction = counts.pausesInTransaction.get(app) ?? 0
+        yield* say(
+          `    ${app}: ${inTransaction} of ${pauses} pause(s) froze an instance inside an open database transaction; ` +
+            `${rejected} database transaction(s) rejected by the owner epoch check and rolled back`
+        )
+        // A zombie frozen inside its transaction, thawed after newer owners claimed its partitions: its late
+        // transaction must have been rejected (a commit of it would also show as duplicated rows).
+        if (inTransaction > 0 && rejected === 0) {
+          const detail = `${inTransaction} zombie(s) frozen inside a transaction, and no late transaction rejected by the epoch check`
+          yield* say(`    ${app}: ${detail}`)
+          checks.push({ name: `${app} zombies`, records: 0, duplicates: 0, lost: 0, stateMismatches: 1, details: [detail] })
+        }
       }
       if (app === "enrichment") {
         // The runtime logs the start and the end of every global table load: a start without an end was cut short.

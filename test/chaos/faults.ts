@@ -4,8 +4,10 @@
  * not by chance: see `killInTransaction`), bounces (a clean SIGTERM stop and
  * restart, or an extra instance joining the group and leaving it again),
  * pauses (SIGSTOP past the session timeout, then SIGCONT: the instance comes
- * back as a zombie whose tasks have moved and must be fenced), and SIGKILLs of
- * brokers of a local cluster (restarted after a pause, one at a time).
+ * back as a zombie whose tasks have moved and must be fenced; for an app with a
+ * `PauseHook`, frozen inside an open database transaction and thawed once a
+ * newer owner took its partitions over), and SIGKILLs of brokers of a local
+ * cluster (restarted after a pause, one at a time).
  */
 import { Duration, Effect, Fiber, Option } from "effect"
 import kafkajs from "kafkajs"
@@ -26,6 +28,19 @@ export interface FaultPlan {
   readonly window: Duration.Duration
 }
 
+/**
+ * Pauses of an app whose transactions are in a database (a `DatabaseSink`): the instance is
+ * frozen at a moment it holds a transaction open that its epoch check will reject (rows written,
+ * offsets not yet), and thawed (after `pauseFor` at least) once newer owners claimed its
+ * partitions: a zombie whose late transaction must be rejected.
+ */
+export interface PauseHook {
+  /** Whether the frozen instance holds such a transaction open (else it is thawed and looked at again). */
+  readonly holdsTransaction: (instance: Instance) => Effect.Effect<boolean>
+  /** Taken when it froze: an effect telling whether every partition it held has a newer owner since. */
+  readonly takenOver: (instance: Instance) => Effect.Effect<Effect.Effect<boolean>>
+}
+
 export interface FaultCounts {
   /** Per app (`AppSpec.app`). */
   readonly kills: Map<string, number>
@@ -36,6 +51,8 @@ export interface FaultCounts {
   killsOfActive: number
   /** Transaction kills whose open transaction the log shows aborted (the new owner fenced it). */
   transactionKillsAborted: number
+  /** Pauses (with a `PauseHook`) that froze an instance inside an open database transaction, per app. */
+  readonly pausesInTransaction: Map<string, number>
   readonly errors: Array<string>
 }
 
@@ -89,6 +106,8 @@ export const run = (params: {
   readonly wire: WireClient
   readonly cluster: Option.Option<LocalKafka.LocalKafkaCluster>
   readonly plan: FaultPlan
+  /** How an app's pauses freeze and thaw, when not plainly for `pauseFor` (see `PauseHook`). */
+  readonly pauseHook?: (spec: AppSpec) => PauseHook | undefined
   readonly random: Random
   readonly say: (line: string) => Effect.Effect<void>
 }): Effect.Effect<FaultCounts> =>
@@ -101,6 +120,7 @@ export const run = (params: {
       brokerKills: 0,
       killsOfActive: 0,
       transactionKillsAborted: 0,
+      pausesInTransaction: new Map(),
       errors: []
     }
     const windowMs = Duration.toMillis(plan.window)
@@ -250,10 +270,13 @@ export const run = (params: {
     })
 
     const pause = Effect.gen(function*() {
-      const running = fleet.running()
+      // Not one frozen already (two pauses at once would both pick it).
+      const running = fleet.running().filter((i) => !paused.has(i))
       const active = running.filter(hasTasks)
       const victim = pick(random, active.length > 0 ? active : running)
       if (victim === undefined) return yield* say("pause: no running instance")
+      const hook = params.pauseHook?.(victim.spec)
+      if (hook !== undefined) return yield* pauseInTransaction(victim, hook)
       const frozen = yield* fleet.freeze(victim)
       if (!frozen) return
       paused.add(victim)
@@ -265,6 +288,52 @@ export const run = (params: {
         Effect.zipRight(Effect.suspend(() => say(`SIGCONT ${victim.id}: a zombie if its tasks moved meanwhile`)))
       ))
     })
+
+    /**
+     * A pause with a `PauseHook`: frozen (SIGSTOP) at a moment the instance holds a transaction
+     * open that a newer owner must reject (frozen and thawed again until it does, for up to 60 s;
+     * then frozen as it is), kept frozen for `pauseFor` and until every partition it held has a
+     * newer owner (up to 60 s more), then thawed.
+     */
+    const pauseInTransaction = (victim: Instance, hook: PauseHook) =>
+      Effect.gen(function*() {
+        const deadline = Date.now() + 60_000
+        let looks = 0
+        let held = false
+        while (!held && Date.now() < deadline) {
+          looks++
+          if (!(yield* fleet.freeze(victim))) return yield* say(`pause: ${victim.id} is not running any more`)
+          held = yield* Effect.orElseSucceed(hook.holdsTransaction(victim), () => false)
+          if (!held) {
+            yield* fleet.thaw(victim)
+            yield* Effect.sleep(Duration.millis(between(random, 20, 150)))
+          }
+        }
+        if (!held && !(yield* fleet.freeze(victim))) return yield* say(`pause: ${victim.id} is not running any more`)
+        paused.add(victim)
+        bump(counts.pauses, victim.spec.app)
+        if (held) bump(counts.pausesInTransaction, victim.spec.app)
+        const takenOver = yield* hook.takenOver(victim)
+        yield* say(
+          `SIGSTOP ${victim.id} (${victim.runtime}) ` +
+            (held ? `inside an open database transaction (look ${looks})` : `(no open database transaction seen in ${looks} looks)`) +
+            `, until its partitions have a newer owner`
+        )
+        yield* later(Effect.gen(function*() {
+          yield* Effect.sleep(plan.pauseFor)
+          const until = Date.now() + 60_000
+          let moved = false
+          while (!moved && Date.now() < until) {
+            moved = yield* Effect.orElseSucceed(takenOver, () => false)
+            if (!moved) yield* Effect.sleep(Duration.millis(500))
+          }
+          yield* fleet.thaw(victim)
+          paused.delete(victim)
+          yield* say(
+            `SIGCONT ${victim.id}: ${moved ? "its partitions have a newer owner: a zombie" : "its partitions not all taken over within 70 s"}`
+          )
+        }))
+      })
 
     const brokerKills = Option.match(params.cluster, {
       onNone: () =>

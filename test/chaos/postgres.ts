@@ -19,6 +19,7 @@ import type { Scope } from "effect"
 import * as PostgresServer from "../../src/testing/PostgresServer.ts"
 import type { OffsetRow, PostgresCheck, Row } from "./postgresVerifier.ts"
 import { checkPostgres } from "./postgresVerifier.ts"
+import type { PauseHook } from "./faults.ts"
 import type { PartitionLog, WireClient } from "./wire.ts"
 
 /** Every how many ids the driver writes a poison record (at `id % POISON_EVERY === POISON_AT`). */
@@ -76,6 +77,40 @@ export const lag = (run: PostgresRun, wire: WireClient, groupId: string, topic: 
     const next = new Map((yield* offsetRows(run, groupId)).filter((o) => o.topic === topic).map((o) => [o.partition, o.next ?? 0]))
     return ends.reduce((n, e) => n + Math.max(0, e.highWatermark - (next.get(e.partition) ?? 0)), 0)
   })
+
+/**
+ * The Postgres app's pauses (`Faults.PauseHook`): an instance holds a transaction open that its
+ * epoch check will reject when one of its connections (named by the instance's id) is in a
+ * transaction that wrote to the app's table and not yet to the offsets table (the offsets'
+ * update comes last, conditional on the epoch). Its partitions (its last status line's) are taken
+ * over once each one's epoch in the offsets table is above the one it had when it froze.
+ */
+export const pauseHook = (run: PostgresRun, groupId: string, topic: string): PauseHook => {
+  const epochs = Effect.map(
+    run.sql<{ partition_id: number; epoch: string }>`
+      SELECT partition_id, epoch FROM ${run.sql(OFFSETS_TABLE)} WHERE group_id = ${groupId} AND topic = ${topic}`,
+    (rows) => new Map(rows.map((r) => [toNumber(r.partition_id), toNumber(r.epoch)]))
+  )
+  return {
+    holdsTransaction: (instance) =>
+      Effect.map(
+        run.sql<{ n: string }>`SELECT count(*) AS n FROM pg_stat_activity a
+          WHERE a.application_name = ${instance.id} AND a.xact_start IS NOT NULL
+          AND EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.relation = ${run.table}::regclass)
+          AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND l.relation = ${OFFSETS_TABLE}::regclass)`,
+        (rows) => toNumber(rows[0]?.n ?? 0) > 0
+      ).pipe(Effect.orElseSucceed(() => false)),
+    takenOver: (instance) =>
+      Effect.gen(function*() {
+        const assigned = instance.lastStatus?.["assigned"]
+        const held = Array.isArray(assigned) ? assigned.filter((p): p is number => typeof p === "number") : []
+        const before = yield* Effect.orElseSucceed(epochs, () => new Map<number, number>())
+        return Effect.map(epochs, (now) => held.every((p) => (now.get(p) ?? 0) > (before.get(p) ?? 0))).pipe(
+          Effect.orElseSucceed(() => false)
+        )
+      })
+  }
+}
 
 /** Reads the table and the offsets table back and checks them against the input and the dead letters. */
 export const verify = (
