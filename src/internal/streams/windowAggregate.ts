@@ -24,7 +24,7 @@
  *
  * @internal
  */
-import { Effect, Either, Metric, Option, Predicate, Schema } from "effect"
+import { Effect, Either, Exit, Metric, Option, Predicate, Schema } from "effect"
 import * as Eager from "../eager.ts"
 import * as TimeWindows from "../../TimeWindows.ts"
 import type { KeyChange, TaskState } from "../../Transformer.ts"
@@ -178,6 +178,11 @@ export class RecordContext<A> {
     } else {
       this.changed.set(key, state)
     }
+  }
+
+  /** The task's time once loaded for this record (`loadTime`), else `undefined`. */
+  loadedTime(): Time | undefined {
+    return this.time
   }
 
   /** The task's time (loaded once per record). */
@@ -388,6 +393,70 @@ export const lateRecord = <A>(
  * result on (keyed by `Windowed`).
  */
 export const process = <A>(
+  operator: Operator<A>,
+  windows: TimeWindows.TimeWindows,
+  context: RecordContext<A>,
+  record: Graph.StreamRecord,
+  inputTopic: string,
+  forward: (record: Graph.StreamRecord) => Effect.Effect<void, unknown, unknown>
+): Effect.Effect<void, unknown, unknown> =>
+  updateOpenWindows(operator, windows, context, record) ? Exit.void : processAll(operator, windows, context, record, inputTopic, forward)
+
+/**
+ * Most records of a key (final results only): every window the record
+ * belongs to is open and already holds some of the key's records, and no
+ * window is due to close. Then what `processAll` does comes down to updating
+ * those windows and the observed time, which this does at once, without
+ * its generator; `false` (nothing done) for any other record.
+ */
+const updateOpenWindows = <A>(
+  operator: Operator<A>,
+  windows: TimeWindows.TimeWindows,
+  context: RecordContext<A>,
+  record: Graph.StreamRecord
+): boolean => {
+  if (operator.windowing.emit !== "onWindowClose") return false
+  const time = context.loadedTime()
+  if (time === undefined) return false
+  const observed = Math.max(time.observed, record.timestamp)
+  // A close time due (`takeDue`): the slots are ascending, the first is the earliest.
+  const first = time.closes[0]
+  if (first !== undefined && first * windows.advanceMs <= observed) return false
+  const own = context.get(context.ownKey)
+  if (!Eager.isDone(own) || own._tag === "Failure") return false
+  const entry = Option.isSome(own.value) && own.value.value._tag === "Windows" ? own.value.value : undefined
+  if (entry === undefined) return false
+  const closeBefore = observed - windows.graceMs
+  const starts = TimeWindows.startsFor(windows, record.timestamp)
+  const at: Array<number> = []
+  for (const start of starts) {
+    if (start + windows.sizeMs <= closeBefore) return false
+    const i = indexOfStart(entry.windows, start)
+    if (i === -1) return false
+    at.push(i)
+  }
+  if (starts.length === 0) return false
+  const entryWindows = [...entry.windows]
+  for (const i of at) {
+    const previous = entryWindows[i]!
+    entryWindows[i] = {
+      start: previous.start,
+      value: operator.add(Option.some(previous.value), record),
+      timestamp: Math.max(previous.timestamp, record.timestamp)
+    }
+  }
+  context.put(context.ownKey, Option.some({ ...entry, windows: entryWindows }))
+  if (observed !== time.observed) context.setTime({ ...time, observed })
+  return true
+}
+
+const indexOfStart = <A>(windows: Windows<A>["windows"], start: number): number => {
+  for (let i = 0; i < windows.length; i++) if (windows[i]!.start === start) return i
+  return -1
+}
+
+/** `process` of any record, every step eagerly (`eager.ts`). */
+const processAll = <A>(
   operator: Operator<A>,
   windows: TimeWindows.TimeWindows,
   context: RecordContext<A>,
