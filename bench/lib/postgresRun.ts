@@ -8,7 +8,7 @@
  * killed and the table checked: every input record's (partition, offset) once, each key with as
  * many distinct records as the input has (`exact`), or with duplicates (`complete (+d dup)`).
  */
-import { mkdirSync, rmSync } from "node:fs"
+import { mkdirSync, readFileSync, rmSync } from "node:fs"
 import { cpus, loadavg } from "node:os"
 import { join } from "node:path"
 import type { Admin, Kafka } from "kafkajs"
@@ -50,6 +50,30 @@ const sinkCaughtUp = async (pool: Pool, group: string, total: number): Promise<b
     .query("SELECT coalesce(sum(next_offset), 0) AS n FROM skein_offsets WHERE group_id = $1", [group])
     .then((r) => numberOf(r, "n") >= total)
     .catch(() => false)
+
+/**
+ * CPU seconds (user + system) process `pid` has used since it started, from /proc (Linux, 100
+ * ticks a second); undefined where there is none. On a shared machine the throughput follows the
+ * load; the CPU a contender's process spends on the same input hardly does.
+ */
+const cpuSeconds = (pid: number | undefined): number | undefined => {
+  if (pid === undefined) return undefined
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    const ticks = Number(fields[11]) + Number(fields[12])
+    return Number.isFinite(ticks) ? ticks / 100 : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Transactions committed in the database so far (Postgres's statistics, flushed within about a second). */
+const commits = (pool: Pool): Promise<number | undefined> =>
+  pool
+    .query("SELECT xact_commit AS n FROM pg_stat_database WHERE datname = current_database()")
+    .then((r) => numberOf(r, "n"))
+    .catch(() => undefined)
 
 export interface TableCheck {
   readonly exact: boolean
@@ -139,6 +163,8 @@ export const runPostgres = async (
     const inputEnds = await topicEnds(x.admin, input)
     const total = [...inputEnds.values()].reduce((a, b) => a + b, 0)
 
+    const commits0 = await commits(x.pool)
+    let polls = 0
     const load0 = loadavg()[0] ?? 0
     const command = c.postgres({
       brokers: x.brokers,
@@ -155,6 +181,7 @@ export const runPostgres = async (
     const deadline = Date.now() + x.timeoutMs
     let doneAt: number | undefined
     while (Date.now() < deadline && app.alive()) {
+      polls++
       const done =
         (await sinkCaughtUp(x.pool, prefix, total)) || (await groupCaughtUp(x.admin, prefix, input, inputEnds).catch(() => false))
       if (done) {
@@ -163,6 +190,7 @@ export const runPostgres = async (
       }
       await sleep(100)
     }
+    const cpu = cpuSeconds(app.child.pid)
     out.peakRssMiB = app.peakRssMiB()
     const firstRead = app.event("first-read")?.ts
     if (firstRead === undefined) notes.push("no first-read event: throughput measured from process spawn")
@@ -173,8 +201,18 @@ export const runPostgres = async (
       out.throughput = x.w.records / ((doneAt - start) / 1000)
     }
     const load1 = loadavg()[0] ?? 0
+    if (cpu !== undefined && doneAt !== undefined) {
+      notes.push(`process CPU ${cpu.toFixed(1)} s (user + system, spawn to done: ${fmtInt((cpu * 1e6) / x.w.records)} µs per record)`)
+    }
     notes.push(`1-min load ${load0.toFixed(2)} at the start, ${load1.toFixed(2)} at the end (${cpus().length} cores)`)
     await x.endPhase(app)
+    // The contender's transactions (each autocommit INSERT is one; a Skein batch is one), without the harness's polls.
+    await sleep(1500)
+    const commits1 = await commits(x.pool)
+    if (commits0 !== undefined && commits1 !== undefined) {
+      const theirs = commits1 - commits0 - polls - 1
+      notes.push(`${fmtInt(theirs)} database transactions committed (${fmtInt(x.w.records / Math.max(1, theirs))} records each)`)
+    }
     const check = await checkTable(x.pool, table, inputEnds, x.expected)
     out.verified = check.summary
     if (!check.complete) {
