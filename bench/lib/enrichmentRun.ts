@@ -109,11 +109,13 @@ export const runEnrichment = async (
   const app = spawn(command, logFile)
   const timeline = new WatermarkTimeline(x.admin, output, 50)
   let caughtUp = false
+  let cpuAtEnd: number | undefined
   const streamDeadline = Date.now() + x.timeoutMs
   try {
     while (Date.now() < streamDeadline && app.alive()) {
       if ((await inputConsumedBy(x.admin, prefix, input, inputEnds, group).catch(() => undefined)) !== undefined) {
         caughtUp = true
+        cpuAtEnd = app.cpuSeconds()
         break
       }
       await sleep(250)
@@ -132,6 +134,15 @@ export const runEnrichment = async (
     notes.push(app.alive() ? `did not consume the stream within ${x.timeoutMs / 1000} s` : `process exited early (see ${logFile})`)
   } else if (end !== undefined && end > start) {
     out.throughput = x.w.records / ((end - start) / 1000)
+    // CPU per record, which other work on the machine inflates less than it cuts the rate: the process
+    // tree's CPU seconds from its first read to the check that found the stream consumed.
+    const cpuAtFirstRead = app.cpuAtEvent("first-read")
+    if (cpuAtFirstRead !== undefined && cpuAtEnd !== undefined && cpuAtEnd > cpuAtFirstRead) {
+      notes.push(
+        `CPU ${(((cpuAtEnd - cpuAtFirstRead) * 1e6) / x.w.records).toFixed(1)} µs per stream record ` +
+          `(${(cpuAtEnd - cpuAtFirstRead).toFixed(1)} CPU s of the process tree from its first read to the stream consumed)`,
+      )
+    }
     notes.push(
       `restart → first stream record read ${((start - app.spawnedAt) / 1000).toFixed(2)} s; ` +
         `the last output committed ${((end - start) / 1000).toFixed(2)} s after the first read`,

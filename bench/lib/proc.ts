@@ -34,6 +34,21 @@ const readKb = (pid: number, field: "VmRSS" | "VmHWM"): number => {
   }
 }
 
+/** Clock ticks per second of /proc/<pid>/stat's times (`getconf CLK_TCK`: 100 on Linux). */
+const CLK_TCK = 100
+
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat; 0 once it is gone. */
+const cpuSecondsOf = (pid: number): number => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const rest = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    // Fields 14 and 15 (utime, stime), counted from the state (field 3) after the command's name.
+    return (Number(rest[11]) + Number(rest[12])) / CLK_TCK
+  } catch {
+    return 0
+  }
+}
+
 /** pid plus all its descendants, from /proc/<pid>/stat parent links. */
 const processTree = (root: number): number[] => {
   const parent = new Map<number, number>()
@@ -57,6 +72,8 @@ export class AppProcess {
   readonly events: AppEvent[] = []
   private readonly waiters: Array<{ pred: (e: AppEvent) => boolean; resolve: (e: AppEvent) => void }> = []
   private peakKb = 0
+  /** The process tree's CPU seconds when each event was read (the first of each name). */
+  private readonly cpuAt = new Map<string, number>()
   private sampler: NodeJS.Timeout | undefined
   private exitCode: number | null | undefined = undefined
   readonly exited: Promise<void>
@@ -100,6 +117,7 @@ export class AppProcess {
             ...(typeof e.fullTasks === "number" ? { fullTasks: e.fullTasks } : {}),
           }
           this.events.push(ev)
+          if (!this.cpuAt.has(ev.event)) this.cpuAt.set(ev.event, this.cpuSeconds())
           for (const w of this.waiters.splice(0)) {
             if (w.pred(ev)) w.resolve(ev)
             else this.waiters.push(w)
@@ -123,6 +141,18 @@ export class AppProcess {
 
   alive(): boolean {
     return this.exitCode === undefined
+  }
+
+  /** CPU seconds (user + system) the process tree has used so far (Linux /proc). */
+  cpuSeconds(): number {
+    const pid = this.child.pid
+    if (pid === undefined || !this.alive()) return 0
+    return processTree(pid).reduce((sum, p) => sum + cpuSecondsOf(p), 0)
+  }
+
+  /** The process tree's CPU seconds when the first event named `name` was read; undefined before it. */
+  cpuAtEvent(name: string): number | undefined {
+    return this.cpuAt.get(name)
   }
 
   peakRssMiB(): number {
