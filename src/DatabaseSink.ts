@@ -36,8 +36,8 @@
  *   zombie left them unpublished) before its first record; published rows
  *   are deleted.
  * - **Kafka offsets** follow the database's (for lag monitoring: every
- *   `kafkaCommitInterval` and with each dead letter), and are never read for
- *   a position.
+ *   `kafkaCommitInterval`, with each dead letter, and an interval after the
+ *   last batch once the input is idle), and are never read for a position.
  *
  * A sink is a `Transformer`: `Runner.run`, `Runner.runAll`, `Runner.runMain`,
  * health, metrics, tracing, grace periods and failure isolation work as for
@@ -117,7 +117,7 @@ export interface Options<Inputs extends ReadonlyArray<Topic.Any>, E> {
    */
   readonly rules?: ReadonlyArray<Rule<NoInfer<E>>> | undefined
   readonly tables?: Tables | undefined
-  /** How often the group's Kafka offsets follow the database's without a dead letter (default 5 s). */
+  /** How often the group's Kafka offsets follow the database's without a dead letter, busy or idle (default 5 s). */
   readonly kafkaCommitInterval?: Duration.DurationInput | undefined
 }
 

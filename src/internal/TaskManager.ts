@@ -44,6 +44,7 @@ import type { RunnerStats } from "./RunnerStats.ts"
 import type { Standbys } from "./Standbys.ts"
 import * as StoreCleanup from "./StoreCleanup.ts"
 import { describe } from "./errorText.ts"
+import * as DatabaseTask from "./database/DatabaseTask.ts"
 import * as Task from "./Task.ts"
 import * as Timers from "./timers.ts"
 
@@ -179,6 +180,15 @@ export const make = (options: {
       yield* Queue.offer(wakeups, "CommitDue").pipe(
         Effect.repeat(Schedule.spaced(config.commitInterval)),
         Effect.delay(config.commitInterval),
+        Effect.forkScoped
+      )
+    } else if (context.database !== undefined && Duration.toMillis(context.database.kafkaCommitInterval) > 0) {
+      // A database sink's idle tasks: their Kafka offsets follow the database's (DatabaseTask.followKafka).
+      // (With no interval, every batch commits them.)
+      const every = Duration.max(context.database.kafkaCommitInterval, Duration.seconds(1))
+      yield* Queue.offer(wakeups, "CommitDue").pipe(
+        Effect.repeat(Schedule.spaced(every)),
+        Effect.delay(every),
         Effect.forkScoped
       )
     }
@@ -488,17 +498,25 @@ export const make = (options: {
       acknowledged: (offsets) => {
         for (const o of offsets) uncommitted.set(`${o.topic}\u0000${o.partition}`, o)
       },
-      commitDue: lock.withAll((held) =>
-        Effect.gen(function*() {
-          if (uncommitted.size === 0) return
-          const committed = yield* Effect.either(commitAcknowledged)
-          if (committed._tag === "Left") {
-            for (const partition of [...running.keys()]) yield* rewind(partition, committed.left, held)
-          } else {
-            stats.recordOffsetCommit(yield* Clock.currentTimeMillis)
-          }
-        })
-      ),
+      commitDue: Effect.suspend(() => {
+        const behind = [...running.values()].some((task) => Option.isSome(task.database) && task.database.value.kafkaBehind.size > 0)
+        // Nothing to commit: no lock taken (it waits for the batches in flight).
+        if (uncommitted.size === 0 && !behind) return Effect.void
+        return lock.withAll((held) =>
+          Effect.gen(function*() {
+            for (const task of running.values()) {
+              if (Option.isSome(task.database)) yield* DatabaseTask.followKafka(task, task.database.value, context.applicationId)
+            }
+            if (uncommitted.size === 0) return
+            const committed = yield* Effect.either(commitAcknowledged)
+            if (committed._tag === "Left") {
+              for (const partition of [...running.keys()]) yield* rewind(partition, committed.left, held)
+            } else {
+              stats.recordOffsetCommit(yield* Clock.currentTimeMillis)
+            }
+          })
+        )
+      }),
       cleanStores: lock.withAll(() =>
         StoreCleanup.whileRunning(
           context.storeDir,

@@ -92,6 +92,11 @@ export interface TaskDatabase {
   readonly epoch: number
   /** When the group's Kafka offsets last followed the database's (ms). */
   kafkaCommittedAt: number
+  /**
+   * Offsets committed in the database and not yet in Kafka, per topic (a batch that was not due
+   * for the Kafka commit): `followKafka` commits them once the interval is over, if no batch did.
+   */
+  readonly kafkaBehind: Map<string, PartitionOffset>
   readonly kafkaCommitInterval: Duration.Duration
   /** Dead letters this task committed to the outbox and has not published yet. */
   outboxPending: number
@@ -180,6 +185,7 @@ export const claim = <P extends number>(
       store,
       epoch: claimed.epoch,
       kafkaCommittedAt: yield* Clock.currentTimeMillis,
+      kafkaBehind: new Map(),
       kafkaCommitInterval,
       outboxPending: 0,
       report: () => sink.onPartition(partition, { epoch: claimed.epoch, outboxPending: database.outboxPending })
@@ -286,6 +292,27 @@ export const driverBatch = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R, E2
  */
 export const epochRejected = "batch transaction rejected by the owner epoch check and rolled back"
 
+/**
+ * An idle task's Kafka offsets follow the database's: when a batch committed offsets to the
+ * database that no Kafka commit followed (not due then) and `kafkaCommitInterval` is over, they
+ * are committed to Kafka in a transaction of the task's producer (exactly-once; at-least-once
+ * commits acknowledged offsets on its own). Lag monitoring only: a failure is logged, and the
+ * next batch or start commits them. The caller holds the task's batch lock.
+ */
+export const followKafka = <P extends number>(task: Task<P>, database: TaskDatabase, groupId: string): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    if (database.kafkaBehind.size === 0 || task.delivery._tag !== "ExactlyOnce") return
+    const now = yield* Clock.currentTimeMillis
+    if (now - database.kafkaCommittedAt < Duration.toMillis(database.kafkaCommitInterval)) return
+    const offsets = [...database.kafkaBehind.values()]
+    const sent = yield* Effect.either(Effect.uninterruptible(task.delivery.producer.commit([], { groupId, offsets })))
+    if (Either.isLeft(sent)) {
+      return yield* Effect.logWarning(`task ${task.partition}: its Kafka offsets stay behind the database's until its next batch: ${sent.left.message}`)
+    }
+    database.kafkaCommittedAt = now
+    database.kafkaBehind.clear()
+  })
+
 /** The slices' records as `topic/partition@first..last` (for a log line). */
 const rangesOf = (slices: ReadonlyArray<Batch.Slice>): string =>
   slices.filter((slice) => slice.records.length > 0).map((slice) =>
@@ -359,6 +386,7 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
       yield* options.onCommitted({ result, offsets })
       const now = yield* Clock.currentTimeMillis
       const due = now - database.kafkaCommittedAt >= Duration.toMillis(database.kafkaCommitInterval)
+      for (const offset of offsets) database.kafkaBehind.set(offset.topic, offset)
       if (deadLetters.length > 0 || due) {
         const send = task.delivery._tag === "ExactlyOnce"
           ? task.delivery.producer.commit(deadLetters, { groupId: options.groupId, offsets })
@@ -371,6 +399,7 @@ export const processSlices = <P extends number, Inputs extends ReadonlyArray<Top
             : { _tag: "DeliveryFailed", partition, error: sent.left }
         }
         database.kafkaCommittedAt = now
+        database.kafkaBehind.clear()
         // Published: the Kafka transaction moved the outbox's mark past them.
         if (database.outboxPending > 0) {
           database.outboxPending = 0
