@@ -794,6 +794,22 @@ export const runChaos = (options: ChaosOptions): Effect.Effect<ReadonlyArray<App
     yield* Fiber.interrupt(reporter)
     yield* report
     yield* say(`[${elapsed(t0)}] ${caughtUp ? "all apps caught up" : "TIMEOUT: apps did not catch up"}`)
+    // A database sink's Kafka offsets (lag monitoring only) follow the database's within kafkaCommitInterval (5 s) once idle.
+    for (const g of groups) {
+      if (Option.isNone(g.postgres) || !caughtUp) continue
+      const from = Date.now()
+      let behind = -1
+      while (behind !== 0 && Date.now() - from < 20_000) {
+        behind = yield* Effect.orElseSucceed(Verifier.lag(admin, wire, g.consumers[0]?.groupId ?? "", input), () => -1)
+        if (behind !== 0) yield* Effect.sleep(Duration.millis(500))
+      }
+      yield* say(
+        `[${elapsed(t0)}] ${g.spec.label}: the group's Kafka offsets ` +
+          (behind === 0
+            ? `at the input's end ${((Date.now() - from) / 1000).toFixed(1)} s after the offsets table`
+            : `still ${behind < 0 ? "?" : behind} records behind 20 s after the offsets table reached the end`)
+      )
+    }
 
     // -- stop everything cleanly, then wait for empty groups and no open transaction
     fleet.closeRestarts()
