@@ -134,7 +134,8 @@ export interface Operator<A> {
  * as the record has changed them.
  */
 export class RecordContext<A> {
-  private readonly changed = new Map<string, Option.Option<WindowState<A>>>()
+  /** Other keys the record changed (made at the first: most records change only their own key and the time). */
+  private changed: Map<string, Option.Option<WindowState<A>>> | undefined = undefined
   private time: Time | undefined
   private timeChanged = false
   private ownChanged = false
@@ -164,7 +165,7 @@ export class RecordContext<A> {
       this.ownPrivate = true
       return Effect.succeed(copied.right)
     }
-    const changed = this.changed.get(key)
+    const changed = this.changed?.get(key)
     return changed !== undefined
       ? Effect.succeed(changed)
       : Eager.flatMap(this.task.get(key), (state) => Eager.fromEither(privateAggregates(state, this.copyValue)))
@@ -176,6 +177,7 @@ export class RecordContext<A> {
       this.ownChanged = true
       this.ownPrivate = true
     } else {
+      this.changed ??= new Map()
       this.changed.set(key, state)
     }
   }
@@ -208,8 +210,10 @@ export class RecordContext<A> {
   /** The record's own state change, and the others, for the transform's result. */
   result(): { readonly state?: Transformer.StateChange<WindowState<A>>; readonly others: ReadonlyArray<KeyChange<WindowState<A>>> } {
     const others: Array<KeyChange<WindowState<A>>> = []
-    for (const [key, state] of this.changed) {
-      others.push({ key, state: Option.isSome(state) ? Transformer.set(state.value) : Transformer.remove })
+    if (this.changed !== undefined) {
+      for (const [key, state] of this.changed) {
+        others.push({ key, state: Option.isSome(state) ? Transformer.set(state.value) : Transformer.remove })
+      }
     }
     if (this.timeChanged && this.time !== undefined) others.push({ key: timeKey, state: Transformer.set(this.time) })
     if (!this.ownChanged) return { others }
