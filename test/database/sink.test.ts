@@ -72,13 +72,15 @@ describe("DatabaseSink", () => {
       yield* startSink(sink, { applicationId: group, deadLetterTopic: dlq })
       yield* reachedEnd(group, input)
       assert.deepStrictEqual(yield* ids(table), ["a", "d", "e"])
-      const dead = yield* readCommitted(dlq)
-      assert.deepStrictEqual(dead.map((r) => r.key).sort(), ["b", "c"])
-      assert.include(dead.find((r) => r.key === "c")?.headers["skein.error"] ?? "", "Rejected")
-      // Published: the outbox is emptied, and the group's Kafka offsets follow the database's (lag monitoring).
+      // Dead letters are published from the outbox after the database commit: once it is emptied, they are on the
+      // topic (the offsets table can reach the end before that).
       yield* eventually(withSql((sql) =>
         Effect.map(sql<{ n: string }>`SELECT count(*) AS n FROM skein_dead_letters WHERE group_id = ${group}`, ([row]) => Number(row?.n) === 0)
       ), { what: "the outbox to be emptied" })
+      const dead = yield* readCommitted(dlq)
+      assert.deepStrictEqual(dead.map((r) => r.key).sort(), ["b", "c"])
+      assert.include(dead.find((r) => r.key === "c")?.headers["skein.error"] ?? "", "Rejected")
+      // The group's Kafka offsets follow the database's (lag monitoring).
       const kafkaOffsets = yield* groupOffsets(group, input)
       const ends = yield* offsets(input)
       for (const end of ends) assert.strictEqual(kafkaOffsets.get(end.partition), end.lastStable)
