@@ -34,8 +34,9 @@ import { existsSync, readdirSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
 import { parseArgs } from "node:util"
-import { Cause, Duration, Effect, Exit, Fiber, Option, Schema } from "effect"
+import { Duration, Effect, Option, Schema } from "effect"
 import type * as Skein from "../../src/index.ts"
+import { runUntilSignalled } from "../lib/runApp.ts"
 import { securityFromEnv, skeinSecurity } from "../lib/security.ts"
 
 const { values } = parseArgs({
@@ -148,14 +149,4 @@ const program = Runner.runWithStats(Count, stats).pipe(
     ...skeinSecurity(securityFromEnv()),
   })),
 )
-const fiber = Effect.runFork(program)
-const stop = (): void => {
-  Effect.runFork(Fiber.interrupt(fiber))
-}
-process.on("SIGTERM", stop)
-process.on("SIGINT", stop)
-fiber.addObserver((exit) => {
-  if (Exit.isSuccess(exit) || Exit.isInterrupted(exit)) process.exit(0)
-  console.error(Cause.pretty(exit.cause))
-  process.exit(1)
-})
+runUntilSignalled(program)

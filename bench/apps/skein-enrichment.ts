@@ -16,8 +16,9 @@
 import { resolve } from "node:path"
 import { pathToFileURL } from "node:url"
 import { parseArgs } from "node:util"
-import { Cause, Duration, Effect, Exit, Fiber, Schema } from "effect"
+import { Duration, Effect, Schema } from "effect"
 import type * as Skein from "../../src/index.ts"
+import { runUntilSignalled } from "../lib/runApp.ts"
 import { securityFromEnv, skeinSecurity } from "../lib/security.ts"
 
 const { values } = parseArgs({
@@ -77,14 +78,4 @@ const program = Topology.run(topology).pipe(
     ...skeinSecurity(securityFromEnv()),
   })),
 )
-const fiber = Effect.runFork(program)
-const stop = (): void => {
-  Effect.runFork(Fiber.interrupt(fiber))
-}
-process.on("SIGTERM", stop)
-process.on("SIGINT", stop)
-fiber.addObserver((exit) => {
-  if (Exit.isSuccess(exit) || Exit.isInterrupted(exit)) process.exit(0)
-  console.error(Cause.pretty(exit.cause))
-  process.exit(1)
-})
+runUntilSignalled(program)

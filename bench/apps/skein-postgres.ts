@@ -16,8 +16,9 @@ import { resolve } from "node:path"
 import { pathToFileURL } from "node:url"
 import { parseArgs } from "node:util"
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Effect, Exit, Fiber, Redacted, Schema } from "effect"
+import { Effect, Redacted, Schema } from "effect"
 import type * as Skein from "../../src/index.ts"
+import { runUntilSignalled } from "../lib/runApp.ts"
 import { securityFromEnv, skeinSecurity } from "../lib/security.ts"
 
 const { values } = parseArgs({
@@ -82,14 +83,4 @@ const program = Runner.run(ToPostgres).pipe(
     ...skeinSecurity(securityFromEnv()),
   })),
 )
-const fiber = Effect.runFork(program)
-const stop = (): void => {
-  Effect.runFork(Fiber.interrupt(fiber))
-}
-process.on("SIGTERM", stop)
-process.on("SIGINT", stop)
-fiber.addObserver((exit) => {
-  if (Exit.isSuccess(exit) || Exit.isInterrupted(exit)) process.exit(0)
-  console.error(Cause.pretty(exit.cause))
-  process.exit(1)
-})
+runUntilSignalled(program)
