@@ -412,63 +412,42 @@ interface ProcessRunCtx {
 /** Ends a phase's app: a profiled run (SKEIN_BENCH_CPU_PROF) stops gracefully, so that node writes its profile. */
 const endPhase = (app: AppProcess): Promise<unknown> => process.env["SKEIN_BENCH_CPU_PROF"] ? app.stop() : app.kill()
 
-const runProcess = async (c: ProcessContender, run: number, prefix: string, x: ProcessRunCtx): Promise<RunResult> => {
+/** Runs `f` with a spawner of app processes, each killed once `f` ends (then `cleanup`, if given). */
+const withSpawned = async <A>(
+  f: (spawn: (cmd: Command, logFile: string) => AppProcess) => Promise<A>,
+  cleanup: () => void = () => {}
+): Promise<A> => {
   const spawned: AppProcess[] = []
-  const spawn = (cmd: Command, logFile: string): AppProcess => {
-    const p = new AppProcess(cmd, logFile)
-    spawned.push(p)
-    return p
-  }
   try {
-    return await runProcessInner(c, run, prefix, x, spawn)
+    return await f((cmd, logFile) => {
+      const p = new AppProcess(cmd, logFile)
+      spawned.push(p)
+      return p
+    })
   } finally {
     for (const p of spawned) await p.kill()
+    cleanup()
   }
 }
+
+/** Removes a job run's folder (its state directory). */
+const removeRunDir = (x: { readonly workDir: string }, c: ProcessContender, run: number) => () =>
+  rmSync(join(x.workDir, `${c.name}-r${run}`), { recursive: true, force: true })
+
+const runProcess = (c: ProcessContender, run: number, prefix: string, x: ProcessRunCtx): Promise<RunResult> =>
+  withSpawned((spawn) => runProcessInner(c, run, prefix, x, spawn))
 
 /** An enrichment-job run (bench/lib/enrichmentRun.ts), its processes killed at the end. */
-const runEnrichmentProcess = async (c: ProcessContender, run: number, prefix: string, x: EnrichmentRunCtx): Promise<RunResult> => {
-  const spawned: AppProcess[] = []
-  try {
-    return await runEnrichment(c, run, prefix, x, (cmd, logFile) => {
-      const p = new AppProcess(cmd, logFile)
-      spawned.push(p)
-      return p
-    })
-  } finally {
-    for (const p of spawned) await p.kill()
-    rmSync(join(x.workDir, `${c.name}-r${run}`), { recursive: true, force: true })
-  }
-}
+const runEnrichmentProcess = (c: ProcessContender, run: number, prefix: string, x: EnrichmentRunCtx): Promise<RunResult> =>
+  withSpawned((spawn) => runEnrichment(c, run, prefix, x, spawn), removeRunDir(x, c, run))
 
 /** A Postgres-job run (bench/lib/postgresRun.ts), its processes killed at the end. */
-const runPostgresProcess = async (c: ProcessContender, run: number, prefix: string, x: PostgresRunCtx): Promise<RunResult> => {
-  const spawned: AppProcess[] = []
-  try {
-    return await runPostgres(c, run, prefix, x, (cmd, logFile) => {
-      const p = new AppProcess(cmd, logFile)
-      spawned.push(p)
-      return p
-    })
-  } finally {
-    for (const p of spawned) await p.kill()
-  }
-}
+const runPostgresProcess = (c: ProcessContender, run: number, prefix: string, x: PostgresRunCtx): Promise<RunResult> =>
+  withSpawned((spawn) => runPostgres(c, run, prefix, x, spawn))
 
 /** A windowed-job run (bench/lib/windowedRun.ts), its processes killed at the end. */
-const runWindowedProcess = async (c: ProcessContender, run: number, prefix: string, x: WindowedRunCtx): Promise<RunResult> => {
-  const spawned: AppProcess[] = []
-  try {
-    return await runWindowed(c, run, prefix, x, (cmd, logFile) => {
-      const p = new AppProcess(cmd, logFile)
-      spawned.push(p)
-      return p
-    })
-  } finally {
-    for (const p of spawned) await p.kill()
-    rmSync(join(x.workDir, `${c.name}-r${run}`), { recursive: true, force: true })
-  }
-}
+const runWindowedProcess = (c: ProcessContender, run: number, prefix: string, x: WindowedRunCtx): Promise<RunResult> =>
+  withSpawned((spawn) => runWindowed(c, run, prefix, x, spawn), removeRunDir(x, c, run))
 
 const runProcessInner = async (
   c: ProcessContender,
