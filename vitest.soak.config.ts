@@ -11,10 +11,10 @@ export default defineConfig({
     ...base.test,
     include: ["test/soak/**/*.test.ts"],
     exclude: configDefaults.exclude,
-    // Its files side by side (the leak run measures its own process; the chaos run its own
-    // children): the soak stage takes the longer of them, not their sum.
-    fileParallelism: true,
-    maxWorkers: 2,
-    minWorkers: 1
+    // One file at a time: the leak run counts its own process's descriptors and waits for its
+    // runner to own every task again after each rebalance, which the chaos run's dozen processes
+    // on the same cores can starve (a CI run of 4433dbd timed out waiting for the leak run's
+    // first assignment while the chaos run ran beside it). The stage takes their sum, ~3 min.
+    fileParallelism: false
   }
 })

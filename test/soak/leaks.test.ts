@@ -76,11 +76,39 @@ const sample = (stateDir: string, supervisor: Supervisor.Supervisor<ReadonlyArra
     }
   })
 
-const waitUntil = (what: string, condition: () => boolean, timeout: Duration.DurationInput = Duration.seconds(90)) =>
+/** What the runner shows of itself, for a failure's message. */
+const describeRunner = (stats: Runner.Stats) =>
+  JSON.stringify({
+    phase: stats.phase,
+    assigned: [...stats.assigned],
+    pending: [...stats.pending],
+    stopped: [...stats.stopped],
+    inFlightTransactions: stats.inFlightTransactions,
+    rebalances: stats.rebalances,
+    commits: stats.commits,
+    aborts: stats.aborts
+  })
+
+/**
+ * Waits until `condition` holds, checking every 100 ms; fails at once with the runner's exit if it
+ * ended, and after `timeout` with what the runner shows of itself.
+ */
+const waitUntil = (
+  what: string,
+  condition: () => boolean,
+  runner: { readonly fiber: Fiber.RuntimeFiber<unknown, unknown>; readonly stats: Runner.Stats },
+  timeout: Duration.DurationInput = Duration.seconds(90)
+) =>
   Effect.gen(function*() {
     const deadline = Date.now() + Duration.toMillis(Duration.decode(timeout))
     while (!condition()) {
-      if (Date.now() > deadline) return yield* Effect.dieMessage(`timed out waiting until ${what}`)
+      const ended = yield* Fiber.poll(runner.fiber)
+      if (ended._tag === "Some") {
+        return yield* Effect.dieMessage(`waiting until ${what}, the runner ended: ${String(ended.value)}`)
+      }
+      if (Date.now() > deadline) {
+        return yield* Effect.dieMessage(`timed out waiting until ${what}; the runner: ${describeRunner(runner.stats)}`)
+      }
       yield* Effect.sleep(Duration.millis(100))
     }
   })
@@ -153,15 +181,16 @@ describe("resource leaks", () => {
         Effect.supervised(supervisor)
       )
 
+      const watched = { fiber: runner, stats }
       const ownsAll = () => stats.assigned.size === PARTITIONS && stats.inFlightTransactions === 0
       // Settled: owns every task and the last records are committed (a commit a second ago at most).
       const settle = Effect.gen(function*() {
-        yield* waitUntil("the runner owns all tasks", ownsAll)
+        yield* waitUntil("the runner owns all tasks", ownsAll, watched)
         const commits = stats.commits
         yield* produce(60)
-        yield* waitUntil("the runner committed again", () => stats.commits > commits && ownsAll())
+        yield* waitUntil("the runner committed again", () => stats.commits > commits && ownsAll(), watched)
         yield* Effect.sleep(Duration.seconds(2))
-        yield* waitUntil("the runner owns all tasks", ownsAll)
+        yield* waitUntil("the runner owns all tasks", ownsAll, watched)
       })
 
       yield* produce(300)
@@ -190,11 +219,11 @@ describe("resource leaks", () => {
           })
           const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()))
           yield* waitUntil(`cycle ${cycle}: the second instance took tasks`, () =>
-            stats.assigned.size > 0 && stats.assigned.size < PARTITIONS)
+            stats.assigned.size > 0 && stats.assigned.size < PARTITIONS, watched)
           yield* produce(60)
           child.kill("SIGTERM")
           yield* Effect.promise(() => exited)
-          yield* waitUntil(`cycle ${cycle}: the runner owns all tasks again`, ownsAll)
+          yield* waitUntil(`cycle ${cycle}: the runner owns all tasks again`, ownsAll, watched)
         })
 
       yield* joinAndLeave(0)
