@@ -1,5 +1,5 @@
 /**
- * Micro-benchmark: a task's share of a poll (`src/internal/batch.ts` `run`, what the main thread
+ * Micro-benchmark: a task's share of a poll (`src/internal/runtime/batch.ts` `run`, what the main thread
  * does per input record between the fetch and the transaction), on the benchmark's job: a
  * per-key count over `--keys` keys, one output per record, state in a store that is already
  * warm in the task's state cache (as under a backlog), no broker.
@@ -17,7 +17,7 @@ import { Effect, Option, Schema } from "effect"
 import { PerformanceObserver } from "node:perf_hooks"
 import { parseArgs } from "node:util"
 import type { FetchedRecord } from "../src/internal/kafka/consumer.ts"
-import type { StateStore } from "../src/internal/StateStore.ts"
+import type { StateStore } from "../src/internal/stores/StateStore.ts"
 import { emptyStore, moduleFrom } from "./lib/inProcess.ts"
 import { spread } from "./lib/stats.ts"
 
@@ -40,10 +40,10 @@ const minMs = Number(flags["min-ms"])
 
 // The sources, or (--dist <folder>) a build of them (bench/lib/inProcess.ts).
 const from = moduleFrom(flags.dist)
-const Batch: typeof import("../src/internal/batch.ts") = await import(from("internal/batch"))
-const { makeMessageLimits }: typeof import("../src/internal/outputs.ts") = await import(from("internal/outputs"))
-const PartitionCounts: typeof import("../src/internal/partitionCounts.ts") = await import(from("internal/partitionCounts"))
-const { makeStateCache }: typeof import("../src/internal/StateCache.ts") = await import(from("internal/StateCache"))
+const Batch: typeof import("../src/internal/runtime/batch.ts") = await import(from("internal/runtime/batch"))
+const { makeMessageLimits }: typeof import("../src/internal/runtime/outputs.ts") = await import(from("internal/runtime/outputs"))
+const PartitionCounts: typeof import("../src/internal/runtime/partitionCounts.ts") = await import(from("internal/runtime/partitionCounts"))
+const { makeStateCache }: typeof import("../src/internal/stores/StateCache.ts") = await import(from("internal/stores/StateCache"))
 const { StateStoreError }: typeof import("../src/SkeinError.ts") = await import(from("SkeinError"))
 const { ErrorRule, Topic, Transformer }: typeof import("../src/index.ts") = await import(from("index"))
 
@@ -88,7 +88,7 @@ const store: StateStore = emptyStore(StateStoreError)
 const cache = makeStateCache(100_000)
 for (let k = 0; k < keys; k++) cache.set(`key-${k}`, Option.some(k))
 
-const options: import("../src/internal/batch.ts").Options = {
+const options: import("../src/internal/runtime/batch.ts").Options = {
   deadLetterTopic: Option.none(),
   stop: Effect.never,
   permits: Option.none(),
@@ -96,7 +96,7 @@ const options: import("../src/internal/batch.ts").Options = {
   partitionCounts: PartitionCounts.make(() => Effect.succeed(6)),
   cache
 }
-const slice: import("../src/internal/batch.ts").Slice = { topic: Input.name, partition: 0, records: fetched, endOffset: records }
+const slice: import("../src/internal/runtime/batch.ts").Slice = { topic: Input.name, partition: 0, records: fetched, endOffset: records }
 const poll = Batch.run(Count, Option.some(store), [slice], options)
 
 let gcNs = 0

@@ -1,6 +1,6 @@
 /**
  * Micro-benchmark: the enrichment job's sub-topology (bench/apps/skein-enrichment.ts: a stream
- * left-joined to a table read from a topic) on a task's share of a poll (`src/internal/batch.ts`
+ * left-joined to a table read from a topic) on a task's share of a poll (`src/internal/runtime/batch.ts`
  * `run`), no broker: what the main thread does per stream record in the stream DSL's compiled
  * transformer, with the table already loaded and its keys' states warm in the task's state cache
  * (as in the benchmark once the table is loaded: a task's ~16,700 keys fit the cache).
@@ -16,7 +16,7 @@ import { Effect, Either, Option, Schema } from "effect"
 import { PerformanceObserver } from "node:perf_hooks"
 import { parseArgs } from "node:util"
 import type { FetchedRecord } from "../src/internal/kafka/consumer.ts"
-import type { StateStore } from "../src/internal/StateStore.ts"
+import type { StateStore } from "../src/internal/stores/StateStore.ts"
 import type * as Transformer from "../src/Transformer.ts"
 import type * as Topic from "../src/Topic.ts"
 import { emptyStore, moduleFrom } from "./lib/inProcess.ts"
@@ -40,10 +40,10 @@ const minMs = Number(flags["min-ms"])
 
 // The sources, or (--dist <folder>) a build of them (bench/lib/inProcess.ts).
 const from = moduleFrom(flags.dist)
-const Batch: typeof import("../src/internal/batch.ts") = await import(from("internal/batch"))
-const { makeMessageLimits }: typeof import("../src/internal/outputs.ts") = await import(from("internal/outputs"))
-const PartitionCounts: typeof import("../src/internal/partitionCounts.ts") = await import(from("internal/partitionCounts"))
-const { makeStateCache }: typeof import("../src/internal/StateCache.ts") = await import(from("internal/StateCache"))
+const Batch: typeof import("../src/internal/runtime/batch.ts") = await import(from("internal/runtime/batch"))
+const { makeMessageLimits }: typeof import("../src/internal/runtime/outputs.ts") = await import(from("internal/runtime/outputs"))
+const PartitionCounts: typeof import("../src/internal/runtime/partitionCounts.ts") = await import(from("internal/runtime/partitionCounts"))
+const { makeStateCache }: typeof import("../src/internal/stores/StateCache.ts") = await import(from("internal/stores/StateCache"))
 const { StateStoreError }: typeof import("../src/SkeinError.ts") = await import(from("SkeinError"))
 const { KStream, KTable, Topic: TopicModule, Topology }: typeof import("../src/index.ts") = await import(from("index"))
 
@@ -98,7 +98,7 @@ for (let k = 0; k < keys; k++) {
   cache.set(key, Option.some(decoded))
 }
 
-const options: import("../src/internal/batch.ts").Options = {
+const options: import("../src/internal/runtime/batch.ts").Options = {
   deadLetterTopic: Option.none(),
   stop: Effect.never,
   permits: Option.none(),
@@ -106,7 +106,7 @@ const options: import("../src/internal/batch.ts").Options = {
   partitionCounts: PartitionCounts.make(() => Effect.succeed(6)),
   cache
 }
-const slice: import("../src/internal/batch.ts").Slice = { topic: Input.name, partition: 0, records: fetched, endOffset: records }
+const slice: import("../src/internal/runtime/batch.ts").Slice = { topic: Input.name, partition: 0, records: fetched, endOffset: records }
 const poll = Batch.run(join, Option.some(store), [slice], options)
 
 let gcNs = 0

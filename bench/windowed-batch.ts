@@ -1,7 +1,7 @@
 /**
  * Micro-benchmark: the windowed job's two sub-topologies (bench/apps/skein-windowed.ts: a groupBy
  * to a second key through a repartition topic, then a tumbling one-minute count with final results)
- * on a task's share of a poll (`src/internal/batch.ts` `run`), no broker: what the main thread does
+ * on a task's share of a poll (`src/internal/runtime/batch.ts` `run`), no broker: what the main thread does
  * per record in the stream DSL's compiled transformers, where the count job (bench/batch.ts) runs a
  * hand-written one.
  *
@@ -16,7 +16,7 @@ import { Duration, Effect, Either, Option, Schema } from "effect"
 import { PerformanceObserver } from "node:perf_hooks"
 import { parseArgs } from "node:util"
 import type { FetchedRecord } from "../src/internal/kafka/consumer.ts"
-import type { StateStore } from "../src/internal/StateStore.ts"
+import type { StateStore } from "../src/internal/stores/StateStore.ts"
 import type * as Transformer from "../src/Transformer.ts"
 import type * as Topic from "../src/Topic.ts"
 import { emptyStore, moduleFrom } from "./lib/inProcess.ts"
@@ -38,10 +38,10 @@ const minMs = Number(flags["min-ms"])
 
 // The sources, or (--dist <folder>) a build of them (bench/lib/inProcess.ts).
 const from = moduleFrom(flags.dist)
-const Batch: typeof import("../src/internal/batch.ts") = await import(from("internal/batch"))
-const { makeMessageLimits }: typeof import("../src/internal/outputs.ts") = await import(from("internal/outputs"))
-const PartitionCounts: typeof import("../src/internal/partitionCounts.ts") = await import(from("internal/partitionCounts"))
-const { makeStateCache }: typeof import("../src/internal/StateCache.ts") = await import(from("internal/StateCache"))
+const Batch: typeof import("../src/internal/runtime/batch.ts") = await import(from("internal/runtime/batch"))
+const { makeMessageLimits }: typeof import("../src/internal/runtime/outputs.ts") = await import(from("internal/runtime/outputs"))
+const PartitionCounts: typeof import("../src/internal/runtime/partitionCounts.ts") = await import(from("internal/runtime/partitionCounts"))
+const { makeStateCache }: typeof import("../src/internal/stores/StateCache.ts") = await import(from("internal/stores/StateCache"))
 const { StateStoreError }: typeof import("../src/SkeinError.ts") = await import(from("SkeinError"))
 const { KGroupedStream, KStream, KTable, TimeWindowedKStream, TimeWindows, Topic: TopicModule, Topology }: typeof import(
   "../src/index.ts"
@@ -97,7 +97,7 @@ const countingInput = fetchedOf(repartition.name, inputs.map((row) => ({ key: ro
 
 /** An empty store: every state starts absent (the round's first record of a group opens its window). */
 const store: StateStore = emptyStore(StateStoreError)
-const optionsOf = (): import("../src/internal/batch.ts").Options => ({
+const optionsOf = (): import("../src/internal/runtime/batch.ts").Options => ({
   deadLetterTopic: Option.none(),
   stop: Effect.never,
   permits: Option.none(),

@@ -13,8 +13,8 @@
  */
 import { Effect, Option, Schema } from "effect"
 import type { Stream } from "effect"
-import { batchLatencyBounds } from "./internal/RunnerStats.ts"
-import type { BatchLatency, Stats } from "./internal/RunnerStats.ts"
+import { batchLatencyBounds } from "./internal/runtime/RunnerStats.ts"
+import type { BatchLatency, Stats } from "./internal/runtime/RunnerStats.ts"
 
 const Partition = Schema.Number
 

@@ -51,7 +51,7 @@ import * as RunStore from "./internal/workflow/RunStore.ts"
 import { EncodeError, StateNotStorable, StoredStateInvalid, WorkflowSuspended } from "./SkeinError.ts"
 import * as Topic from "./Topic.ts"
 import type { InputRecord, Rule, Transformer } from "./Transformer.ts"
-import { defaultStateKey } from "./internal/StateKeyCheck.ts"
+import { defaultStateKey } from "./internal/runtime/StateKeyCheck.ts"
 
 /**
  * The errors of a workflow's Kafka handler that its error rules see: the

@@ -9,7 +9,7 @@
  */
 import { Data } from "effect"
 import type { ParseResult } from "effect"
-import { bounded, describe, formatParseError } from "./internal/errorText.ts"
+import { bounded, describe, formatParseError } from "./internal/util/errorText.ts"
 
 /**
  * A failure talking to Kafka. `reason` classifies it; `cause` keeps the
@@ -276,7 +276,7 @@ export class TopicNotFound extends Data.TaggedError("TopicNotFound")<{
  */
 export class DecodeError extends Data.TaggedError("DecodeError")<DecodeError.Fields> {
   constructor(fields: DecodeError.Fields) {
-    // The cause's texts are bounded: it embeds untrusted input (see internal/errorText.ts).
+    // The cause's texts are bounded: it embeds untrusted input (see internal/util/errorText.ts).
     super({ ...fields, cause: bounded(fields.cause) })
   }
   /** At most about 1 KiB, whatever the record (never throws). */

@@ -10,10 +10,10 @@
  * @since 0.1.0
  */
 import { Either, ParseResult, Schema } from "effect"
-import { headerRecord } from "./internal/headers.ts"
-import * as JsonCodec from "./internal/jsonCodec.ts"
-import type { HeaderValue, Headers } from "./internal/headers.ts"
-import { notText, strictText } from "./internal/utf8.ts"
+import { headerRecord } from "./internal/codec/headers.ts"
+import * as JsonCodec from "./internal/codec/jsonCodec.ts"
+import type { HeaderValue, Headers } from "./internal/codec/headers.ts"
+import { notText, strictText } from "./internal/codec/utf8.ts"
 import { EncodeError } from "./SkeinError.ts"
 
 /**

@@ -8,7 +8,7 @@ import { Option } from "effect"
 import type { Duration, Effect, Schema } from "effect"
 import type { PredicateRule, TaggedRule, TaggedRuleFor } from "./ErrorRule.ts"
 import type { SinkHooks } from "./internal/database/DatabaseTask.ts"
-import { defaultStateKey } from "./internal/StateKeyCheck.ts"
+import { defaultStateKey } from "./internal/runtime/StateKeyCheck.ts"
 import type { Declaration as StoreDeclaration } from "./internal/stores/access.ts"
 import type {
   EncodeError,

@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import * as path from "node:path"
 import * as url from "node:url"
-import type { StateStore } from "../../src/internal/StateStore.ts"
+import type { StateStore } from "../../src/internal/stores/StateStore.ts"
 
 /**
  * The specifier of a Skein module (`internal/batch`, `index`): the sources through tsx, or (`dist`

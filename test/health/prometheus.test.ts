@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Chunk, Deferred, Effect, Fiber, Metric, MetricState, Option, Schema, Stream } from "effect"
 import { Health, Runner } from "../../src/index.ts"
-import { makeStats } from "../../src/internal/RunnerStats.ts"
-import type { RunnerStats } from "../../src/internal/RunnerStats.ts"
+import { makeStats } from "../../src/internal/runtime/RunnerStats.ts"
+import type { RunnerStats } from "../../src/internal/runtime/RunnerStats.ts"
 
 /** A runner's stats mid-run: two running tasks, one pending, one restoring, one stopped. */
 const midRun = (): RunnerStats => {

@@ -2,9 +2,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Exit, Schema, Scope } from "effect"
 import { KGroupedStream, KStream, KTable, Runner, TimeWindowedKStream, TimeWindows, Topic, Topology, Windowed } from "../../src/index.ts"
 import type { Transformer } from "../../src/index.ts"
-import * as HealthServer from "../../src/internal/healthServer.ts"
-import { applicationIdOf } from "../../src/internal/runAll.ts"
-import { makeStats } from "../../src/internal/RunnerStats.ts"
+import * as HealthServer from "../../src/internal/runtime/healthServer.ts"
+import { applicationIdOf } from "../../src/internal/runtime/runAll.ts"
+import { makeStats } from "../../src/internal/runtime/RunnerStats.ts"
 import { TestDriver } from "../../src/testing/index.ts"
 
 const get = (port: number, path: string) =>

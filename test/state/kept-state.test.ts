@@ -11,7 +11,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Topic, Transformer } from "../../src/index.ts"
 import type { Runner } from "../../src/index.ts"
-import * as StateStore from "../../src/internal/StateStore.ts"
+import * as StateStore from "../../src/internal/stores/StateStore.ts"
 import {
   alterTopicConfig,
   caughtUp,

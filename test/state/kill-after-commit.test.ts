@@ -21,7 +21,7 @@ import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as StateStore from "../../src/internal/StateStore.ts"
+import * as StateStore from "../../src/internal/stores/StateStore.ts"
 import type { Aggregate, InputValue } from "../apps/model.ts"
 import { brokers, createTopics, groupOffsets, offsets, produceRaw, readCommitted, unique } from "../helpers/kafka.ts"
 
@@ -90,7 +90,7 @@ const restoresOf = (output: string) =>
       until: Number(m[6])
     }))
 
-/** The fault points' last words in a run's output (`src/internal/faults.ts`): the task killed and the commit. */
+/** The fault points' last words in a run's output (`src/internal/runtime/faults.ts`): the task killed and the commit. */
 const faultsOf = (output: string) => [
   ...[...output.matchAll(/skein fault after-commit-before-store: SIGKILL at commit (\d+) \(task (\d+)\)/g)]
     .map((m) => ({ fault: "after-commit-before-store", commit: Number(m[1]), partition: Number(m[2]) })),

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Option } from "effect"
 import { SkeinConfig } from "../../src/index.ts"
-import * as Runner from "../../src/internal/runner.ts"
+import * as Runner from "../../src/internal/runtime/runner.ts"
 import { countOf } from "../helpers/counter.ts"
 import { tempDir } from "../helpers/tempDir.ts"
 import { brokers, caughtUp, createTopics, eventually, groupOffsets, offsets, produce, unique } from "../helpers/kafka.ts"

@@ -25,7 +25,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import * as path from "node:path"
-import { applicationIdOf } from "../../src/internal/runAll.ts"
+import { applicationIdOf } from "../../src/internal/runtime/runAll.ts"
 import { enrichmentTransformer } from "../apps/sourceChangelogTopology.ts"
 import {
   brokers,

@@ -18,9 +18,9 @@ import { Health, SkeinConfig } from "../../src/index.ts"
 import * as Admin from "../../src/internal/kafka/admin.ts"
 import * as ChangelogTail from "../../src/internal/kafka/changelogTail.ts"
 import * as Client from "../../src/internal/kafka/client.ts"
-import * as LocalStores from "../../src/internal/LocalStores.ts"
-import { makeStats } from "../../src/internal/RunnerStats.ts"
-import * as Standbys from "../../src/internal/Standbys.ts"
+import * as LocalStores from "../../src/internal/runtime/LocalStores.ts"
+import { makeStats } from "../../src/internal/runtime/RunnerStats.ts"
+import * as Standbys from "../../src/internal/runtime/Standbys.ts"
 import { brokers, createTopics, eventually, produce, unique } from "../helpers/kafka.ts"
 
 describe("a standby of a partition its changelog does not have", () => {

@@ -14,9 +14,9 @@ import { KafkaError } from "../../src/SkeinError.ts"
 import * as Admin from "../../src/internal/kafka/admin.ts"
 import type { ChangelogTail } from "../../src/internal/kafka/changelogTail.ts"
 import * as Client from "../../src/internal/kafka/client.ts"
-import * as LocalStores from "../../src/internal/LocalStores.ts"
-import { makeStats } from "../../src/internal/RunnerStats.ts"
-import * as Standbys from "../../src/internal/Standbys.ts"
+import * as LocalStores from "../../src/internal/runtime/LocalStores.ts"
+import { makeStats } from "../../src/internal/runtime/RunnerStats.ts"
+import * as Standbys from "../../src/internal/runtime/Standbys.ts"
 import { brokers, createTopics, unique } from "../helpers/kafka.ts"
 
 describe("a standby whose reader cannot join", () => {

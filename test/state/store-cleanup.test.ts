@@ -12,7 +12,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { Topic, Transformer } from "../../src/index.ts"
-import * as StateStore from "../../src/internal/StateStore.ts"
+import * as StateStore from "../../src/internal/stores/StateStore.ts"
 import { caughtUp, createTopics, eventually, produce, startInstance, unique } from "../helpers/kafka.ts"
 
 const PARTITIONS = 2

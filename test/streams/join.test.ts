@@ -18,7 +18,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Fiber, Option, Schema } from "effect"
-import { applicationIdOf } from "../../src/internal/runAll.ts"
+import { applicationIdOf } from "../../src/internal/runtime/runAll.ts"
 import { GlobalKTable, JoinWindows, KStream, KTable, SkeinConfig, Topic, Topology, Transformer } from "../../src/index.ts"
 import { brokers, caughtUp, createTopics, eventually, produceRaw, readCommitted, unique } from "../helpers/kafka.ts"
 import { tempDir } from "../helpers/tempDir.ts"

@@ -33,7 +33,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Schema } from "effect"
 import type { Runner } from "../../src/index.ts"
 import { KStream, KTable, SkeinConfig, Topic, Topology, Transformer } from "../../src/index.ts"
-import { applicationIdOf } from "../../src/internal/runAll.ts"
+import { applicationIdOf } from "../../src/internal/runtime/runAll.ts"
 import {
   brokers,
   caughtUp,

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Logger, Option, Schema } from "effect"
 import { Topic, Transformer } from "../../src/index.ts"
-import * as StateKeyCheck from "../../src/internal/StateKeyCheck.ts"
+import * as StateKeyCheck from "../../src/internal/runtime/StateKeyCheck.ts"
 import { caughtUp, createTopics, produce, startInstance, unique } from "../helpers/kafka.ts"
 
 describe("StateKeyCheck", () => {

@@ -6,8 +6,8 @@
  * see test/unit/proofs.test.ts.)
  */
 import { Duration, Effect } from "effect"
-import type * as BatchLock from "../../src/internal/BatchLock.ts"
-import type { CommitReceipt } from "../../src/internal/CommitReceipt.ts"
+import type * as BatchLock from "../../src/internal/runtime/BatchLock.ts"
+import type { CommitReceipt } from "../../src/internal/runtime/CommitReceipt.ts"
 import type { ChangelogReader } from "../../src/internal/kafka/changelogReader.ts"
 import type { Kafka } from "../../src/internal/kafka/client.ts"
 import { classify } from "../../src/internal/kafka/errors.ts"
@@ -19,7 +19,7 @@ import type {
   TransactionalProducer
 } from "../../src/internal/kafka/producer.ts"
 import * as Producer from "../../src/internal/kafka/producer.ts"
-import type { StateStore } from "../../src/internal/StateStore.ts"
+import type { StateStore } from "../../src/internal/stores/StateStore.ts"
 import { KafkaError } from "../../src/SkeinError.ts"
 
 declare const reader: ChangelogReader

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import * as ChangelogReplay from "../../src/internal/ChangelogReplay.ts"
+import * as ChangelogReplay from "../../src/internal/stores/ChangelogReplay.ts"
 import type { ChangelogRecord } from "../../src/internal/kafka/changelogReader.ts"
 
 const record = (offset: number, key: string | null, value: string | null): ChangelogRecord => ({

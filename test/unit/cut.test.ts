@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Option } from "effect"
-import * as Cut from "../../src/internal/cut.ts"
+import * as Cut from "../../src/internal/runtime/cut.ts"
 
 const done = (offset: number, stateKey: string, value: number, disposition: Cut.Done<number>["disposition"] = "processed") => ({
   offset,

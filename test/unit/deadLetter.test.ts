@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { deadLetter, droppedHeader, truncatedHeader } from "../../src/internal/deadLetter.ts"
+import { deadLetter, droppedHeader, truncatedHeader } from "../../src/internal/runtime/deadLetter.ts"
 import type { FetchedHeaders, FetchedRecord } from "../../src/internal/kafka/consumer.ts"
-import { recordBytes } from "../../src/internal/recordSize.ts"
+import { recordBytes } from "../../src/internal/kafka/recordSize.ts"
 
 const record = (key: Buffer | null, value: Buffer | null, rawHeaders: FetchedHeaders = {}): FetchedRecord => ({
   topic: "in",

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Either, Schema } from "effect"
-import { decodeRecord, strictText } from "../../src/internal/decode.ts"
+import { decodeRecord, strictText } from "../../src/internal/runtime/decode.ts"
 import type { FetchedRecord } from "../../src/internal/kafka/consumer.ts"
 import { DecodeError } from "../../src/SkeinError.ts"
 import * as Topic from "../../src/Topic.ts"

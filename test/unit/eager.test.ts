@@ -1,5 +1,5 @@
 /**
- * Effects composed eagerly (src/internal/eager.ts): a step after a done one
+ * Effects composed eagerly (src/internal/streams/eager.ts): a step after a done one
  * (an `Exit`) runs at once and the result is done; from the first step that
  * is not done, the rest runs when the Effect runs, in the same order and with
  * the same result; a failure stops the steps after it; a throw while
@@ -8,7 +8,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Option } from "effect"
-import * as Eager from "../../src/internal/eager.ts"
+import * as Eager from "../../src/internal/streams/eager.ts"
 
 /** A step that logs `name` when it runs: done at once (`Effect.succeed`) or not (`Effect.sync`). */
 const stepOf = (log: Array<string>, done: boolean) => (name: string): Effect.Effect<string> =>

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Either, ParseResult, Schema } from "effect"
 import * as util from "node:util"
-import { bounded, describe as describeError, describeIssue, formatParseError, truncate } from "../../src/internal/errorText.ts"
+import { bounded, describe as describeError, describeIssue, formatParseError, truncate } from "../../src/internal/util/errorText.ts"
 import { DecodeError, EncodeError } from "../../src/SkeinError.ts"
 import * as Topic from "../../src/Topic.ts"
 

@@ -5,8 +5,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Either, Option, ParseResult, Schema } from "effect"
 import { Topic } from "../../src/index.ts"
-import * as JsonCodec from "../../src/internal/jsonCodec.ts"
-import * as JsonExact from "../../src/internal/jsonExact.ts"
+import * as JsonCodec from "../../src/internal/codec/jsonCodec.ts"
+import * as JsonExact from "../../src/internal/codec/jsonExact.ts"
 
 class Point extends Schema.Class<Point>("Point")({ x: Schema.Number, at: Schema.Date, note: Schema.OptionFromNullOr(Schema.String) }) {}
 

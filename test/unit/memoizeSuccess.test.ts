@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
-import { memoizeScoped, memoizeSuccess } from "../../src/internal/memoizeSuccess.ts"
+import { memoizeScoped, memoizeSuccess } from "../../src/internal/util/memoizeSuccess.ts"
 
 /** An acquisition that fails the first time (a broker not reachable yet) and succeeds after. */
 const flaky = () => {

@@ -1,10 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, ParseResult, Schema, TestClock } from "effect"
-import { decodeRecord } from "../../src/internal/decode.ts"
-import { headerPairs, headerRecord } from "../../src/internal/headers.ts"
+import { decodeRecord } from "../../src/internal/runtime/decode.ts"
+import { headerPairs, headerRecord } from "../../src/internal/codec/headers.ts"
 import type { FetchedHeaders, FetchedRecord } from "../../src/internal/kafka/consumer.ts"
-import * as Outputs from "../../src/internal/outputs.ts"
-import * as PartitionCounts from "../../src/internal/partitionCounts.ts"
+import * as Outputs from "../../src/internal/runtime/outputs.ts"
+import * as PartitionCounts from "../../src/internal/runtime/partitionCounts.ts"
 import { Topic, Transformer } from "../../src/index.ts"
 
 const record = (key: Buffer | null, value: Buffer | null, rawHeaders: FetchedHeaders = {}): FetchedRecord => ({

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { BatchOutcome, PartitionBatch } from "../../src/internal/kafka/consumer.ts"
-import * as PollBuffer from "../../src/internal/PollBuffer.ts"
+import * as PollBuffer from "../../src/internal/runtime/PollBuffer.ts"
 
 const batch = (
   partition: number,

@@ -12,7 +12,7 @@ import { Effect, Either } from "effect"
 import type * as Queries from "../../src/internal/query/Queries.ts"
 import * as QueryError from "../../src/internal/query/QueryError.ts"
 import * as SharedSources from "../../src/internal/query/SharedSources.ts"
-import * as QueryRoutes from "../../src/internal/QueryRoutes.ts"
+import * as QueryRoutes from "../../src/internal/query/QueryRoutes.ts"
 
 const sourceOf = (transformer: string): Queries.Source => ({
   transformer,

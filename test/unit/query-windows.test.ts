@@ -8,13 +8,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either } from "effect"
-import * as CommitReceipt from "../../src/internal/CommitReceipt.ts"
-import * as MemoryStore from "../../src/internal/memoryStore.ts"
+import * as CommitReceipt from "../../src/internal/runtime/CommitReceipt.ts"
+import * as MemoryStore from "../../src/internal/stores/memoryStore.ts"
 import { partitionOf } from "../../src/internal/query/partitioner.ts"
 import type * as Queries from "../../src/internal/query/Queries.ts"
 import * as Request from "../../src/internal/query/request.ts"
-import * as QueryServer from "../../src/internal/queryServer.ts"
-import * as QueryRoutes from "../../src/internal/QueryRoutes.ts"
+import * as QueryServer from "../../src/internal/query/queryServer.ts"
+import * as QueryRoutes from "../../src/internal/query/QueryRoutes.ts"
 import { encodeTime, namespace } from "../../src/internal/stores/keys.ts"
 
 const partitions = 1

@@ -10,7 +10,7 @@ import {
   StoredStateInvalid,
   TaskMigrated
 } from "../../src/SkeinError.ts"
-import * as Rules from "../../src/internal/rules.ts"
+import * as Rules from "../../src/internal/runtime/rules.ts"
 import { ParseResult, Schema } from "effect"
 
 class Invalid extends Data.TaggedError("Invalid")<{}> {}

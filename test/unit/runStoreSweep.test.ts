@@ -8,8 +8,8 @@ import { Duration, Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as CommitReceipt from "../../src/internal/CommitReceipt.ts"
-import * as StateStore from "../../src/internal/StateStore.ts"
+import * as CommitReceipt from "../../src/internal/runtime/CommitReceipt.ts"
+import * as StateStore from "../../src/internal/stores/StateStore.ts"
 import * as RunStore from "../../src/internal/workflow/RunStore.ts"
 
 /** A store that records how many entries each read returned. */

@@ -19,7 +19,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Option, Schema } from "effect"
 import { KGroupedStream, KStream, KTable, Topic, Topology, Transformer } from "../../src/index.ts"
-import * as SourceChangelog from "../../src/internal/SourceChangelog.ts"
+import * as SourceChangelog from "../../src/internal/stores/SourceChangelog.ts"
 import { TestDriver } from "../../src/testing/index.ts"
 
 const Orders = Topic.make({ name: "orders", key: Schema.String, value: Topic.json(Schema.Number) })

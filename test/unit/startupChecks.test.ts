@@ -6,8 +6,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Option } from "effect"
 import * as SkeinConfig from "../../src/SkeinConfig.ts"
-import { makeStats } from "../../src/internal/RunnerStats.ts"
-import { validateConfig } from "../../src/internal/validation.ts"
+import { makeStats } from "../../src/internal/runtime/RunnerStats.ts"
+import { validateConfig } from "../../src/internal/runtime/validation.ts"
 
 const config = SkeinConfig.make({ applicationId: "startup-checks", brokers: ["127.0.0.1:9"] })
 

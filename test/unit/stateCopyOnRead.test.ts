@@ -1,5 +1,5 @@
 /**
- * Who gets a private copy of a state (`src/internal/stateCopy.ts`), through
+ * Who gets a private copy of a state (`src/internal/stores/stateCopy.ts`), through
  * the batch code (TestDriver): a user's transformer does, so mutating the
  * state it was given (its record's, or another key's through `TaskState.get`)
  * never reaches the next record; the stream DSL's compiled transformers are
@@ -11,7 +11,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Option, Schema } from "effect"
-import * as StateCopy from "../../src/internal/stateCopy.ts"
+import * as StateCopy from "../../src/internal/stores/stateCopy.ts"
 import {
   ErrorRule,
   KGroupedStream,

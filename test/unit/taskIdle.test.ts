@@ -10,8 +10,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { KafkaError } from "../../src/SkeinError.ts"
 import type { FetchedRecord, PartitionBatch } from "../../src/internal/kafka/consumer.ts"
-import * as PollBuffer from "../../src/internal/PollBuffer.ts"
-import * as TaskIdle from "../../src/internal/TaskIdle.ts"
+import * as PollBuffer from "../../src/internal/runtime/PollBuffer.ts"
+import * as TaskIdle from "../../src/internal/runtime/TaskIdle.ts"
 
 const record = (topic: string, offset: number, timestamp: number): FetchedRecord => ({
   topic,

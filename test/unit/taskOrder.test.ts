@@ -7,10 +7,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Option, Schema } from "effect"
-import * as Cut from "../../src/internal/cut.ts"
-import { makeStats } from "../../src/internal/RunnerStats.ts"
-import { validateConfig } from "../../src/internal/validation.ts"
-import * as TaskOrder from "../../src/internal/taskOrder.ts"
+import * as Cut from "../../src/internal/runtime/cut.ts"
+import { makeStats } from "../../src/internal/runtime/RunnerStats.ts"
+import { validateConfig } from "../../src/internal/runtime/validation.ts"
+import * as TaskOrder from "../../src/internal/runtime/taskOrder.ts"
 import { SkeinConfig, Topic, Transformer } from "../../src/index.ts"
 import { inputsOf, seeds } from "../streams/joinCases.ts"
 

@@ -9,8 +9,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Clock, Effect, Exit, Option, Schema } from "effect"
 import { ErrorRule, Timer, Topic, Transformer } from "../../src/index.ts"
-import * as MemoryStore from "../../src/internal/memoryStore.ts"
-import * as Timers from "../../src/internal/timers.ts"
+import * as MemoryStore from "../../src/internal/stores/memoryStore.ts"
+import * as Timers from "../../src/internal/runtime/timers.ts"
 import { TestDriver } from "../../src/testing/index.ts"
 
 const entry = (key: string, name: string, at: number, domain: Timer.Domain = "stream-time"): Timers.Entry => ({ key, name, domain, at })

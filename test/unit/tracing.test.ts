@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Tracer } from "effect"
 import type { FetchedHeaders, FetchedRecord } from "../../src/internal/kafka/consumer.ts"
-import * as Tracing from "../../src/internal/tracing.ts"
+import * as Tracing from "../../src/internal/runtime/tracing.ts"
 
 const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
 const span = "00f067aa0ba902b7"

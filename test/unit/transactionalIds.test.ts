@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
-import * as TransactionalIds from "../../src/internal/TransactionalIds.ts"
+import * as TransactionalIds from "../../src/internal/runtime/TransactionalIds.ts"
 
 const orders = { applicationId: "shop-orders", description: `the run store of workflow "orders"` }
 const ordersRuns = { applicationId: "shop-orders-runs", description: `the tasks of transformer "orders-runs"` }

@@ -26,13 +26,13 @@ import {
   Transformer,
   Windowed
 } from "../../src/index.ts"
-import * as Batch from "../../src/internal/batch.ts"
+import * as Batch from "../../src/internal/runtime/batch.ts"
 import type { FetchedRecord } from "../../src/internal/kafka/consumer.ts"
-import * as MemoryStore from "../../src/internal/memoryStore.ts"
-import { makeMessageLimits } from "../../src/internal/outputs.ts"
-import * as PartitionCounts from "../../src/internal/partitionCounts.ts"
-import { makeStateCache, type StateCache } from "../../src/internal/StateCache.ts"
-import type { StateStore } from "../../src/internal/StateStore.ts"
+import * as MemoryStore from "../../src/internal/stores/memoryStore.ts"
+import { makeMessageLimits } from "../../src/internal/runtime/outputs.ts"
+import * as PartitionCounts from "../../src/internal/runtime/partitionCounts.ts"
+import { makeStateCache, type StateCache } from "../../src/internal/stores/StateCache.ts"
+import type { StateStore } from "../../src/internal/stores/StateStore.ts"
 import type { StateStoreError } from "../../src/SkeinError.ts"
 
 const Events = Topic.make({ name: "events", key: Schema.String, value: Topic.json(Schema.Struct({ at: Schema.Number })) })

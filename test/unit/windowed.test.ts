@@ -23,7 +23,7 @@ import {
   Transformer,
   Windowed
 } from "../../src/index.ts"
-import { streamsLateRecordsOf } from "../../src/internal/RunnerMetrics.ts"
+import { streamsLateRecordsOf } from "../../src/internal/runtime/RunnerMetrics.ts"
 import { TestDriver } from "../../src/testing/index.ts"
 
 const Events = Topic.make({ name: "events", key: Schema.String, value: Topic.json(Schema.Struct({ at: Schema.Number })) })

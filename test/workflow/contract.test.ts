@@ -13,7 +13,7 @@ import * as path from "node:path"
 import { ErrorRule, KafkaWorkflow, SkeinConfig, Topic } from "../../src/index.ts"
 import { makeKafka } from "../../src/internal/kafka/client.ts"
 import * as Producer from "../../src/internal/kafka/producer.ts"
-import * as StateStore from "../../src/internal/StateStore.ts"
+import * as StateStore from "../../src/internal/stores/StateStore.ts"
 import * as RunStore from "../../src/internal/workflow/RunStore.ts"
 import { brokers, caughtUp, createTopics, eventually, produce, readCommitted, setGroupOffsets, startInstance, unique } from "../helpers/kafka.ts"
 

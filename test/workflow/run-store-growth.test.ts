@@ -10,7 +10,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { ErrorRule, KafkaWorkflow, Topic } from "../../src/index.ts"
-import * as StateStore from "../../src/internal/StateStore.ts"
+import * as StateStore from "../../src/internal/stores/StateStore.ts"
 import { caughtUp, createTopics, produce, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
 
 class Flaky extends Schema.TaggedError<Flaky>()("Flaky", { id: Schema.String }) {}

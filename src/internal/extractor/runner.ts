@@ -28,7 +28,7 @@ import type { Extractor, ExtractorError } from "./model.ts"
 import { makeStats } from "./stats.ts"
 import type { ExtractorStats } from "./stats.ts"
 import * as TokenOwner from "./TokenOwner.ts"
-import * as TransactionalIds from "../TransactionalIds.ts"
+import * as TransactionalIds from "../runtime/TransactionalIds.ts"
 
 export { makeStats }
 export type { ExtractorStats }

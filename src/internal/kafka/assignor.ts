@@ -28,7 +28,7 @@
  */
 import type { AssignerProtocol as KafkaAssignerProtocol, PartitionAssigner } from "kafkajs"
 import { ConfigurationError } from "../../SkeinError.ts"
-import * as QueryRoutes from "../QueryRoutes.ts"
+import * as QueryRoutes from "../query/QueryRoutes.ts"
 
 /** kafkajs's codec of the consumer protocol's subscriptions and assignments. */
 export type AssignerProtocol = typeof KafkaAssignerProtocol

@@ -14,13 +14,13 @@ import { Duration, Effect } from "effect"
 import type { Scope } from "effect"
 import type { IHeaders, Message, Producer, RecordMetadata, Transaction } from "kafkajs"
 import { KafkaError, TaskMigrated } from "../../SkeinError.ts"
-import * as CommitReceipt from "../CommitReceipt.ts"
+import * as CommitReceipt from "../runtime/CommitReceipt.ts"
 import type { EncodedRecord } from "../../Topic.ts"
 import { connectOrDisconnect, probeTransactionalId } from "./client.ts"
 import type { Kafka } from "./client.ts"
-import { recordBytes, recordSizeBound } from "../recordSize.ts"
+import { recordBytes, recordSizeBound } from "./recordSize.ts"
 import { isFenced, toKafkaError } from "./errors.ts"
-import * as Faults from "../faults.ts"
+import * as Faults from "../runtime/faults.ts"
 
 
 /**

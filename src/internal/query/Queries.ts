@@ -20,8 +20,8 @@
  * @internal
  */
 import { Effect } from "effect"
-import * as QueryRoutes from "../QueryRoutes.ts"
-import type { StateStore } from "../StateStore.ts"
+import * as QueryRoutes from "./QueryRoutes.ts"
+import type { StateStore } from "../stores/StateStore.ts"
 import { compare, decodeTime, encodeTime, maxTime, namespace, namespaceEnd, prefixEnd, timeWidth } from "../stores/keys.ts"
 import { partitionOf } from "./partitioner.ts"
 import * as Positions from "./Positions.ts"

@@ -39,7 +39,7 @@
  * @internal
  */
 import { Either } from "effect"
-import { reservedPrefix } from "../timers.ts"
+import { reservedPrefix } from "../runtime/timers.ts"
 import { wellFormed } from "../stores/keys.ts"
 import { BadRequest, RangeTooLarge } from "./QueryError.ts"
 

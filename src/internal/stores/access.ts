@@ -17,7 +17,7 @@
  */
 import { Effect, FiberRef, Option } from "effect"
 import type { StateStoreError } from "../../SkeinError.ts"
-import type { Range, StateStore, StoreWrite } from "../StateStore.ts"
+import type { Range, StateStore, StoreWrite } from "./StateStore.ts"
 import { compare } from "./keys.ts"
 
 /** The kinds of named store. */

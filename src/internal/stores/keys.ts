@@ -17,7 +17,7 @@
  *
  * @internal
  */
-import { reservedPrefix } from "../timers.ts"
+import { reservedPrefix } from "../runtime/timers.ts"
 
 const entryPrefix = `${reservedPrefix}store.`
 const schemaPrefix = `${reservedPrefix}store-schema.`

@@ -11,7 +11,7 @@
  */
 import { Effect } from "effect"
 import type { StateStoreError } from "../../SkeinError.ts"
-import type { StateStore, StoreWrite } from "../StateStore.ts"
+import type { StateStore, StoreWrite } from "./StateStore.ts"
 import type { Declaration } from "./access.ts"
 import { invalidName, schemaKey } from "./keys.ts"
 

@@ -14,12 +14,12 @@
  * @internal
  */
 import { Effect, Either, Metric, Option, Schema } from "effect"
-import * as RunnerMetrics from "../RunnerMetrics.ts"
-import * as Eager from "../eager.ts"
-import { applicationIdOf } from "../runAll.ts"
-import { defaultStateKey } from "../StateKeyCheck.ts"
-import * as StateCopy from "../stateCopy.ts"
-import * as StoredAtEnd from "../storedAtEnd.ts"
+import * as RunnerMetrics from "../runtime/RunnerMetrics.ts"
+import * as Eager from "./eager.ts"
+import { applicationIdOf } from "../runtime/runAll.ts"
+import { defaultStateKey } from "../runtime/StateKeyCheck.ts"
+import * as StateCopy from "../stores/stateCopy.ts"
+import * as StoredAtEnd from "../runtime/storedAtEnd.ts"
 import { ConfigurationError, EncodeError, InvalidTimestamp, OperatorFailed } from "../../SkeinError.ts"
 import * as JoinWindows from "../../JoinWindows.ts"
 import * as KeyValueStore from "../../KeyValueStore.ts"

@@ -15,7 +15,7 @@
  * @internal
  */
 import { Effect, Either, Option } from "effect"
-import * as Eager from "../eager.ts"
+import * as Eager from "./eager.ts"
 import type { SlidingWindows } from "../../SlidingWindows.ts"
 import * as Windowed from "../../Windowed.ts"
 import type * as Graph from "./graph.ts"

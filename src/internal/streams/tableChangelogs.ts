@@ -26,7 +26,7 @@ import { ConfigurationError } from "../../SkeinError.ts"
 import { changelogTopic } from "../../Transformer.ts"
 import * as Admin from "../kafka/admin.ts"
 import { makeKafka } from "../kafka/client.ts"
-import { applicationIdOf } from "../runAll.ts"
+import { applicationIdOf } from "../runtime/runAll.ts"
 import type * as Compile from "./compile.ts"
 import type * as Graph from "./graph.ts"
 

@@ -10,7 +10,7 @@
  */
 import { Either, Schema } from "effect"
 import * as Topic from "../../Topic.ts"
-import { notText, strictText } from "../utf8.ts"
+import { notText, strictText } from "../codec/utf8.ts"
 
 const keyDecoder = <K>(codec: Topic.AnyCodec<K>) => {
   if (Topic.isBinary(codec)) {

@@ -25,7 +25,7 @@
  * @internal
  */
 import { Effect, Either, Exit, Metric, Option, Predicate, Schema } from "effect"
-import * as Eager from "../eager.ts"
+import * as Eager from "./eager.ts"
 import * as TimeWindows from "../../TimeWindows.ts"
 import type { KeyChange, TaskState } from "../../Transformer.ts"
 import * as Transformer from "../../Transformer.ts"
@@ -110,7 +110,7 @@ export type Windows<A> = Extract<WindowState<A>, { readonly _tag: "Windows" }>
  * aggregation (`skein_streams_late_records_total`, on the health endpoint's
  * `/metrics`).
  */
-export { streamsLateRecords as lateRecords } from "../RunnerMetrics.ts"
+export { streamsLateRecords as lateRecords } from "../runtime/RunnerMetrics.ts"
 
 /** What a windowed aggregation needs besides its spec. */
 export interface Operator<A> {

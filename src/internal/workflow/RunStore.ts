@@ -31,9 +31,9 @@ import { Clock, Duration, Effect, FiberRef, Option, Schema } from "effect"
 import type { KafkaError, TaskMigrated } from "../../SkeinError.ts"
 import { StateStoreError } from "../../SkeinError.ts"
 import type { EncodedRecord } from "../../Topic.ts"
-import type { CommitReceipt } from "../CommitReceipt.ts"
+import type { CommitReceipt } from "../runtime/CommitReceipt.ts"
 import type { FencedProducer } from "../kafka/producer.ts"
-import type { StateStore, StoreWrite } from "../StateStore.ts"
+import type { StateStore, StoreWrite } from "../stores/StateStore.ts"
 
 export interface RunStore {
   readonly topic: string

@@ -1,0 +1,240 @@
+/**
+ * A transform's outputs in their wire form: encoded with their topics'
+ * Schemas, stamped with the input record's timestamp unless they set their
+ * own (and, when traced, with their transform's trace context: `tracing.ts`),
+ * and checked against each topic's record size limit, its timestamp limits
+ * and, when they name one, its partitions before they reach the
+ * transaction, so an oversized record, a timestamp the broker would refuse or
+ * a missing partition fails its transform (`OutputTooLarge`,
+ * `TimestampOutOfRange`, `PartitionOutOfRange`, which a rule can handle)
+ * instead of poisoning the batch (a delivery the broker refuses is retried).
+ *
+ * @internal
+ */
+import { Clock, Effect, Either } from "effect"
+import type { EncodeError, KafkaError } from "../../SkeinError.ts"
+import { OutputTooLarge, PartitionOutOfRange, TimestampOutOfRange } from "../../SkeinError.ts"
+import type { OutputTopicConfig } from "../kafka/admin.ts"
+import type * as Topic from "../../Topic.ts"
+import type { FetchedRecord } from "../kafka/consumer.ts"
+import * as PartitionCounts from "./partitionCounts.ts"
+import { recordBytes, recordSizeBound } from "../kafka/recordSize.ts"
+import * as Tracing from "./tracing.ts"
+
+/** How far from the clock an output topic accepts timestamps, in ms (`Infinity`: any). */
+export interface TimestampLimits {
+  readonly afterMs: number
+  readonly beforeMs: number
+}
+
+/**
+ * `message.timestamp.after.max.ms` when a topic's configuration cannot be
+ * read (not created yet, or no DescribeConfigs ACL): Kafka 4's default, one
+ * hour (Kafka 3.x accepted any). A broker with a larger limit then has a
+ * record refused here that it would take; one with a smaller limit still
+ * refuses it at delivery.
+ */
+export const defaultTimestampAfterMaxMs = 3_600_000
+
+/**
+ * The limits of each output topic: the size of a record and how far from
+ * the clock its timestamp may be, known synchronously once looked up.
+ */
+export interface MessageLimits {
+  /** The topic's size limit, once looked up. */
+  readonly known: (topic: string) => number | undefined
+  /** The topic's size limit: the known one, or looked up (once, with its timestamp limits). */
+  readonly lookup: (topic: string) => Effect.Effect<number, KafkaError>
+  /** The topic's timestamp limits, once looked up. */
+  readonly timestamps: (topic: string) => TimestampLimits | undefined
+  /** The clock the timestamps are checked against (the broker checks against its own). */
+  readonly now: () => number
+}
+
+const timestampLimitsOf = (config: OutputTopicConfig | undefined): TimestampLimits =>
+  config?.timestampType === "LogAppendTime"
+    ? { afterMs: Infinity, beforeMs: Infinity }
+    : {
+      afterMs: config?.timestampAfterMaxMs ?? defaultTimestampAfterMaxMs,
+      beforeMs: config?.timestampBeforeMaxMs ?? Infinity
+    }
+
+/**
+ * The limits of a runner's output topics, looked up once per topic (one
+ * DescribeConfigs): `min(maxMessageBytes, the topic's max.message.bytes)`, and
+ * its `message.timestamp.after.max.ms` and `before.max.ms` (none with
+ * `message.timestamp.type=LogAppendTime`), checked against `clock`.
+ */
+export const makeMessageLimits = (
+  maxMessageBytes: number,
+  topicConfig: (topic: string) => Effect.Effect<OutputTopicConfig | undefined, KafkaError>,
+  clock: Clock.Clock = Clock.make()
+): MessageLimits => {
+  const limits = new Map<string, number>()
+  const timestamps = new Map<string, TimestampLimits>()
+  return {
+    known: (topic) => limits.get(topic),
+    lookup: (topic) => {
+      const known = limits.get(topic)
+      return known !== undefined ? Effect.succeed(known) : Effect.map(topicConfig(topic), (config) => {
+        const effective = Math.min(maxMessageBytes, config?.maxMessageBytes ?? maxMessageBytes)
+        timestamps.set(topic, timestampLimitsOf(config))
+        limits.set(topic, effective)
+        return effective
+      })
+    },
+    timestamps: (topic) => timestamps.get(topic),
+    now: () => clock.unsafeCurrentTimeMillis()
+  }
+}
+
+/**
+ * Checks a stamped output's timestamp against its topic's limits: the broker
+ * refuses a record past them (`INVALID_TIMESTAMP`), and a retry would not help.
+ */
+const checkTimestamp = (
+  encoded: Topic.EncodedRecord,
+  limits: TimestampLimits | undefined,
+  now: () => number,
+  source: FetchedRecord
+): Either.Either<Topic.EncodedRecord, TimestampOutOfRange> => {
+  const timestamp = encoded.timestamp
+  if (timestamp === undefined || limits === undefined) return Either.right(encoded)
+  const clock = now()
+  const bound = timestamp - clock > limits.afterMs ? "after" : clock - timestamp > limits.beforeMs ? "before" : undefined
+  if (bound === undefined) return Either.right(encoded)
+  return Either.left(
+    new TimestampOutOfRange({
+      topic: encoded.topic,
+      timestamp,
+      now: clock,
+      bound,
+      limitMs: bound === "after" ? limits.afterMs : limits.beforeMs,
+      source: { topic: source.topic, partition: source.partition, offset: source.offset }
+    })
+  )
+}
+
+/** Checks an encoded output against its topic's size limit. */
+const checkSize = (
+  encoded: Topic.EncodedRecord,
+  limit: number,
+  source: FetchedRecord
+): Either.Either<Topic.EncodedRecord, OutputTooLarge> => {
+  if (recordSizeBound(encoded) <= limit && encoded.headers === undefined) return Either.right(encoded)
+  const bytes = recordBytes(encoded)
+  if (bytes <= limit) return Either.right(encoded)
+  return Either.left(
+    new OutputTooLarge({
+      topic: encoded.topic,
+      bytes,
+      limit,
+      source: { topic: source.topic, partition: source.partition, offset: source.offset }
+    })
+  )
+}
+
+/**
+ * `encoded` with `timestamp`, built as one literal: a spread copy gains the
+ * timestamp as an out-of-object property, an allocation more per output.
+ */
+const withTimestamp = (encoded: Topic.EncodedRecord, timestamp: number): Topic.EncodedRecord => {
+  const { headers, key, partition, topic, value } = encoded
+  if (headers === undefined) {
+    return partition === undefined ? { topic, key, value, timestamp } : { topic, key, value, partition, timestamp }
+  }
+  return partition === undefined
+    ? { topic, key, value, headers, timestamp }
+    : { topic, key, value, headers, partition, timestamp }
+}
+
+/**
+ * An output with its input's timestamp, unless it sets its own (or the input
+ * has none: -1), and with the trace context of its transform when traced.
+ */
+const stamped = (encoded: Topic.EncodedRecord, source: FetchedRecord, trace: Tracing.TraceHeaders | undefined): Topic.EncodedRecord => {
+  const timed = encoded.timestamp !== undefined || !(source.timestamp >= 0) ? encoded : withTimestamp(encoded, source.timestamp)
+  return trace === undefined ? timed : Tracing.withTraceHeaders(timed, trace)
+}
+
+/** True when an output names no partition, or one its topic is known to have. */
+const knownInRange = (encoded: Topic.EncodedRecord, counts: PartitionCounts.PartitionCounts): boolean => {
+  if (encoded.partition === undefined) return true
+  const count = counts.known(encoded.topic)
+  return count !== undefined && PartitionCounts.inRange(encoded.partition, count)
+}
+
+/** Checks an output's partition against its topic's count, looked up again before refusing it. */
+const checkPartition = (
+  encoded: Topic.EncodedRecord,
+  counts: PartitionCounts.PartitionCounts,
+  source: FetchedRecord
+): Effect.Effect<void, PartitionOutOfRange | KafkaError> => {
+  const partition = encoded.partition
+  if (partition === undefined) return Effect.void
+  return Effect.gen(function*() {
+    const count = yield* counts.lookup(encoded.topic)
+    if (PartitionCounts.inRange(partition, count)) return
+    const current = count === null ? count : yield* counts.refresh(encoded.topic)
+    if (PartitionCounts.inRange(partition, current)) return
+    return yield* Effect.fail(
+      new PartitionOutOfRange({
+        topic: encoded.topic,
+        partition,
+        partitions: current ?? 0,
+        source: { topic: source.topic, partition: source.partition, offset: source.offset }
+      })
+    )
+  })
+}
+
+/** The encoded outputs of a transform, or why they cannot be sent. */
+export type Encoded = Either.Either<
+  ReadonlyArray<Topic.EncodedRecord>,
+  EncodeError | OutputTooLarge | TimestampOutOfRange | PartitionOutOfRange
+>
+
+/**
+ * Encodes outputs and checks their partitions and sizes: synchronous (an
+ * `Either`) once each topic's limit (and, for an output naming its
+ * partition, its partition count) is known, else an effect that looks them
+ * up. A failed lookup is a runtime `KafkaError`, never the transform's own
+ * error.
+ */
+export const encode = (
+  emit: ReadonlyArray<Topic.OutputRecord>,
+  limits: MessageLimits,
+  counts: PartitionCounts.PartitionCounts,
+  source: FetchedRecord,
+  trace?: Tracing.TraceHeaders | undefined
+): Encoded | Effect.Effect<
+  ReadonlyArray<Topic.EncodedRecord>,
+  EncodeError | OutputTooLarge | TimestampOutOfRange | PartitionOutOfRange | KafkaError
+> => {
+  const outputs: Array<Topic.EncodedRecord> = []
+  for (let i = 0; i < emit.length; i++) {
+    const encoded = emit[i]!.encode()
+    if (Either.isLeft(encoded)) return Either.left(encoded.left)
+    const output = stamped(encoded.right, source, trace)
+    const limit = limits.known(output.topic)
+    if (limit === undefined || !knownInRange(output, counts)) {
+      // The first output for this topic (or a partition to check): look up what is missing, then go on.
+      const rest = emit.slice(i)
+      return Effect.gen(function*() {
+        for (const record of rest) {
+          const next = stamped(yield* record.encode(), source, trace)
+          yield* checkPartition(next, counts, source)
+          const sized = yield* checkSize(next, yield* limits.lookup(next.topic), source)
+          outputs.push(yield* checkTimestamp(sized, limits.timestamps(next.topic), limits.now, source))
+        }
+        return outputs
+      })
+    }
+    const checked = checkSize(output, limit, source)
+    if (Either.isLeft(checked)) return Either.left(checked.left)
+    const timed = checkTimestamp(checked.right, limits.timestamps(output.topic), limits.now, source)
+    if (Either.isLeft(timed)) return Either.left(timed.left)
+    outputs.push(timed.right)
+  }
+  return Either.right(outputs)
+}
