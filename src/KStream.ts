@@ -37,7 +37,9 @@ import type { Pipeable } from "effect/Pipeable"
 import type { GlobalKTable } from "./GlobalKTable.ts"
 import * as Graph from "./internal/streams/graph.ts"
 import * as KeyText from "./internal/streams/keyText.ts"
+import type { Declaration as StoreDeclaration } from "./internal/stores/access.ts"
 import type { JoinWindows } from "./JoinWindows.ts"
+import type * as Timer from "./Timer.ts"
 import * as Topic from "./Topic.ts"
 import type { InputRecord } from "./Transformer.ts"
 import type { KGroupedStream } from "./internal/streams/grouped.ts"
@@ -671,6 +673,143 @@ export const globalLeftJoin: {
       // The global table's topic codec decoded the value (a `VG`), or there is none (`null`).
       return joiner(record.value, globalValue as VG | null, record)
     }, options?.name))
+)
+
+/**
+ * A record a process node forwards to its downstream operators: its key and
+ * value, and optionally its timestamp (default: the record's event time, or
+ * a timer's `time`) and headers (default: the record's, none for a timer's).
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export interface Output<K, V> {
+  readonly key: K | null
+  readonly value: V
+  /** Milliseconds since the epoch, 0 or more. */
+  readonly timestamp?: number | undefined
+  readonly headers?: ReadonlyArray<readonly [string, Buffer]> | undefined
+}
+
+/**
+ * What a process node's `process` (or `onTimer`) returns: the records it
+ * forwards, in order, and changes to its timers (`Timer.streamTime`,
+ * `Timer.wallClock`, `Timer.cancel`) for the key of the record (or timer).
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export interface Processed<K, V> {
+  readonly outputs?: ReadonlyArray<Output<K, V>> | undefined
+  readonly timers?: ReadonlyArray<Timer.Change> | undefined
+}
+
+/**
+ * Where the record a process node runs on came from: its sub-topology's
+ * input record (Kafka Streams' `RecordMetadata`).
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export interface ProcessContext {
+  readonly topic: string
+  readonly partition: number
+  readonly offset: number
+}
+
+/**
+ * A processor (`KStream.process`): its function on each record, the named
+ * stores it uses, and what it does when one of its timers is due.
+ *
+ * @since 0.6.0
+ * @category models
+ */
+export interface Processor<K, V, K2, V2, E, R, ET = E, RT = R> extends Named {
+  /**
+   * The stores `process` and `onTimer` read and write (`KeyValueStore.make`,
+   * `WindowStore.make`, `SessionStore.make`): kept in the task's state with
+   * their sub-topology's, committed in its transaction. A store's name is
+   * its own in the topology; process nodes of one sub-topology may list the
+   * same store to share it.
+   */
+  readonly stores?: ReadonlyArray<StoreDeclaration> | undefined
+  /** Runs on each record: the records it forwards and its timer changes for the record's key. */
+  readonly process: (record: Record<K, V>, context: ProcessContext) => Effect.Effect<Processed<K2, V2>, E, R>
+  /**
+   * Runs when a timer `process` (or `onTimer`) scheduled is due: the timer
+   * (`key`: the record key as text, `""` for none; `name` as scheduled;
+   * `time`: its clock's time when it fired). What it forwards continues
+   * through the operators after the process node, and commits in the
+   * task's transaction.
+   */
+  readonly onTimer?: ((timer: Timer.Fired) => Effect.Effect<Processed<K2, V2>, ET, RT>) | undefined
+}
+
+/**
+ * Runs a processor on each record (Kafka Streams' `KStream#process`): an
+ * effect that may read and write named stores (`stores`), forward any
+ * number of records with new keys and values, and schedule per-key timers
+ * (`Timer.streamTime`, `Timer.wallClock`, `Timer.cancel`) that its `onTimer`
+ * runs when due. It compiles into its sub-topology's transformer: the stores
+ * are that transformer's (committed in the task's transaction, changelogged,
+ * restored, kept, served by standbys), the timers are too (named per process
+ * node, so two nodes never collide), and what `onTimer` forwards flows
+ * through the operators after the node, exactly once.
+ *
+ * A timer belongs to the key the sub-topology read the record with, so a
+ * process node with `onTimer` must follow no operator that may change the key
+ * (`KStream.repartition` first). Like `map`, its outputs may have any key:
+ * grouping or joining them repartitions. A function that throws fails its
+ * record (or timer) with `OperatorFailed`, for the topology's rules.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Option, Schema } from "effect"
+ * import { KeyValueStore, KStream } from "skein"
+ *
+ * const Seen = KeyValueStore.make({ name: "seen-orders", key: Schema.String, value: Schema.Number })
+ *
+ * // each order id once
+ * KStream.from(Orders).pipe(
+ *   KStream.process({
+ *     name: "dedup",
+ *     stores: [Seen],
+ *     process: (order) =>
+ *       Effect.gen(function*() {
+ *         if (Option.isSome(yield* Seen.get(order.value.id))) return {}
+ *         yield* Seen.put(order.value.id, order.timestamp)
+ *         return { outputs: [{ key: order.key, value: order.value }] }
+ *       })
+ *   })
+ * )
+ * ```
+ *
+ * @since 0.6.0
+ * @category processing
+ */
+export const process: {
+  <K, V, K2, V2, E2 = never, R2 = never, E3 = never, R3 = never>(
+    processor: Processor<K, V, K2, V2, E2, R2, E3, R3>
+  ): <E, R>(self: KStream<K, V, E, R>) => KStream<K2, V2, E | E2 | E3, R | R2 | R3>
+  <K, V, E, R, K2, V2, E2 = never, R2 = never, E3 = never, R3 = never>(
+    self: KStream<K, V, E, R>,
+    processor: Processor<K, V, K2, V2, E2, R2, E3, R3>
+  ): KStream<K2, V2, E | E2 | E3, R | R2 | R3>
+} = dual(
+  (args) => isStream(args[0]),
+  <K, V, E, R, K2, V2, E2, R2, E3, R3>(
+    self: KStream<K, V, E, R>,
+    processor: Processor<K, V, K2, V2, E2, R2, E3, R3>
+  ): KStream<K2, V2, E | E2 | E3, R | R2 | R3> => {
+    const onTimer = processor.onTimer
+    return fromNode(Graph.process(
+      self.node,
+      processor.stores ?? [],
+      (record, context) => processor.process(typed<K, V>(record), context),
+      onTimer === undefined ? undefined : (timer) => onTimer(timer),
+      processor.name
+    ))
+  }
 )
 
 /**

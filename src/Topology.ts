@@ -236,6 +236,13 @@ const describeCompiled = (name: string, compiled: Compile.Compiled, applicationI
             `window: before ${w.beforeMs} ms, after ${w.afterMs} ms, grace ${w.graceMs} ms; state: ${nameOf(node)})`
           break
         }
+        case "Process": {
+          const stores = node.stores.map((store) => `${store.name} (${store.kind})`).join(", ")
+          label = `Processor ${nameOf(node)} (process${stores === "" ? "" : `; stores: ${stores}`}${
+            node.onTimer === undefined ? "" : "; timers"
+          })`
+          break
+        }
         case "GlobalJoin":
           label = `Processor ${nameOf(node)} (${node.kind === "inner" ? "join" : "leftJoin"} of ${nameOf(node.stream)} with the global table ${
             nameOf(node.table)

@@ -289,6 +289,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const batchLinks = batchSpan === undefined ? [] : [Tracing.linkTo(batchSpan)]
     const onTimer = transformer.onTimer
     const timed = onTimer !== undefined
+    /** What moves stream time: the record's event time for a transformer marked so (the stream DSL's extractors), else its timestamp. */
+    const eventTime = Timers.eventTimeOf(transformer)
     /** The batch's timers once loaded (a transformer with `onTimer`). */
     let pending: Timers.Pending | undefined = undefined
     /** Timers fired as the batch began, before its records. */
@@ -717,7 +719,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const afterRecord = (entry: Entry<Inputs>, done: Cut.Done<S>): Effect.Effect<Cut.Done<S>, unknown, R> => {
       if (pending === undefined || entry._tag !== "Ready") return Effect.succeed(done)
       const timers = pending
-      const advanced = timers.advance(entry.record.timestamp)
+      const advanced = timers.advance(eventTime === undefined ? entry.record.timestamp : eventTime(entry.decoded))
       if (advanced === undefined) return Effect.succeed(done)
       const taskWrites = [...(done.taskWrites ?? []), advanced]
       const due = timers.due("stream-time", timers.streamTime)

@@ -20,6 +20,7 @@ import type { ParseResult } from "effect"
 import type { StateStoreError } from "../../SkeinError.ts"
 import { StoredStateInvalid } from "../../SkeinError.ts"
 import type * as Timer from "../../Timer.ts"
+import type { InputRecord } from "../../Transformer.ts"
 import type { StateStore } from "../stores/StateStore.ts"
 
 /** Keys of a task's store that are Skein's own, never a transformer's state key. */
@@ -32,6 +33,23 @@ export const timerKey = (key: string, name: string): string => `${timerPrefix}${
 
 /** True when `stateKey` lies in Skein's reserved key space. */
 export const isReserved = (stateKey: string): boolean => stateKey.charCodeAt(0) === 0 && stateKey.startsWith(reservedPrefix)
+
+/** The transformers whose records move stream time by their event time (`withEventTime`). */
+const eventTimes = new WeakMap<object, (record: InputRecord<unknown, unknown>) => number>()
+
+/**
+ * Marks `transformer`: its records move its tasks' stream time by
+ * `eventTime` of the record (the stream DSL's timestamp extractors), not by
+ * their Kafka timestamp. A negative or non-finite event time leaves it.
+ */
+export const withEventTime = <T extends object>(transformer: T, eventTime: (record: InputRecord<unknown, unknown>) => number): T => {
+  eventTimes.set(transformer, eventTime)
+  return transformer
+}
+
+/** How a record of `transformer` moves stream time (`withEventTime`); `undefined`: by its timestamp. */
+export const eventTimeOf = (transformer: object): ((record: InputRecord<unknown, unknown>) => number) | undefined =>
+  eventTimes.get(transformer)
 
 /** A scheduled timer of a state key. */
 export interface Entry extends Timer.Timer {

@@ -47,8 +47,8 @@ export const access = (store: Declaration): Effect.Effect<Access> =>
     const declared = running.value.declared(store.name)
     if (declared === undefined || declared.kind !== store.kind || declared.schema !== store.schema) {
       return Effect.dieMessage(
-        `${running.value.transformer}: ${store.kind} "${store.name}" is not one of its stores: add it to ` +
-          "Transformer.make({ ..., stores: [...] })"
+        `${running.value.transformer}: ${store.kind} "${store.name}" is not one of its stores: add it to its ` +
+          "stores (Transformer.make({ ..., stores: [...] }), or KStream.process({ ..., stores: [...] }) for a process node)"
       )
     }
     return Effect.succeed(running.value)

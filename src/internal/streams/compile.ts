@@ -33,6 +33,7 @@ import { GlobalStore } from "./globalTable.ts"
 import * as Graph from "./graph.ts"
 import * as KeyStores from "./keyStores.ts"
 import type { KeyText } from "./keyText.ts"
+import * as Process from "./process.ts"
 import * as SessionAggregate from "./sessionAggregate.ts"
 import * as SlidingAggregate from "./slidingAggregate.ts"
 import * as StreamStreamJoin from "./streamStreamJoin.ts"
@@ -125,6 +126,8 @@ const prefixOf = (node: Graph.Node): string => {
       return "KSTREAM-AGGREGATE"
     case "Sink":
       return "KSTREAM-SINK"
+    case "Process":
+      return "KSTREAM-PROCESSOR"
     case "TableSource":
       return "KTABLE-SOURCE"
     case "TableStep":
@@ -366,6 +369,9 @@ export const compile = (
     groups.set(group, list)
   }
 
+  const processesChecked = Process.check(topologyName, groups.values(), names)
+  if (Either.isLeft(processesChecked)) return Either.left(processesChecked.left)
+
   const internalTopicOf = new Map<Graph.Node, string>()
   const internal = new Map<Graph.Node, Graph.InternalTopic>()
   for (const boundary of boundaries) {
@@ -433,7 +439,10 @@ export const compile = (
       const checked = checkSourceChangelog(sourceChangelog, names.get(sourceChangelog)!, {
         onlyStreamJoins: onlyStreamJoins(sourceChangelog),
         onlyState: tables.length === 1 && aggregates.length === 0 &&
-          !groupNodes.some((n) => n._tag === "FkRespond" || n._tag === "FkJoin" || n._tag === "FkSubscribe")
+          !groupNodes.some((n) =>
+            n._tag === "FkRespond" || n._tag === "FkJoin" || n._tag === "FkSubscribe" ||
+            (n._tag === "Process" && Process.needsState([{ node: n, name: "" }]))
+          )
       })
       if (Either.isLeft(checked)) return Either.left(checked.left)
     }
@@ -448,6 +457,14 @@ export const compile = (
     transformerNames.add(name)
     groupName.set(group, name)
     const boundaryOut = (node: Graph.Node): boolean => boundaries.has(node) && find(groupOf.get(node)!) !== group
+    const processes = groupNodes.flatMap((n) => n._tag === "Process" ? [{ node: n, name: names.get(n)! }] : [])
+    for (const timed of processes) {
+      // A process node's timers run its downstream operators from a root of their own (`runFrom`).
+      if (timed.node.onTimer === undefined) continue
+      const root = Graph.merge([timed.node], undefined)
+      children.set(root, children.get(timed.node) ?? [])
+      rootsByTopic.set(timerRootOf(name, timed.name), [root])
+    }
     // Its operators never mutate a state they read (they build new values) and copy the values they
     // hand to user functions (`privateCopy`): the batch gives it the states without a copy.
     const transformer = StateCopy.readsWithoutCopy(makeTransformer({
@@ -488,7 +505,8 @@ export const compile = (
       droppedNullKeys: { count: 0 },
       droppedNullValues: { count: 0 },
       droppedJoinRecords: { count: 0 },
-      globalStores
+      globalStores,
+      processes
     }))
     subTopologies.push({
       index: subTopologies.length,
@@ -650,7 +668,7 @@ const checkSourceChangelog = (
   if (!shape.onlyState) {
     return fail(
       `The table "${name}" is read with sourceChangelog, and its sub-topology keeps other state (another table, an ` +
-        "aggregation or a foreign-key join's), which its source topic cannot restore",
+        "aggregation, a foreign-key join's or a process node's stores or timers), which its source topic cannot restore",
       `Join it from a sub-topology of its own (repartition the other side, KStream.repartition), ${without}`
     )
   }
@@ -720,6 +738,8 @@ interface TransformerParts {
   readonly droppedJoinRecords: { count: number }
   /** The global tables of the topology, which its stream-global table joins read. */
   readonly globalStores: ReadonlyMap<Graph.GlobalTableSource, GlobalStore>
+  /** The sub-topology's process nodes (`process.ts`). */
+  readonly processes: Process.Parts["processes"]
 }
 
 /**
@@ -773,19 +793,54 @@ interface StoreAccess {
   readonly streamTimes: Map<Graph.Node, number>
 }
 
-const makeTransformer = (parts: TransformerParts): Transformer.Any => {
+/** The sub-topology's transformer: its operators', with its process nodes' stores and timers (`process.ts`). */
+const makeTransformer = (parts: TransformerParts): Transformer.Any =>
+  parts.processes.length === 0 ? operatorsTransformer(parts) : Process.attach(operatorsTransformer(parts), {
+    subTopology: parts.name,
+    processes: parts.processes,
+    // A timer's records through the process node's downstream operators: each from the node's timer root.
+    runFrom: (node, records, input) => {
+      const emit: Array<Topic.OutputRecord> = []
+      const topic = timerRootOf(parts.name, parts.nameOf(node))
+      return Eager.map(
+        Eager.forEach(records, (r) =>
+          Eager.map(
+            runRecord(parts, { ...input, topic, key: r.key, value: r.value, rawHeaders: r.headers, timestamp: r.timestamp }, undefined),
+            (written) => {
+              for (const output of written) emit.push(output)
+            }
+          )),
+        () => emit
+      )
+    },
+    eventTime: parts.extractors.size === 0 ? undefined : (record) => {
+      // Stream time moves by the records' event time (their source's extractor); none when it fails (the record failed).
+      const extractor = parts.extractors.get(record.topic)
+      if (extractor === undefined) return record.timestamp
+      try {
+        return extractor(record)
+      } catch {
+        return -1
+      }
+    }
+  })
+
+/** The input topic name of the root a timer of process node `node` runs its downstream operators from (no topic's: a space). */
+const timerRootOf = (subTopology: string, node: string): string => `${subTopology} timer of ${node}`
+
+const operatorsTransformer = (parts: TransformerParts): Transformer.Any => {
   const { aggregate } = parts
   if (parts.streamJoin !== undefined) return streamJoinTransformer(parts, parts.streamJoin)
   if (parts.stores.length > 0) {
     return KeyStores.make(parts.name, parts.stores).use((stores) => storesTransformer(parts, stores))
   }
   if (aggregate === undefined) {
-    return Transformer.stateless({
-      name: parts.name,
-      inputs: parts.inputs,
-      transform: (record) => Eager.map(runRecord(parts, record, undefined), (emit) => ({ emit })),
-      rules: parts.rules
-    })
+    const transform = (record: Transformer.RecordOf<ReadonlyArray<Topic.Any>>) =>
+      Eager.map(runRecord(parts, record, undefined), (emit) => ({ emit }))
+    // Process nodes' stores and timers live in the task's state store: a state, never written.
+    return Process.needsState(parts.processes)
+      ? Transformer.make({ name: parts.name, inputs: parts.inputs, state: Schema.Null, transform, rules: parts.rules })
+      : Transformer.stateless({ name: parts.name, inputs: parts.inputs, transform, rules: parts.rules })
   }
   const windowing = aggregate.windowing
   if (windowing !== undefined) {
@@ -1090,7 +1145,7 @@ const guarded = <Args extends ReadonlyArray<unknown>, A>(
   }
 }
 
-const positionOf = (input: Transformer.RecordOf<ReadonlyArray<Topic.Any>>) => ({
+const positionOf = (input: Transformer.InputRecord<unknown, unknown>) => ({
   topic: input.topic,
   partition: input.partition,
   offset: input.offset
@@ -1102,7 +1157,7 @@ const positionOf = (input: Transformer.RecordOf<ReadonlyArray<Topic.Any>>) => ({
  */
 const eventTime = (
   parts: TransformerParts,
-  input: Transformer.RecordOf<ReadonlyArray<Topic.Any>>
+  input: Transformer.InputRecord<unknown, unknown>
 ): Effect.Effect<number, InvalidTimestamp | OperatorFailed> => {
   const extractor = parts.extractors.get(input.topic)
   let timestamp = input.timestamp
@@ -1132,7 +1187,7 @@ const eventTime = (
  */
 const runRecord = (
   parts: TransformerParts,
-  input: Transformer.RecordOf<ReadonlyArray<Topic.Any>>,
+  input: Transformer.InputRecord<unknown, unknown>,
   aggregator: Aggregator | undefined,
   observe?: (timestamp: number) => Effect.Effect<void, unknown>,
   stores?: StoreAccess,
@@ -1286,6 +1341,13 @@ const runRecord = (
       case "Sink":
         emit.push(node.write(record))
         return Effect.void
+      case "Process":
+        return Process.visit(
+          node,
+          record,
+          { subTopology: parts.name, name: parts.nameOf(node), position: positionOf(input) },
+          (r) => visitChildren(node, r)
+        )
       case "TableSource": {
         if (stores === undefined) return Effect.dieMessage("Skein invariant broken: a table ran outside its sub-topology")
         // Kafka Streams' table source drops a record without a key (it cannot be a key's latest value).

@@ -17,6 +17,8 @@
  */
 import type { Effect, Option, Schema } from "effect"
 import type { JoinWindows } from "../../JoinWindows.ts"
+import type * as Timer from "../../Timer.ts"
+import type { Declaration as StoreDeclaration } from "../stores/access.ts"
 import type { SessionWindows } from "../../SessionWindows.ts"
 import type { SlidingWindows } from "../../SlidingWindows.ts"
 import type { TimeWindows } from "../../TimeWindows.ts"
@@ -108,6 +110,7 @@ export type Node =
   | FkJoin
   | GlobalTableSource
   | GlobalJoin
+  | Process
 
 interface Base {
   /** Creation order: children run in the order they were declared. */
@@ -350,6 +353,42 @@ export interface StreamJoin extends Base {
   readonly values: { readonly left: KeyText.KeyText; readonly right: KeyText.KeyText }
 }
 
+/** Where the record a process node runs on came from: its input record's topic, partition and offset. */
+export interface Position {
+  readonly topic: string
+  readonly partition: number
+  readonly offset: number
+}
+
+/** A record a process node forwards: unset timestamp and headers take the defaults of where it runs (`process.ts`). */
+export interface ProcessOutput {
+  readonly key: unknown
+  readonly value: unknown
+  readonly timestamp?: number | undefined
+  readonly headers?: ReadonlyArray<readonly [string, Buffer]> | undefined
+}
+
+/** What a process node's `process` or `onTimer` returns, types erased. */
+export interface ProcessResult {
+  readonly outputs?: ReadonlyArray<ProcessOutput> | undefined
+  readonly timers?: ReadonlyArray<Timer.Change> | undefined
+}
+
+/**
+ * A processor (`KStream.process`, Kafka Streams' `KStream#process`): the
+ * user's function on each record, with named stores and per-key timers of
+ * its own, compiled into its sub-topology's transformer (`process.ts`).
+ */
+export interface Process extends Base {
+  readonly _tag: "Process"
+  readonly parent: Node
+  /** The named stores `process` and `onTimer` use: they join the sub-topology's transformer's stores. */
+  readonly stores: ReadonlyArray<StoreDeclaration>
+  readonly process: (record: StreamRecord, position: Position) => Effect.Effect<ProcessResult, unknown, unknown>
+  /** Runs a due timer the node scheduled (its name as the user gave it); unset: the node schedules none. */
+  readonly onTimer: ((timer: Timer.Fired) => Effect.Effect<ProcessResult, unknown, unknown>) | undefined
+}
+
 /** Records written to a topic. */
 export interface Sink extends Base {
   readonly _tag: "Sink"
@@ -482,6 +521,14 @@ export const step = (parent: Node, kind: StepKind, keyChanging: boolean, run: St
   step: run
 })
 
+export const process = (
+  parent: Node,
+  stores: ReadonlyArray<StoreDeclaration>,
+  run: Process["process"],
+  onTimer: Process["onTimer"],
+  name: string | undefined
+): Process => ({ _tag: "Process", seq: next(), name, parent, stores, process: run, onTimer })
+
 export const merge = (parents: ReadonlyArray<Node>, name: string | undefined): Merge => ({
   _tag: "Merge",
   seq: next(),
@@ -580,6 +627,9 @@ export const keyChanged = (node: Node): boolean => {
       return false
     case "Step":
       return node.keyChanging || keyChanged(node.parent)
+    case "Process":
+      // Its outputs carry any key (Kafka Streams marks a process node as key changing too).
+      return true
     case "Merge":
       return node.parents.some(keyChanged)
     case "Sink":
