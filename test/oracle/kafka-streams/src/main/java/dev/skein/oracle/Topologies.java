@@ -26,6 +26,11 @@ import org.apache.kafka.streams.kstream.Suppressed;
 import org.apache.kafka.streams.kstream.TimeWindows;
 import org.apache.kafka.streams.kstream.ValueJoiner;
 import org.apache.kafka.streams.kstream.Windowed;
+import org.apache.kafka.streams.processor.PunctuationType;
+import org.apache.kafka.streams.processor.api.Processor;
+import org.apache.kafka.streams.processor.api.ProcessorContext;
+import org.apache.kafka.streams.processor.api.Record;
+import org.apache.kafka.streams.state.KeyValueIterator;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.common.utils.Bytes;
@@ -180,7 +185,71 @@ final class Topologies {
     return n % 10 == 0 ? null : "k" + (n % 14);
   }
 
+  /**
+   * The processor of {@code process-expiry}: each record is kept in the store {@code pending}
+   * ({@code deadline|value}, its deadline its timestamp + ttl, a later record of its key replacing it)
+   * and forwarded as {@code seen:value}; a stream-time punctuator every millisecond forwards each
+   * key whose deadline stream time has reached, by deadline then key, as {@code expired:value} with
+   * the punctuation's time, and deletes it.
+   */
+  static final class ExpiryProcessor implements Processor<String, String, String, String> {
+    private final long ttl;
+    private ProcessorContext<String, String> context;
+    private KeyValueStore<String, String> pending;
+
+    ExpiryProcessor(long ttl) {
+      this.ttl = ttl;
+    }
+
+    @Override
+    public void init(ProcessorContext<String, String> context) {
+      this.context = context;
+      this.pending = context.getStateStore("pending");
+      context.schedule(Duration.ofMillis(1), PunctuationType.STREAM_TIME, this::expire);
+    }
+
+    @Override
+    public void process(Record<String, String> record) {
+      pending.put(record.key(), (record.timestamp() + ttl) + "|" + record.value());
+      context.forward(record.withValue("seen:" + record.value()));
+    }
+
+    private static long deadline(String stored) {
+      return Long.parseLong(stored.substring(0, stored.indexOf('|')));
+    }
+
+    private void expire(long now) {
+      List<KeyValue<String, String>> due = new ArrayList<>();
+      try (KeyValueIterator<String, String> all = pending.all()) {
+        while (all.hasNext()) {
+          KeyValue<String, String> entry = all.next();
+          if (deadline(entry.value) <= now) due.add(entry);
+        }
+      }
+      due.sort(java.util.Comparator.<KeyValue<String, String>>comparingLong((e) -> deadline(e.value)).thenComparing((e) -> e.key));
+      for (KeyValue<String, String> entry : due) {
+        pending.delete(entry.key);
+        context.forward(new Record<>(entry.key, "expired:" + entry.value.substring(entry.value.indexOf('|') + 1), now));
+      }
+    }
+  }
+
   static {
+    // process-expiry: KStream#process with a key-value store and a stream-time punctuator
+    // (ExpiryProcessor): records without a key or value dropped first; every record forwarded as
+    // (key, "seen:" + value), each key's latest value forwarded as (key, "expired:" + value) once
+    // stream time reaches its timestamp + ttlMs. Params: ttlMs.
+    register("process-expiry", "process(ExpiryProcessor, \"pending\"): seen, then expired after ttlMs of stream time.",
+        Kind.STRING, Kind.STRING, List.of("ttlMs"),
+        (builder, p) -> {
+          long ttl = p.millis("ttlMs");
+          builder.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("pending"), S, S));
+          builder.stream(INPUT, Consumed.with(S, S))
+              .filter((k, v) -> k != null && v != null)
+              .process(() -> new ExpiryProcessor(ttl), "pending")
+              .to(OUTPUT, Produced.with(S, S));
+        });
+
     // passthrough: every input record, unchanged (string key and value). No params.
     register("passthrough", "Every input record unchanged.", Kind.STRING, Kind.STRING, List.of(),
         (builder, p) -> builder.stream(INPUT, Consumed.with(S, S)).to(OUTPUT, Produced.with(S, S)));
