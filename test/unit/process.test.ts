@@ -4,7 +4,9 @@
  * (read, write, scans) and timers on both clocks (TestClock, stream time by
  * event time), what `process` and `onTimer` forward running through the
  * operators after the node (mapValues, to, groupBy's repartition), two
- * process nodes' timers of one name apart, and the startup checks.
+ * process nodes' timers of one name apart, a process node in the
+ * sub-topology of a windowed aggregation and of a table, and the startup
+ * checks.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Clock, Effect, Either, Exit, Option, Schema } from "effect"
@@ -292,6 +294,69 @@ describe("KStream.process: timers", () => {
         Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "",
         `events: the process node "p" schedules timers but has no onTimer to run them: give it one (KStream.process({ ..., onTimer }))`
       )
+    }))
+})
+
+describe("KStream.process: beside other operators' state", () => {
+  it.scoped("a process node's store in a windowed aggregation's sub-topology: both work", () =>
+    Effect.gen(function*() {
+      const Max = KeyValueStore.make({ name: "max-reading", key: Schema.String, value: Schema.Number })
+      const readings = KStream.from(Readings)
+      const topology = Topology.make("beside-windows", [
+        readings.pipe(
+          KStream.groupByKey(),
+          KGroupedStream.windowedBy(TimeWindows.ofSizeAndGrace(1_000, 0)),
+          TimeWindowedKStream.count({ name: "per-second" }),
+          KTable.toStream,
+          KStream.map((r) => ({ key: `${r.key?.key}@${r.key?.window.start}`, value: `${r.value}` })),
+          KStream.to(Out)
+        ),
+        readings.pipe(
+          KStream.process({
+            name: "max",
+            stores: [Max],
+            process: (reading) =>
+              Effect.gen(function*() {
+                const key = reading.key ?? ""
+                const max = Math.max(reading.value, Option.getOrElse(yield* Max.get(key), () => -Infinity))
+                yield* Max.put(key, max)
+                return { outputs: [{ key, value: `max ${max}` }] }
+              })
+          }),
+          KStream.to(Alerts)
+        )
+      ])
+      const driver = yield* driverOf(topology, [Readings])
+      yield* driver.pipe(Readings, "d1", 5, { timestamp: 100 })
+      yield* driver.pipe(Readings, "d1", 7, { timestamp: 200 })
+      yield* driver.pipe(Readings, "d1", 3, { timestamp: 1_500 })
+      assert.deepStrictEqual((yield* driver.outputs(Out)).map((r) => `${r.key} ${r.value}`), ["d1@0 1", "d1@0 2", "d1@1000 1"])
+      assert.deepStrictEqual((yield* driver.outputs(Alerts)).map((r) => r.value), ["max 5", "max 7", "max 7"])
+    }))
+
+  it.scoped("a process node with onTimer after a table's toStream (a sub-topology keeping a table): its timers fire", () =>
+    Effect.gen(function*() {
+      const Prices = Topic.make({ name: "prices", key: Schema.String, value: Schema.String })
+      const topology = Topology.make("beside-table", [
+        KTable.from(Prices, { name: "prices-table" }).pipe(
+          KTable.toStream,
+          KStream.process({
+            name: "stale",
+            process: (price) => Effect.succeed({ timers: [Timer.streamTime("stale", price.timestamp + 100)] }),
+            onTimer: (timer) => Effect.succeed({ outputs: [{ key: timer.key, value: `stale since ${timer.at - 100}` }] })
+          }),
+          KStream.to(Out)
+        )
+      ])
+      const driver = yield* driverOf(topology, [Prices])
+      yield* driver.pipe(Prices, "a", "1", { timestamp: 0 })
+      yield* driver.pipe(Prices, "b", "2", { timestamp: 50 })
+      yield* driver.pipe(Prices, "a", "3", { timestamp: 80 }) // a's timer moves to 180
+      yield* driver.pipe(Prices, "c", "4", { timestamp: 200 })
+      assert.deepStrictEqual((yield* driver.outputs(Out)).map((r) => [r.key, r.value, r.timestamp]), [
+        ["b", "stale since 50", 200],
+        ["a", "stale since 80", 200]
+      ])
     }))
 })
 
