@@ -36,6 +36,7 @@ import * as SinkStore from "../internal/database/SinkStore.ts"
 import * as CommitReceipt from "../internal/runtime/CommitReceipt.ts"
 import { headerRecord } from "../internal/codec/headers.ts"
 import type { FetchedHeaders, FetchedRecord } from "../internal/kafka/consumer.ts"
+import * as ChangelogReplay from "../internal/stores/ChangelogReplay.ts"
 import * as MemoryStore from "../internal/stores/memoryStore.ts"
 import * as RunStore from "../internal/workflow/RunStore.ts"
 import * as Outputs from "../internal/runtime/outputs.ts"
@@ -76,6 +77,16 @@ export interface Options {
   readonly partitions?: Readonly<Record<string, number>> | undefined
   /** Names the changelog topic (`Transformer.changelogTopic`); default `"test"`. */
   readonly applicationId?: string | undefined
+  /**
+   * Changelog records each task restores its store from before its first
+   * batch, as a task restores from its changelog topic after a restart or on
+   * a new owner: its state, named stores, timers and stream time. Pass
+   * another driver's `records(driver.changelogTopic)`; a task reads the
+   * records of its partition, in order.
+   *
+   * @since 0.6.0
+   */
+  readonly restoreFrom?: ReadonlyArray<RawRecord> | undefined
 }
 
 /**
@@ -286,8 +297,9 @@ export interface TestDriver<Inputs extends ReadonlyArray<Topic.Any>, S, E, R> {
   /**
    * Moves the wall clock (`TestClock.adjust`: run under `it.effect` or
    * another `TestClock`) by `duration`, then fires the wall-clock timers due
-   * in every task, each task's in one batch, as the runner does when no record
-   * comes (a pipe fires those due before its records too).
+   * in every task (those restored with `restoreFrom` too), each task's in one
+   * batch, as the runner does when no record comes (a pipe fires those due
+   * before its records too).
    *
    * @since 0.4.0
    */
@@ -514,7 +526,15 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       advanceStreamTime?: number
     ): Effect.Effect<void, PipeError<E>, R> =>
       Effect.gen(function*() {
+        const restoring = !tasks.has(partition) && options.restoreFrom !== undefined
         const task = taskOf(partition)
+        if (restoring && Option.isSome(task.store)) {
+          // The task's store as a restore leaves it: the changelog's records of its partition applied in order.
+          const changelogRecords = (options.restoreFrom ?? []).flatMap((r) =>
+            (r.partition ?? 0) === partition ? [{ offset: r.offset, key: r.key, value: r.value }] : []
+          )
+          yield* ChangelogReplay.apply(task.store.value, changelogRecords)
+        }
         const runOf = (batch: ReadonlyArray<Batch.Slice>) =>
           Batch.run(transformer, task.store, batch, {
             deadLetterTopic,
@@ -578,6 +598,7 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     }
 
     const inputNames = new Set(transformer.inputs.map((topic) => topic.name))
+    const restoredPartitions = new Set((options.restoreFrom ?? []).map((r) => r.partition ?? 0))
     const notASink = Effect.dieMessage(`TestDriver: ${transformer.name} is not a DatabaseSink: it has no offsets table`)
 
     /** A task's committed timers, read from its store if no batch has read them yet; `undefined` without the task. */
@@ -660,7 +681,10 @@ export const make = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       advanceWallClock: (duration) =>
         Effect.zipRight(
           TestClock.adjust(duration),
-          Effect.forEach([...tasks.keys()], (partition) => process(partition, []), { discard: true }).pipe(lock.withPermits(1))
+          Effect.suspend(() =>
+            // The tasks that ran, and those with records to restore (their restored timers may be due).
+            Effect.forEach(new Set([...tasks.keys(), ...restoredPartitions]), (partition) => process(partition, []), { discard: true })
+          ).pipe(lock.withPermits(1))
         ),
       advanceStreamTime: (time, advance) => process(advance?.partition ?? 0, [], time).pipe(lock.withPermits(1)),
       timers: (key, partition = 0) =>

@@ -5,8 +5,9 @@
  * event time), what `process` and `onTimer` forward running through the
  * operators after the node (mapValues, to, groupBy's repartition), two
  * process nodes' timers of one name apart, a process node in the
- * sub-topology of a windowed aggregation and of a table, and the startup
- * checks.
+ * sub-topology of a windowed aggregation and of a table, a new driver
+ * restoring a process node's stores and timers from another's changelog
+ * (`restoreFrom`), and the startup checks.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Clock, Effect, Either, Exit, Option, Schema } from "effect"
@@ -38,7 +39,8 @@ const driverOf = <E, I extends ReadonlyArray<Topic.Any>>(
   topology: Topology.Topology<E, never>,
   inputs: I,
   index = 0,
-  rules: Topology.RunOptions<E>["rules"] = []
+  rules: Topology.RunOptions<E>["rules"] = [],
+  restoreFrom?: ReadonlyArray<TestDriver.RawRecord>
 ) =>
   Effect.gen(function*() {
     const compiled = Topology.compile(topology, "app", { rules })
@@ -47,7 +49,8 @@ const driverOf = <E, I extends ReadonlyArray<Topic.Any>>(
     assert.deepStrictEqual(transformer.inputs.map((t) => t.name), inputs.map((t) => t.name))
     return yield* TestDriver.make(transformer as Transformer.Transformer<I, unknown, unknown, never>, {
       applicationId: "app",
-      deadLetterTopic: "dead-letters"
+      deadLetterTopic: "dead-letters",
+      restoreFrom
     })
   })
 
@@ -294,6 +297,30 @@ describe("KStream.process: timers", () => {
         Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "",
         `events: the process node "p" schedules timers but has no onTimer to run them: give it one (KStream.process({ ..., onTimer }))`
       )
+    }))
+})
+
+describe("KStream.process: restored from the changelog", () => {
+  it.scoped("a new driver restores the stores and timers from the first's changelog: dedup remembers, the timers fire", () =>
+    Effect.gen(function*() {
+      const first = yield* driverOf(watchdog(), [Readings])
+      yield* first.pipe(Readings, "d1", 20)
+      yield* first.pipe(Readings, "d2", 30)
+      const second = yield* driverOf(watchdog(), [Readings], 0, [], yield* first.records(first.changelogTopic))
+      yield* second.advanceWallClock("5 minutes")
+      assert.deepStrictEqual((yield* second.outputs(Alerts)).map((r) => `${r.key} ${r.value}`), [
+        "d1 alert: silent since 0, last 20",
+        "d2 alert: silent since 0, last 30"
+      ])
+      assert.deepStrictEqual((yield* second.outputs(Out)).map((r) => `${r.key} ${r.value}`), ["d1 ping 300000", "d2 ping 300000"])
+      assert.deepStrictEqual(yield* first.outputs(Alerts), [])
+
+      const dedupFirst = yield* driverOf(dedup(), [Orders])
+      yield* dedupFirst.pipe(Orders, "a", { id: "o1", amount: 10 })
+      const dedupSecond = yield* driverOf(dedup(), [Orders], 0, [], yield* dedupFirst.records(dedupFirst.changelogTopic))
+      yield* dedupSecond.pipe(Orders, "a", { id: "o1", amount: 10 }) // seen before the restore: nothing
+      yield* dedupSecond.pipe(Orders, "a", { id: "o2", amount: 5 })
+      assert.deepStrictEqual((yield* dedupSecond.outputs(Out)).map((r) => r.value), ["O2@1: 2 OF A, 15 IN ALL, 2 OF A"])
     }))
 })
 
