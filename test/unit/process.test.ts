@@ -161,12 +161,12 @@ describe("KStream.process: stores", () => {
 })
 
 /** A device silent for 5 minutes of wall-clock time raises an alert, through mapValues; a second node times "silent" too. */
-const watchdog = () => {
+const watchdog = (name = "watchdog") => {
   const Last = KeyValueStore.make({ name: "last-reading", key: Schema.String, value: Schema.Number })
   const readings = KStream.from(Readings)
   const alerts = readings.pipe(
     KStream.process({
-      name: "watchdog",
+      name,
       stores: [Last],
       process: (reading) =>
         Effect.gen(function*() {
@@ -321,6 +321,17 @@ describe("KStream.process: restored from the changelog", () => {
       yield* dedupSecond.pipe(Orders, "a", { id: "o1", amount: 10 }) // seen before the restore: nothing
       yield* dedupSecond.pipe(Orders, "a", { id: "o2", amount: 5 })
       assert.deepStrictEqual((yield* dedupSecond.outputs(Out)).map((r) => r.value), ["O2@1: 2 OF A, 15 IN ALL, 2 OF A"])
+    }))
+
+  it.scoped("a timer of a process node renamed since it was scheduled is dropped (with a warning), the others fire", () =>
+    Effect.gen(function*() {
+      const first = yield* driverOf(watchdog(), [Readings])
+      yield* first.pipe(Readings, "d1", 20)
+      const renamed = yield* driverOf(watchdog("silence-watch"), [Readings], 0, [], yield* first.records(first.changelogTopic))
+      yield* renamed.advanceWallClock("5 minutes")
+      assert.deepStrictEqual(yield* renamed.outputs(Alerts), [])
+      assert.deepStrictEqual((yield* renamed.outputs(Out)).map((r) => `${r.key} ${r.value}`), ["d1 ping 300000"])
+      assert.deepStrictEqual(yield* renamed.timers("d1"), [])
     }))
 })
 
