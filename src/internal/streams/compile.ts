@@ -13,7 +13,7 @@
  *
  * @internal
  */
-import { Effect, Either, Metric, Option, Schema } from "effect"
+import { Cause, Effect, Either, Exit, Metric, Option, Schema } from "effect"
 import * as RunnerMetrics from "../runtime/RunnerMetrics.ts"
 import * as Eager from "./eager.ts"
 import { applicationIdOf } from "../runtime/runAll.ts"
@@ -1158,14 +1158,14 @@ const positionOf = (input: Transformer.InputRecord<unknown, unknown>) => ({
 const eventTime = (
   parts: TransformerParts,
   input: Transformer.InputRecord<unknown, unknown>
-): Effect.Effect<number, InvalidTimestamp | OperatorFailed> => {
+): Exit.Exit<number, InvalidTimestamp | OperatorFailed> => {
   const extractor = parts.extractors.get(input.topic)
   let timestamp = input.timestamp
   if (extractor !== undefined) {
     try {
       timestamp = extractor(input)
     } catch (cause) {
-      return Effect.fail(
+      return Exit.fail(
         new OperatorFailed({
           operator: parts.sourceNames.get(input.topic) ?? input.topic,
           kind: "timestamp extractor",
@@ -1176,8 +1176,8 @@ const eventTime = (
     }
   }
   return Number.isFinite(timestamp) && timestamp >= 0
-    ? Effect.succeed(timestamp)
-    : Effect.fail(new InvalidTimestamp({ topic: input.topic, partition: input.partition, offset: input.offset, timestamp }))
+    ? Exit.succeed(timestamp)
+    : Exit.fail(new InvalidTimestamp({ topic: input.topic, partition: input.partition, offset: input.offset, timestamp }))
 }
 
 /**
@@ -1192,14 +1192,37 @@ const runRecord = (
   observe?: (timestamp: number) => Effect.Effect<void, unknown>,
   stores?: StoreAccess,
   streamJoin?: StreamJoinStep
-): Effect.Effect<Array<Topic.OutputRecord>, unknown, unknown> => {
-  const emit: Array<Topic.OutputRecord> = []
+): Effect.Effect<Array<Topic.OutputRecord>, unknown, unknown> =>
+  new RecordRun(parts, input, aggregator, stores, streamJoin).run(observe)
 
-  const visitChildren = (node: Graph.Node, record: Graph.StreamRecord): Effect.Effect<void, unknown, unknown> =>
-    Eager.forEach(parts.children(node), (child) => visit(child, record, node))
+/**
+ * One input record's run through the sub-topology's operators (`runRecord`):
+ * one object a record, whose steps are its class's methods (a function per
+ * record would make each of its helpers, and their context, for every record).
+ */
+class RecordRun {
+  /** The records the run writes, in order. */
+  readonly emit: Array<Topic.OutputRecord> = []
+
+  constructor(
+    readonly parts: TransformerParts,
+    readonly input: Transformer.InputRecord<unknown, unknown>,
+    readonly aggregator: Aggregator | undefined,
+    readonly stores: StoreAccess | undefined,
+    readonly streamJoin: StreamJoinStep | undefined
+  ) {}
+
+  visitChildren(node: Graph.Node, record: Graph.StreamRecord): Effect.Effect<void, unknown, unknown> {
+    const children = this.parts.children(node)
+    // One child (most operators): its visit, without a callback made for `forEach`.
+    return children.length === 1
+      ? this.visit(children[0]!, record, node)
+      : Eager.forEach(children, (child) => this.visit(child, record, node))
+  }
 
   /** Counts and logs a record a table or a join drops, as Kafka Streams does (its dropped-records metric). */
-  const dropped = (node: Graph.Node, why: string): Effect.Effect<void> => {
+  dropped(node: Graph.Node, why: string): Effect.Effect<void> {
+    const { input, parts } = this
     parts.droppedJoinRecords.count++
     const count = parts.droppedJoinRecords.count
     const name = parts.nameOf(node)
@@ -1220,21 +1243,28 @@ const runRecord = (
    * follows), not to those that only feed joins: a join reads the table through its operators
    * when a stream record looks its key up (Kafka Streams' value getters), so they run then, once.
    */
-  const visitTableChildren = (node: Graph.Node, record: Graph.StreamRecord): Effect.Effect<void, unknown, unknown> =>
-    Eager.forEach(parts.children(node).filter((child) => !onlyJoins(child, node)), (child) => visit(child, record, node))
-  const onlyJoins = (child: Graph.Node, parent: Graph.Node): boolean =>
-    (child._tag === "Join" && child.table === parent) ||
-    (child._tag === "FkJoin" && child.table === parent) ||
-    (child._tag === "TableStep" && parts.children(child).every((c) => onlyJoins(c, child)))
+  visitTableChildren(node: Graph.Node, record: Graph.StreamRecord): Effect.Effect<void, unknown, unknown> {
+    return Eager.forEach(
+      this.parts.children(node).filter((child) => !this.onlyJoins(child, node)),
+      (child) => this.visit(child, record, node)
+    )
+  }
 
-  const operatorFailed = (node: Graph.Node, kind: string, cause: unknown) =>
-    Effect.fail(new OperatorFailed({ operator: parts.nameOf(node), kind, source: positionOf(input), cause }))
+  onlyJoins(child: Graph.Node, parent: Graph.Node): boolean {
+    return (child._tag === "Join" && child.table === parent) ||
+      (child._tag === "FkJoin" && child.table === parent) ||
+      (child._tag === "TableStep" && this.parts.children(child).every((c) => this.onlyJoins(c, child)))
+  }
+
+  operatorFailed(node: Graph.Node, kind: string, cause: unknown) {
+    return Effect.fail(new OperatorFailed({ operator: this.parts.nameOf(node), kind, source: positionOf(this.input), cause }))
+  }
 
   /**
    * A table's value for `key` and its timestamp, through its table operators (Kafka Streams' value
    * getters: they run on each lookup); `null` value: none. Throws what a table operator throws.
    */
-  const lookup = (access: StoreAccess, table: Graph.Node, key: unknown, asOf?: number): TableJoin.Other => {
+  lookup(access: StoreAccess, table: Graph.Node, key: unknown, asOf?: number): TableJoin.Other {
     const store = Option.getOrUndefined(storeNodeOf(table))
     const slot = store === undefined ? Option.none() : access.get(store)
     if (Option.isNone(slot)) return { value: null, timestamp: -1 }
@@ -1258,34 +1288,38 @@ const runRecord = (
   }
 
   /** What a foreign-key join's nodes use of this run (`foreignKeyJoin.ts`). */
-  const foreignKeyRun = (join: Graph.ForeignKeyJoin, access: StoreAccess): ForeignKeyJoin.Run => ({
-    partition: input.partition,
-    sides: parts.foreignKeys.get(join)!,
-    write: (node, record) => emit.push(parts.writer(node)!.write(record)),
-    visitChildren,
-    visitTableChildren,
-    dropped,
-    failed: operatorFailed,
-    lookup: (table, key) => lookup(access, table, key),
-    stored: (table) => Option.map(Option.flatMap(storeNodeOf(table), access.get), (slot) => slot.value),
-    through: (table, key, value, timestamp) =>
-      tableStepsOf(table).reduce<unknown>((value, step) => value === null ? null : step.apply({ key, value, timestamp, headers: [] }), value)
-  })
+  foreignKeyRun(join: Graph.ForeignKeyJoin, access: StoreAccess): ForeignKeyJoin.Run {
+    const { parts } = this
+    return {
+      partition: this.input.partition,
+      sides: parts.foreignKeys.get(join)!,
+      write: (node, record) => this.emit.push(parts.writer(node)!.write(record)),
+      visitChildren: (node, record) => this.visitChildren(node, record),
+      visitTableChildren: (node, record) => this.visitTableChildren(node, record),
+      dropped: (node, why) => this.dropped(node, why),
+      failed: (node, kind, cause) => this.operatorFailed(node, kind, cause),
+      lookup: (table, key) => this.lookup(access, table, key),
+      stored: (table) => Option.map(Option.flatMap(storeNodeOf(table), access.get), (slot) => slot.value),
+      through: (table, key, value, timestamp) =>
+        tableStepsOf(table).reduce<unknown>((value, step) => value === null ? null : step.apply({ key, value, timestamp, headers: [] }), value)
+    }
+  }
 
   /** A foreign-key join's node (`foreignKeyJoin.ts`); its subscriptions reach it from its left table, or from their topic. */
-  const visitForeignKeyJoin = (
+  visitForeignKeyJoin(
     node: Graph.FkSubscribe | Graph.FkRespond | Graph.FkResponse | Graph.FkJoin,
     record: Graph.StreamRecord,
     from: Graph.Node | undefined,
     writes: boolean
-  ): Effect.Effect<void, unknown, unknown> => {
+  ): Effect.Effect<void, unknown, unknown> {
+    const { parts, stores } = this
     if (stores === undefined) return Effect.dieMessage("Skein invariant broken: a foreign-key join ran outside its tables' sub-topology")
-    const run = foreignKeyRun(node.join, stores)
+    const run = this.foreignKeyRun(node.join, stores)
     switch (node._tag) {
       case "FkSubscribe":
-        return writes ? ForeignKeyJoin.subscribe(run, node, record) : visitChildren(node, record)
+        return writes ? ForeignKeyJoin.subscribe(run, node, record) : this.visitChildren(node, record)
       case "FkResponse":
-        return visitChildren(node, record)
+        return this.visitChildren(node, record)
       case "FkRespond": {
         const store = parts.subscriptionStores.get(node)
         if (store === undefined) return Effect.dieMessage("Skein invariant broken: a foreign-key join's right side has no subscription store")
@@ -1298,10 +1332,11 @@ const runRecord = (
     }
   }
 
-  const visit = (node: Graph.Node, record: Graph.StreamRecord, from: Graph.Node | undefined): Effect.Effect<void, unknown, unknown> => {
+  visit(node: Graph.Node, record: Graph.StreamRecord, from: Graph.Node | undefined): Effect.Effect<void, unknown, unknown> {
+    const { aggregator, emit, input, parts, stores, streamJoin } = this
     const writer = parts.writer(node)
     // A foreign-key join's subscriptions are made from the left table's change, then written.
-    if (node._tag === "FkSubscribe") return visitForeignKeyJoin(node, record, from, writer !== undefined)
+    if (node._tag === "FkSubscribe") return this.visitForeignKeyJoin(node, record, from, writer !== undefined)
     if (writer !== undefined) {
       emit.push(writer.write(record))
       return Effect.void
@@ -1311,7 +1346,7 @@ const runRecord = (
       case "Merge":
       case "Repartition":
       case "Grouping":
-        return visitChildren(node, record)
+        return this.visitChildren(node, record)
       case "Step": {
         let out: ReturnType<Graph.Step>
         try {
@@ -1319,9 +1354,9 @@ const runRecord = (
         } catch (cause) {
           return Effect.fail(new OperatorFailed({ operator: parts.nameOf(node), kind: node.kind, source: positionOf(input), cause }))
         }
-        return Effect.isEffect(out)
-          ? Eager.flatMap(out, (records) => Eager.forEach(records, (r) => visitChildren(node, r)))
-          : Eager.forEach(out, (r) => visitChildren(node, r))
+        if (Effect.isEffect(out)) return Eager.flatMap(out, (records) => Eager.forEach(records, (r) => this.visitChildren(node, r)))
+        // One record (a map, a kept record): its visit, without a callback made for `forEach`.
+        return out.length === 1 ? this.visitChildren(node, out[0]!) : Eager.forEach(out, (r) => this.visitChildren(node, r))
       }
       case "Aggregate": {
         if (aggregator === undefined) return Effect.dieMessage("Skein invariant broken: an aggregate ran outside its sub-topology")
@@ -1336,7 +1371,7 @@ const runRecord = (
             )
             : Effect.void
         }
-        return aggregator(record, (update) => visitTableChildren(node, update))
+        return aggregator(record, (update) => this.visitTableChildren(node, update))
       }
       case "Sink":
         emit.push(node.write(record))
@@ -1346,12 +1381,12 @@ const runRecord = (
           node,
           record,
           { subTopology: parts.name, name: parts.nameOf(node), position: positionOf(input) },
-          (r) => visitChildren(node, r)
+          (r) => this.visitChildren(node, r)
         )
       case "TableSource": {
         if (stores === undefined) return Effect.dieMessage("Skein invariant broken: a table ran outside its sub-topology")
         // Kafka Streams' table source drops a record without a key (it cannot be a key's latest value).
-        if (record.key === null) return dropped(node, "without a key")
+        if (record.key === null) return this.dropped(node, "without a key")
         if (node.versioned !== undefined) {
           // Kafka Streams' versioned store: a version per record within the history retention; only
           // stream-table joins read it (checked at compile), so no change is passed on.
@@ -1362,7 +1397,7 @@ const runRecord = (
             onSome: (slot) => slot.value as ReadonlyArray<VersionedTable.Version<unknown>>
           })
           const next = VersionedTable.put(versions, record.value, record.timestamp, streamTime, node.versioned.historyMs)
-          if (next === undefined) return dropped(node, "older than the versioned table's history retention")
+          if (next === undefined) return this.dropped(node, "older than the versioned table's history retention")
           stores.streamTimes.set(node, Math.max(streamTime, record.timestamp))
           const latest = next[next.length - 1]
           stores.put(node, latest === undefined ? null : next, latest?.t ?? record.timestamp)
@@ -1370,7 +1405,7 @@ const runRecord = (
         }
         const previous = parts.sendsPrevious.has(node) ? Option.match(stores.get(node), { onNone: () => null, onSome: (s) => s.value }) : null
         stores.put(node, record.value, record.timestamp)
-        return visitTableChildren(node, { ...record, previous })
+        return this.visitTableChildren(node, { ...record, previous })
       }
       case "TableStep": {
         // Kafka Streams' KTableFilter and KTableMapValues: a deletion stays one; the previous value
@@ -1385,29 +1420,29 @@ const runRecord = (
             previous = node.apply({ ...record, value: record.previous })
           }
         } catch (cause) {
-          return operatorFailed(node, `table ${node.kind}`, cause)
+          return this.operatorFailed(node, `table ${node.kind}`, cause)
         }
         if (sends && node.kind === "filter" && value === null && previous === null) return Effect.void
-        return visitTableChildren(node, { ...record, value, previous })
+        return this.visitTableChildren(node, { ...record, value, previous })
       }
       case "TableJoin": {
         if (stores === undefined) return Effect.dieMessage("Skein invariant broken: a table join ran outside its sub-topology")
         const fromLeft = from === node.left
         let joined: TableJoin.Joined | undefined
         try {
-          const other = lookup(stores, fromLeft ? node.right : node.left, record.key)
+          const other = this.lookup(stores, fromLeft ? node.right : node.left, record.key)
           const change = { value: record.value, previous: record.previous ?? null, timestamp: record.timestamp }
           joined = TableJoin.onChange(node.kind, fromLeft, change, other, node.joiner)
         } catch (cause) {
-          return operatorFailed(node, "table join", cause)
+          return this.operatorFailed(node, "table join", cause)
         }
         if (joined === undefined) return Effect.void
-        return visitTableChildren(node, { key: record.key, value: joined.value, timestamp: joined.timestamp, headers: record.headers })
+        return this.visitTableChildren(node, { key: record.key, value: joined.value, timestamp: joined.timestamp, headers: record.headers })
       }
       case "FkRespond":
       case "FkResponse":
       case "FkJoin":
-        return visitForeignKeyJoin(node, record, from, false)
+        return this.visitForeignKeyJoin(node, record, from, false)
       case "GlobalTableSource":
         return Effect.dieMessage("Skein invariant broken: a global table ran in a sub-topology")
       case "GlobalJoin": {
@@ -1415,45 +1450,45 @@ const runRecord = (
         // value is dropped; one whose key maps to none is joined with null by a left join, dropped by an inner one.
         const store = parts.globalStores.get(node.table)
         if (store === undefined) return Effect.dieMessage("Skein invariant broken: a global join without its global table")
-        if (record.value === null) return dropped(node, "without a value")
+        if (record.value === null) return this.dropped(node, "without a value")
         let key: unknown
         try {
           key = node.keyMapper(record) ?? null
         } catch (cause) {
-          return operatorFailed(node, "key mapper", cause)
+          return this.operatorFailed(node, "key mapper", cause)
         }
-        if (key === null && node.kind === "inner") return dropped(node, "whose key maps to no key of the global table")
+        if (key === null && node.kind === "inner") return this.dropped(node, "whose key maps to no key of the global table")
         const found = key === null ? Either.right(null) : store.get(key)
-        if (Either.isLeft(found)) return operatorFailed(node, "key mapper", found.left)
+        if (Either.isLeft(found)) return this.operatorFailed(node, "key mapper", found.left)
         if (found.right === null && node.kind === "inner") return Effect.void
         let value: unknown
         try {
           value = node.joiner(record, found.right)
         } catch (cause) {
-          return operatorFailed(node, "joiner", cause)
+          return this.operatorFailed(node, "joiner", cause)
         }
-        return visitChildren(node, { ...record, value })
+        return this.visitChildren(node, { ...record, value })
       }
       case "StreamJoin": {
         if (streamJoin === undefined) return Effect.dieMessage("Skein invariant broken: a stream-stream join ran outside its sub-topology")
         const side = from === node.left ? "left" : from === node.right ? "right" : undefined
         if (side === undefined) return Effect.dieMessage("Skein invariant broken: a stream-stream join reached from neither side")
-        return streamJoin(side, record, (r) => visitChildren(node, r), (why) => dropped(node, why))
+        return streamJoin(side, record, (r) => this.visitChildren(node, r), (why) => this.dropped(node, why))
       }
       case "Join": {
         // Only stream records join: a table change never reaches a join (`visitTableChildren`).
         if (from !== node.stream) return Effect.dieMessage("Skein invariant broken: a table change reached a join")
         if (stores === undefined) return Effect.dieMessage("Skein invariant broken: a join ran outside its table's sub-topology")
-        if (record.value === null) return dropped(node, "without a value")
+        if (record.value === null) return this.dropped(node, "without a value")
         let tableValue: unknown = null
         if (record.key === null) {
           // A left join joins a record without a key with no table value (Kafka Streams since KIP-962); an inner join drops it.
-          if (node.kind === "inner") return dropped(node, "without a key")
+          if (node.kind === "inner") return this.dropped(node, "without a key")
         } else {
           try {
-            tableValue = lookup(stores, node.table, record.key, record.timestamp).value
+            tableValue = this.lookup(stores, node.table, record.key, record.timestamp).value
           } catch (cause) {
-            return operatorFailed(node, "table lookup", cause)
+            return this.operatorFailed(node, "table lookup", cause)
           }
         }
         if (tableValue === null && node.kind === "inner") return Effect.void
@@ -1461,27 +1496,66 @@ const runRecord = (
         try {
           value = node.joiner(record, tableValue)
         } catch (cause) {
-          return operatorFailed(node, "joiner", cause)
+          return this.operatorFailed(node, "joiner", cause)
         }
-        return visitChildren(node, { ...record, value })
+        return this.visitChildren(node, { ...record, value })
       }
     }
   }
 
-  const roots = parts.rootsByTopic.get(input.topic) ?? []
-  // Eagerly (`eager.ts`): a record whose operators are all synchronous runs in this call; each step is
-  // built where it runs (the record's event time, then its stream time, then its operators).
-  return Eager.flatMap(eventTime(parts, input), (timestamp) => {
+  /**
+   * The run: the record's event time, then (`observe`) its stream time, then its operators, each step
+   * built where it runs. Eagerly (`eager.ts`): a record whose operators are all synchronous runs in this call.
+   */
+  run(observe: ((timestamp: number) => Effect.Effect<void, unknown>) | undefined): Effect.Effect<Array<Topic.OutputRecord>, unknown, unknown> {
+    const time = eventTime(this.parts, this.input)
+    if (time._tag === "Failure") return Exit.failCause(time.cause)
+    const timestamp = time.value
+    if (observe !== undefined) {
+      const observed = observe(timestamp)
+      if (!Eager.isDone(observed)) return Effect.flatMap(observed, () => Effect.as(this.operators(timestamp), this.emit))
+      if (observed._tag === "Failure") return Exit.failCause(observed.cause)
+    }
+    const ran = this.operators(timestamp)
+    if (!Eager.isDone(ran)) return Effect.as(ran, this.emit)
+    return ran._tag === "Success" ? Exit.succeed(this.emit) : Exit.failCause(ran.cause)
+  }
+
+  /**
+   * The record through its sub-topology's operators, from their roots for its topic. What an
+   * aggregation's function threw (`guarded`), at once or when its step runs, is the record's error, for the rules.
+   */
+  operators(timestamp: number): Effect.Effect<void, unknown, unknown> {
+    const { aggregator, input, streamJoin } = this
     const start: Graph.StreamRecord = { key: input.key, value: input.value, timestamp, headers: input.rawHeaders }
-    const visited = () => Eager.forEach(roots, (root) => visit(root, start, undefined))
-    // An aggregation's function threw (`guarded`): the record's error, for the rules.
-    const run = () =>
-      aggregator === undefined && streamJoin === undefined ? visited() : Eager.catchSomeDefect(visited, (defect) =>
-        defect instanceof Threw
-          ? Option.some(
-            Effect.fail(new OperatorFailed({ operator: defect.operator, kind: defect.kind, source: positionOf(input), cause: defect.cause }))
-          )
-          : Option.none())
-    return Eager.map(observe === undefined ? run() : Eager.flatMap(observe(timestamp), run), () => emit)
-  })
+    if (aggregator === undefined && streamJoin === undefined) return this.visitRoots(start)
+    // `Eager.catchSomeDefect`, without the two callbacks it takes made per record.
+    let ran: Effect.Effect<void, unknown, unknown>
+    try {
+      ran = this.visitRoots(start)
+    } catch (defect) {
+      ran = Exit.die(defect)
+    }
+    if (!Eager.isDone(ran)) return Effect.catchSomeDefect(ran, (defect) => this.threw(defect))
+    if (ran._tag === "Success") return ran
+    const defect = Cause.dieOption(ran.cause)
+    if (Option.isNone(defect)) return ran
+    return Option.getOrElse(this.threw(defect.value), () => ran)
+  }
+
+  /** A user function's throw in an aggregation (`Threw`): the record's `OperatorFailed`. */
+  threw(defect: unknown): Option.Option<Effect.Effect<never, OperatorFailed>> {
+    return defect instanceof Threw
+      ? Option.some(
+        Effect.fail(new OperatorFailed({ operator: defect.operator, kind: defect.kind, source: positionOf(this.input), cause: defect.cause }))
+      )
+      : Option.none()
+  }
+
+  visitRoots(start: Graph.StreamRecord): Effect.Effect<void, unknown, unknown> {
+    const roots = this.parts.rootsByTopic.get(this.input.topic) ?? []
+    return roots.length === 1
+      ? this.visit(roots[0]!, start, undefined)
+      : Eager.forEach(roots, (root) => this.visit(root, start, undefined))
+  }
 }
