@@ -170,6 +170,12 @@ interface Attempt<S> {
 /** Records a lane runs at once, one after the other, before its fiber yields (`runLane`). */
 const atOnce = 64
 
+/** The stored forms every record's change has (`storedForm`), made once: an `Either` is immutable. */
+const noStoredForm = Either.right(undefined)
+const storedDelete = Either.right(null)
+const storedAtEndForm = Either.right(Cut.AtEnd)
+const noEmit: ReadonlyArray<Topic.OutputRecord> = []
+
 /** Decodes a slice's records with their topic's Schemas and computes their state keys. */
 const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
@@ -363,7 +369,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       result: Result<S>,
       source: FetchedRecord
     ): Either.Either<ReadonlyArray<Cut.OtherChange<S>> | undefined, EncodeError | StateNotStorable> => {
-      if (result.others === undefined || result.others.length === 0) return Either.right(undefined)
+      if (result.others === undefined || result.others.length === 0) return noStoredForm
       const others: Array<Cut.OtherChange<S>> = []
       for (const other of result.others) {
         const change = other.state._tag === "Set" ? Option.some(other.state.value) : Option.none()
@@ -387,9 +393,9 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       stateKey: string,
       source: FetchedRecord
     ): Either.Either<string | null | Cut.AtEnd | undefined, EncodeError | StateNotStorable> => {
-      if (change === undefined || Option.isNone(storedSteps)) return Either.right(undefined)
-      if (Option.isNone(change)) return Either.right(null)
-      if (atEnd !== undefined && atEnd(change.value)) return Either.right(Cut.AtEnd)
+      if (change === undefined || Option.isNone(storedSteps)) return noStoredForm
+      if (Option.isNone(change)) return storedDelete
+      if (atEnd !== undefined && atEnd(change.value)) return storedAtEndForm
       const stored = storedSteps.value.store(change.value)
       if (Either.isRight(stored)) return Either.right(stored.right)
       if (stored.left._tag === "Encode") return Either.left(new EncodeError({ topic: stateCodecName, cause: stored.left.cause }))
@@ -418,25 +424,40 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       trace: Tracing.TraceHeaders | undefined,
       then: (attempt: Attempt<S>) => A
     ): Effect.Effect<A, unknown, R> => {
-      const call = () => {
-        const copy = copyState(state)
-        if (Either.isLeft(copy)) return Effect.fail(new EncodeError({ topic: stateCodecName, cause: copy.left }))
-        const unit = overlay?.unit(source)
-        if (unit === undefined) {
-          // A transform that is done at once (the stream DSL's, `eager.ts`) is settled in this call.
-          return Eager.flatMap(
-            transformer.transform(decoded, copy.right, taskState),
-            (result): Effect.Effect<A, unknown> => settle(result, stateKey, source, trace, then)
-          )
-        }
-        return Effect.flatMap(
-          Effect.locally(transformer.transform(decoded, copy.right, taskState), StoreAccess.current, Option.some(unit)),
-          (result): Effect.Effect<A, unknown> =>
-            settle(result, stateKey, source, trace, (finished) => then({ ...finished, stores: unit.close() }))
-        )
-      }
       // Called where the record runs (its lane, a rule's retry): without permits, the transform is called at once.
-      return Option.isSome(options.permits) ? options.permits.value.withPermits(1)(Effect.suspend(call)) : call()
+      if (Option.isSome(options.permits)) {
+        return options.permits.value.withPermits(1)(Effect.suspend(() => attemptNow(decoded, stateKey, state, source, trace, then)))
+      }
+      return attemptNow(decoded, stateKey, state, source, trace, then)
+    }
+
+    /** `attempt`, called now. */
+    const attemptNow = <A>(
+      decoded: RecordOf<Inputs>,
+      stateKey: string,
+      state: Option.Option<S>,
+      source: FetchedRecord,
+      trace: Tracing.TraceHeaders | undefined,
+      then: (attempt: Attempt<S>) => A
+    ): Effect.Effect<A, unknown, R> => {
+      let copy = state
+      if (copiesOnRead) {
+        const copied = copyState(state)
+        if (Either.isLeft(copied)) return Effect.fail(new EncodeError({ topic: stateCodecName, cause: copied.left }))
+        copy = copied.right
+      }
+      const unit = overlay?.unit(source)
+      if (unit === undefined) {
+        const result = transformer.transform(decoded, copy, taskState)
+        // A transform that is done at once (the stream DSL's, `eager.ts`) is settled in this call.
+        if (Eager.isDone(result)) return result._tag === "Success" ? settle(result.value, stateKey, source, trace, then) : Exit.failCause(result.cause)
+        return Effect.flatMap(result, (result): Effect.Effect<A, unknown> => settle(result, stateKey, source, trace, then))
+      }
+      return Effect.flatMap(
+        Effect.locally(transformer.transform(decoded, copy, taskState), StoreAccess.current, Option.some(unit)),
+        (result): Effect.Effect<A, unknown> =>
+          settle(result, stateKey, source, trace, (finished) => then({ ...finished, stores: unit.close() }))
+      )
     }
 
     /** A transform's (or `onTimer`'s) result, checked and encoded, ending in `then`. */
@@ -463,10 +484,13 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         const invalid = Timers.invalidChange(timers)
         if (invalid !== undefined) return Effect.dieMessage(`${transformer.name}: ${invalid}`)
       }
-      const encoded = Outputs.encode(result.emit ?? [], options.messageLimits, options.partitionCounts, source, trace)
-      return Either.isEither(encoded)
-        ? Eager.fromEither(Either.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right, others: others.right, timers })))
-        : Effect.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right, others: others.right, timers }))
+      const encoded = Outputs.encode(result.emit ?? noEmit, options.messageLimits, options.partitionCounts, source, trace)
+      if (!Either.isEither(encoded)) {
+        return Effect.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right, others: others.right, timers }))
+      }
+      return Either.isLeft(encoded)
+        ? Exit.fail(encoded.left)
+        : Exit.succeed(then({ outputs: encoded.right, change, encoded: stored.right, others: others.right, timers }))
     }
 
     const finish = (

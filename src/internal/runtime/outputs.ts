@@ -194,6 +194,8 @@ export type Encoded = Either.Either<
   EncodeError | OutputTooLarge | TimestampOutOfRange | PartitionOutOfRange
 >
 
+const noOutputs: Encoded = Either.right(Object.freeze([]))
+
 /**
  * Encodes outputs and checks their partitions and sizes: synchronous (an
  * `Either`) once each topic's limit (and, for an output naming its
@@ -211,6 +213,8 @@ export const encode = (
   ReadonlyArray<Topic.EncodedRecord>,
   EncodeError | OutputTooLarge | TimestampOutOfRange | PartitionOutOfRange | KafkaError
 > => {
+  // No outputs (most records of an aggregation): one result for them all.
+  if (emit.length === 0) return noOutputs
   const outputs: Array<Topic.EncodedRecord> = []
   for (let i = 0; i < emit.length; i++) {
     const encoded = emit[i]!.encode()
