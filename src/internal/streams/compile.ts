@@ -1052,7 +1052,7 @@ const windowedTransformer = <A, I>(
         : (keyed, forward) => WindowAggregate.process(operator, windows, context, keyed, record.topic, forward)
       return Eager.map(
         runRecord(parts, record, aggregator, (timestamp) => WindowAggregate.observeStreamTime(context, timestamp)),
-        (emit) => ({ emit, ...context.result() })
+        (emit) => context.result(emit)
       )
     }
   }, WindowAggregate.storedAtEndOf(kind))

@@ -25,8 +25,10 @@
  * @internal
  */
 import { Effect, Either, Exit, Metric, Option, Predicate, Schema } from "effect"
+import type { Types } from "effect"
 import * as Eager from "./eager.ts"
 import * as TimeWindows from "../../TimeWindows.ts"
+import type * as Topic from "../../Topic.ts"
 import type { KeyChange, TaskState } from "../../Transformer.ts"
 import * as Transformer from "../../Transformer.ts"
 import type { EncodeError } from "../../SkeinError.ts"
@@ -137,6 +139,8 @@ export class RecordContext<A> {
   /** Other keys the record changed (made at the first: most records change only their own key and the time). */
   private changed: Map<string, Option.Option<WindowState<A>>> | undefined = undefined
   private time: Time | undefined
+  /** The task's time as this record changed it, while no one else holds it (`advanceTime`). */
+  private ownTime: Types.Mutable<Time> | undefined = undefined
   private timeChanged = false
   private ownChanged = false
   /** Whether `own`'s aggregates are the record's private copies (or values it built). */
@@ -158,17 +162,28 @@ export class RecordContext<A> {
 
   get(key: string): Effect.Effect<Option.Option<WindowState<A>>, unknown> {
     if (key === this.ownKey) {
-      if (this.ownPrivate) return Effect.succeed(this.own)
-      const copied = privateAggregates(this.own, this.copyValue)
-      if (Either.isLeft(copied)) return Effect.fail(copied.left)
-      this.own = copied.right
-      this.ownPrivate = true
-      return Effect.succeed(copied.right)
+      const failed = this.ownCopied()
+      return failed === undefined ? Effect.succeed(this.own) : Effect.fail(failed)
     }
     const changed = this.changed?.get(key)
     return changed !== undefined
       ? Effect.succeed(changed)
       : Eager.flatMap(this.task.get(key), (state) => Eager.fromEither(privateAggregates(state, this.copyValue)))
+  }
+
+  /** The record's own state (`get` of `ownKey`) without an Effect; `undefined` when it cannot be copied (`get` fails then). */
+  ownState(): Option.Option<WindowState<A>> | undefined {
+    return this.ownCopied() === undefined ? this.own : undefined
+  }
+
+  /** Makes `own` the record's private copy (once); the error when it cannot be copied. */
+  private ownCopied(): EncodeError | undefined {
+    if (this.ownPrivate) return undefined
+    const copied = privateAggregates(this.own, this.copyValue)
+    if (Either.isLeft(copied)) return copied.left
+    this.own = copied.right
+    this.ownPrivate = true
+    return undefined
   }
 
   put(key: string, state: Option.Option<WindowState<A>>): void {
@@ -190,16 +205,21 @@ export class RecordContext<A> {
   /** The task's time (loaded once per record). */
   loadTime(): Effect.Effect<Time, unknown> {
     if (this.time !== undefined) return Effect.succeed(this.time)
-    return Eager.flatMap(this.task.get(timeKey), (stored) => {
-      if (Option.isSome(stored) && stored.value._tag !== "Time") {
-        return Effect.dieMessage(`Skein invariant broken: the state key ${timeKey} holds ${stored.value._tag}`)
-      }
-      const time: Time = Option.isSome(stored) && stored.value._tag === "Time"
-        ? stored.value
-        : { _tag: "Time", streamTime: -1, observed: -1, closes: [], storeTime: -1, expiries: [] }
-      this.time = time
-      return Effect.succeed(time)
-    })
+    const stored = this.task.get(timeKey)
+    // Known (most records): at once, without a continuation made.
+    if (!Eager.isDone(stored)) return Effect.flatMap(stored, (stored) => this.timeOf(stored))
+    return stored._tag === "Success" ? this.timeOf(stored.value) : Exit.failCause(stored.cause)
+  }
+
+  private timeOf(stored: Option.Option<WindowState<A>>): Effect.Effect<Time> {
+    if (Option.isSome(stored) && stored.value._tag !== "Time") {
+      return Effect.dieMessage(`Skein invariant broken: the state key ${timeKey} holds ${stored.value._tag}`)
+    }
+    const time: Time = Option.isSome(stored) && stored.value._tag === "Time"
+      ? stored.value
+      : { _tag: "Time", streamTime: -1, observed: -1, closes: [], storeTime: -1, expiries: [] }
+    this.time = time
+    return Effect.succeed(time)
   }
 
   setTime(time: Time): void {
@@ -207,8 +227,24 @@ export class RecordContext<A> {
     this.timeChanged = true
   }
 
-  /** The record's own state change, and the others, for the transform's result. */
-  result(): { readonly state?: Transformer.StateChange<WindowState<A>>; readonly others: ReadonlyArray<KeyChange<WindowState<A>>> } {
+  /**
+   * Moves the task's stream time and observed time (loaded: `loadTime`) up to `streamTime` and
+   * `observed`: the first move of a record copies the time, the next ones change that copy, which
+   * nothing but this record holds until its result.
+   */
+  advanceTime(streamTime: number, observed: number): void {
+    const time = this.time
+    if (time === undefined) throw new Error("Skein invariant broken: a record moved the task's time before loading it")
+    if (streamTime <= time.streamTime && observed <= time.observed) return
+    const own = this.ownTime === time ? this.ownTime : { ...time }
+    own.streamTime = Math.max(time.streamTime, streamTime)
+    own.observed = Math.max(time.observed, observed)
+    this.ownTime = own
+    this.setTime(own)
+  }
+
+  /** The transform's result: the record's outputs, its own state change, and the others. */
+  result(emit: ReadonlyArray<Topic.OutputRecord>): Transformer.Result<WindowState<A>> {
     const others: Array<KeyChange<WindowState<A>>> = []
     if (this.changed !== undefined) {
       for (const [key, state] of this.changed) {
@@ -216,8 +252,8 @@ export class RecordContext<A> {
       }
     }
     if (this.timeChanged && this.time !== undefined) others.push({ key: timeKey, state: Transformer.set(this.time) })
-    if (!this.ownChanged) return { others }
-    return { state: Option.isSome(this.own) ? Transformer.set(this.own.value) : Transformer.remove, others }
+    if (!this.ownChanged) return { emit, others }
+    return { emit, state: Option.isSome(this.own) ? Transformer.set(this.own.value) : Transformer.remove, others }
   }
 }
 
@@ -230,9 +266,8 @@ const privateAggregates = <A>(
   state: Option.Option<WindowState<A>>,
   copyValue: (value: A) => Either.Either<A, EncodeError>
 ): Either.Either<Option.Option<WindowState<A>>, EncodeError> => {
-  if (Option.isNone(state) || state.value._tag !== "Windows") return Either.right(state)
+  if (Option.isNone(state) || state.value._tag !== "Windows" || !holdsObjects(state.value.windows)) return Either.right(state)
   const windows = state.value.windows
-  if (!windows.some((w) => typeof w.value === "object" && w.value !== null)) return Either.right(state)
   const copied: Array<Windows<A>["windows"][number]> = []
   for (const w of windows) {
     const value = copyValue(w.value)
@@ -240,6 +275,12 @@ const privateAggregates = <A>(
     copied.push(value.right === w.value ? w : { ...w, value: value.right })
   }
   return Either.right(Option.some({ ...state.value, windows: copied }))
+}
+
+/** Whether some window's aggregate is an object (a count's are numbers). */
+const holdsObjects = <A>(windows: Windows<A>["windows"]): boolean => {
+  for (const w of windows) if (typeof w.value === "object" && w.value !== null) return true
+  return false
 }
 
 /**
@@ -334,11 +375,14 @@ export const takeBucket = <A>(context: RecordContext<A>, bucketKey: string): Eff
   })
 
 /** Moves the task's stream time to `timestamp` if it is larger (every record of the sub-topology). */
-export const observeStreamTime = <A>(context: RecordContext<A>, timestamp: number): Effect.Effect<void, unknown> =>
-  Eager.flatMap(context.loadTime(), (time) => {
-    if (timestamp > time.streamTime) context.setTime({ ...time, streamTime: timestamp })
-    return Effect.void
-  })
+export const observeStreamTime = <A>(context: RecordContext<A>, timestamp: number): Effect.Effect<void, unknown> => {
+  const loaded = context.loadTime()
+  // Loaded at once (most records): no continuation made.
+  if (!Eager.isDone(loaded)) return Effect.map(loaded, () => context.advanceTime(timestamp, -1))
+  if (loaded._tag === "Failure") return Exit.failCause(loaded.cause)
+  context.advanceTime(timestamp, -1)
+  return Exit.void
+}
 
 export const windowsOf = <A>(state: Option.Option<WindowState<A>>, key: string): Either.Either<Windows<A> | undefined, string> => {
   if (Option.isNone(state)) return Either.right(undefined)
@@ -426,9 +470,8 @@ const updateOpenWindows = <A>(
   // A close time due (`takeDue`): the slots are ascending, the first is the earliest.
   const first = time.closes[0]
   if (first !== undefined && first * windows.advanceMs <= observed) return false
-  const own = context.get(context.ownKey)
-  if (!Eager.isDone(own) || own._tag === "Failure") return false
-  const entry = Option.isSome(own.value) && own.value.value._tag === "Windows" ? own.value.value : undefined
+  const own = context.ownState()
+  const entry = own !== undefined && Option.isSome(own) && own.value._tag === "Windows" ? own.value : undefined
   if (entry === undefined) return false
   const closeBefore = observed - windows.graceMs
   const starts = TimeWindows.startsFor(windows, record.timestamp)
@@ -450,7 +493,7 @@ const updateOpenWindows = <A>(
     }
   }
   context.put(context.ownKey, Option.some({ ...entry, windows: entryWindows }))
-  if (observed !== time.observed) context.setTime({ ...time, observed })
+  context.advanceTime(-1, observed)
   return true
 }
 
