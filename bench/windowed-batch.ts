@@ -10,9 +10,23 @@
  * median of the rounds is reported in ns per record, with the process's CPU time per record (less
  * sensitive than the elapsed time to other work on the machine) and the share in garbage collection.
  *
+ * `--only 0` or `--only 1` runs one sub-topology (for `node --cpu-prof`). `--alloc` reports what a
+ * record allocates instead: V8's sampling heap profiler over the rounds, with the objects the
+ * scavenges and mark-compacts collected kept in the profile (every allocation, not what is live at
+ * the end), in bytes per record, and the functions that allocate most (self, per record).
+ *
  *   npx tsx bench/windowed-batch.ts [--records 8000] [--groups 1000] [--rounds 7] [--min-ms 500] [--dist dist]
+ *     [--only 0|1] [--alloc] [--top 15]
+ *
+ * Under tsx a `--dist` build is compiled again (tsx wraps its named functions in `__name` calls)
+ * and effect is loaded as CommonJS; for the build as users run it, bundle this script and run it
+ * on node:
+ *
+ *   npx esbuild bench/windowed-batch.ts --bundle --platform=node --format=esm --external:effect --outfile=/tmp/wb.mjs
+ *   node /tmp/wb.mjs --dist dist
  */
 import { Duration, Effect, Either, Option, Schema } from "effect"
+import { Session } from "node:inspector/promises"
 import { PerformanceObserver } from "node:perf_hooks"
 import { parseArgs } from "node:util"
 import type { FetchedRecord } from "../src/internal/kafka/consumer.ts"
@@ -28,7 +42,10 @@ const { values: flags } = parseArgs({
     groups: { type: "string", default: "1000" },
     rounds: { type: "string", default: "7" },
     "min-ms": { type: "string", default: "500" },
-    dist: { type: "string" }
+    dist: { type: "string" },
+    only: { type: "string" },
+    alloc: { type: "boolean", default: false },
+    top: { type: "string", default: "15" }
   }
 })
 const records = Number(flags.records)
@@ -135,11 +152,63 @@ const round = async (poll: ReturnType<typeof pollOf>): Promise<{ readonly ns: nu
   return { ns: elapsed / n, cpu: ((cpu.user + cpu.system) * 1000) / n, gc: (gcNs - gcBefore) / elapsed }
 }
 
-for (const [name, poll] of [
+/** A node of V8's sampling heap profile. */
+interface HeapNode {
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number }
+  readonly selfSize: number
+  readonly children: ReadonlyArray<HeapNode>
+}
+
+/** Bytes allocated while `body` runs (sampled), by allocating function (name and place). */
+const allocations = async (body: () => Promise<number>): Promise<{ readonly records: number; readonly total: number; readonly by: Map<string, number> }> => {
+  const session = new Session()
+  session.connect()
+  await session.post("HeapProfiler.enable")
+  await session.post("HeapProfiler.startSampling", {
+    samplingInterval: 512,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true
+  })
+  const records = await body()
+  const { profile } = await session.post("HeapProfiler.stopSampling") as unknown as { readonly profile: { readonly head: HeapNode } }
+  session.disconnect()
+  const by = new Map<string, number>()
+  let total = 0
+  const walk = (node: HeapNode): void => {
+    if (node.selfSize > 0) {
+      const { functionName, lineNumber, url } = node.callFrame
+      const where = `${functionName || "(anonymous)"} ${url.replace(/^.*\/(src|dist|node_modules)\//, "$1/")}:${lineNumber + 1}`
+      by.set(where, (by.get(where) ?? 0) + node.selfSize)
+      total += node.selfSize
+    }
+    for (const child of node.children) walk(child)
+  }
+  walk(profile.head)
+  return { records, total, by }
+}
+
+const subTopologies = [
   ["groupBy (sub-topology 0)", pollOf(grouping, groupingInput, Input.name)],
   ["tumbling count (sub-topology 1)", pollOf(counting, countingInput, repartition.name)]
-] as const) {
+] as const
+for (const [i, [name, poll]] of subTopologies.entries()) {
+  if (flags.only !== undefined && Number(flags.only) !== i) continue
   await round(poll) // warm-up
+  if (flags.alloc) {
+    const { by, records: n, total } = await allocations(async () => {
+      let n = 0
+      for (let r = 0; r < rounds; r++) {
+        const result = await Effect.runPromise(poll)
+        n += result.processed
+      }
+      return n
+    })
+    console.log(`${name}: ${(total / n).toFixed(0)} B allocated per record (${n} records, sampled every 512 B)`)
+    for (const [where, bytes] of [...by].sort((a, b) => b[1] - a[1]).slice(0, Number(flags.top))) {
+      console.log(`  ${(bytes / n).toFixed(0).padStart(6)} B  ${(100 * bytes / total).toFixed(1).padStart(5)} %  ${where}`)
+    }
+    continue
+  }
   const results: Array<{ readonly ns: number; readonly cpu: number; readonly gc: number }> = []
   for (let r = 0; r < rounds; r++) results.push(await round(poll))
   const ns = spread(results.map((r) => r.ns))!
