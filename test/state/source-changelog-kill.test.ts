@@ -80,6 +80,9 @@ describe("a source-topic changelog under SIGKILL around a commit", () => {
       const stateDir = yield* tempDir("skein-source-kill-")
       const env = (fault: string) => ({
         SKEIN_APPLICATION_ID: groupId,
+        // The killed app leaves the group when its session expires (the restart waits for that):
+        // the broker's minimum, not the default 10 s.
+        SKEIN_SESSION_TIMEOUT: "6 seconds",
         SKEIN_STATE_DIR: stateDir,
         KAFKA_BROKERS: brokers().join(","),
         CHAOS_INPUT_TOPIC: orders,
