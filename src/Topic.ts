@@ -550,8 +550,11 @@ class TypedRecord<K, V> implements OutputRecord {
     if (timestamp !== undefined && !(Number.isSafeInteger(timestamp) && timestamp >= 0)) {
       return Either.left(new EncodeError({ topic: target.name, cause: badTimestamp(timestamp) }))
     }
+    // The usual shapes as one literal each (a stream DSL's output has headers and a timestamp): no spread copies.
     const encoded: EncodedRecord = headers === undefined && partition === undefined && timestamp === undefined
       ? { topic: target.name, key: encodedKey.right, value: encodedValue.right }
+      : headers !== undefined && partition === undefined && timestamp !== undefined
+      ? { topic: target.name, key: encodedKey.right, value: encodedValue.right, headers: headerRecord(headers), timestamp }
       : {
       topic: target.name,
       key: encodedKey.right,

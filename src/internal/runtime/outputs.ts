@@ -121,7 +121,8 @@ const checkSize = (
   limit: number,
   source: FetchedRecord
 ): Either.Either<Topic.EncodedRecord, OutputTooLarge> => {
-  if (recordSizeBound(encoded) <= limit && encoded.headers === undefined) return Either.right(encoded)
+  // The bound counts headers too (a name or a text value at 3 bytes a UTF-16 unit): under the limit, the record is.
+  if (recordSizeBound(encoded) <= limit) return Either.right(encoded)
   const bytes = recordBytes(encoded)
   if (bytes <= limit) return Either.right(encoded)
   return Either.left(
