@@ -216,6 +216,7 @@ for (const [i, [name, poll]] of subTopologies.entries()) {
   const gc = spread(results.map((r) => r.gc))!
   console.log(
     `${name}: ${records} records, ${groups} groups, ${rounds} rounds: ${ns.median.toFixed(0)} ns/record ` +
-      `(${ns.min.toFixed(0)}-${ns.max.toFixed(0)}), CPU ${cpu.median.toFixed(0)} ns/record, ${(100 * gc.median).toFixed(1)} % of it in GC`
+      `(${ns.min.toFixed(0)}-${ns.max.toFixed(0)}), CPU ${cpu.median.toFixed(0)} ns/record (${cpu.min.toFixed(0)}-${cpu.max.toFixed(0)}), ` +
+      `${(100 * gc.median).toFixed(1)} % of it in GC`
   )
 }
