@@ -24,6 +24,13 @@ export default defineConfig({
   test: {
     include: [...unitTests],
     pool: "forks",
+    // Two files at a time on CI's 2 cores (vitest's default there is one worker: cores - 1). Tried
+    // once before (1dfe768) and taken back (7fa2551) for a "Timeout calling onTaskUpdate": a worker
+    // blocked past vitest's 60 s RPC timeout, which docs.test.ts's spawnSync of the docs check did
+    // on a busy machine; it now runs the check asynchronously.
+    fileParallelism: true,
+    maxWorkers: 2,
+    minWorkers: 1,
     testTimeout: 120_000,
     hookTimeout: 300_000
   }
