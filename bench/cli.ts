@@ -485,6 +485,9 @@ const runProcessInner = async (
       }
       await sleep(250)
     }
+    // The process tree's CPU seconds from its first read to the input consumed (polled every 250 ms):
+    // CPU per record, which other work on the machine inflates far less than it cuts the rate.
+    const cpuAtEnd = caughtUp ? app.cpuSeconds() : undefined
     await sleep(300)
     await timeline.stop()
     out.peakRssMiB = app.peakRssMiB()
@@ -497,6 +500,14 @@ const runProcessInner = async (
       notes.push(app.alive() ? `did not finish within ${x.timeoutMs / 1000} s` : `process exited early (see ${logFile})`)
     } else if (end !== undefined && end > start) {
       out.throughput = x.w.records / ((end - start) / 1000)
+    }
+    const cpuAtFirstRead = app.cpuAtEvent("first-read")
+    if (cpuAtEnd !== undefined && cpuAtFirstRead !== undefined && cpuAtEnd > cpuAtFirstRead) {
+      const cpu = cpuAtEnd - cpuAtFirstRead
+      notes.push(
+        `CPU ${((cpu * 1e6) / x.w.records).toFixed(2)} µs per record (${cpu.toFixed(2)} CPU s of the process tree from its ` +
+          `first read to the input consumed; ${((cpu * 1e5) / x.w.records).toFixed(3)} CPU s per 100k records)`
+      )
     }
     const load1 = loadavg()[0] ?? 0
     // During a run the broker, the contender and the harness load the machine themselves: flag

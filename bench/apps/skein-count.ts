@@ -29,6 +29,8 @@
  * installed package runs it: not its TypeScript sources through tsx, which wraps each named
  * function it compiles in a `__name` call and compiles the sources at every start.
  * SKEIN_BENCH_BUILD=<file> loads another build's `index.js` (an experiment's A/B).
+ * SKEIN_BENCH_STATS=1 (diagnosis only): the runner's commits and batches so far, every second, on
+ * stderr (the run's log), e.g. how many records a transaction held.
  */
 import { existsSync, readdirSync } from "node:fs"
 import { join, resolve } from "node:path"
@@ -132,6 +134,9 @@ const watcher = setInterval(() => {
   }
 }, 20)
 watcher.unref()
+if (process.env["SKEIN_BENCH_STATS"] !== undefined) {
+  setInterval(() => process.stderr.write(`STATS commits=${stats.commits} batches=${stats.batches}\n`), 1000).unref()
+}
 
 const program = Runner.runWithStats(Count, stats).pipe(
   Effect.provide(SkeinConfig.layer({
