@@ -7,7 +7,9 @@
  * run tests Kafka 4.4.0 unless `SKEIN_KAFKA_VERSION` says otherwise
  * (test/compat/globalSetup.ts asks for 3.9.2), and the broker is asked which
  * release it runs (test/utils/brokerVersion.ts): the run fails at once if it
- * is not that version, unless `SKEIN_ALLOW_ANY_KAFKA_VERSION=1`. If no broker
+ * is not that version, unless `SKEIN_ALLOW_ANY_KAFKA_VERSION=1`. Its group and
+ * transaction coordinators must answer before the first test runs
+ * (test/utils/coordinatorsReady.ts). If no broker
  * can be had, the run fails at once with the one message saying what to
  * install or set.
  *
@@ -23,6 +25,7 @@ import * as KafkaBroker from "../src/testing/KafkaBroker.ts"
 import * as LocalKafka from "../src/testing/LocalKafka.ts"
 import * as BrokerVersion from "./utils/brokerVersion.ts"
 import * as BrokerWatch from "./utils/brokerWatch.ts"
+import { coordinatorsReady } from "./utils/coordinatorsReady.ts"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -75,6 +78,12 @@ export async function startKafka(options: KafkaBroker.Options = {}): Promise<Run
     throw plainError(failureMessage(exit.cause))
   }
   const { broker, label } = exit.value
+  try {
+    await coordinatorsReady(broker.brokers)
+  } catch (error) {
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    throw plainError(error instanceof Error ? error.message : String(error))
+  }
   const bootstrap = broker.brokers.join(",")
   process.stderr.write(`[skein] ${label} (${broker.kind}) ready at ${bootstrap} in ${Date.now() - started} ms\n`)
   return { brokers: broker.brokers, close: () => Effect.runPromise(Scope.close(scope, Exit.void)) }
