@@ -145,7 +145,10 @@ type Entry<Inputs extends ReadonlyArray<Topic.Any>> =
 
 /** Records processed one after the other. */
 interface Lane<Inputs extends ReadonlyArray<Topic.Any>, S> {
-  readonly entries: ReadonlyArray<Entry<Inputs>>
+  /** How many records it has. */
+  readonly size: number
+  /** Its record at `index`: decoded ahead (`lanesOf`), or as the lane reaches it (`lazyLane`), once. */
+  readonly entry: (index: number) => Entry<Inputs>
   readonly offsets: ReadonlyArray<number>
   /** The finished units, in order (a batch whose records run one after another keeps them as they finish instead: `Cut.folded`). */
   readonly done: Array<Cut.Done<S>>
@@ -185,25 +188,31 @@ const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   reserved: boolean
 ): Array<Entry<Inputs>> => {
   const entries: Array<Entry<Inputs>> = []
-  for (const record of slice.records) {
-    const decoded = decodeRecord(topic, record)
-    if (Either.isLeft(decoded)) {
-      entries.push({ _tag: "Poison", record, error: decoded.left })
-      continue
-    }
-    const value = {
-      topic: record.topic,
-      partition: record.partition,
-      offset: record.offset,
-      key: decoded.right.key,
-      value: decoded.right.value,
-      headers: record.headers,
-      rawHeaders: headerPairs(record.rawHeaders),
-      timestamp: record.timestamp
-    } as RecordOf<Inputs>
-    entries.push(readyEntry(transformer, record, value, stateKeys, reserved))
-  }
+  for (const record of slice.records) entries.push(decodeEntry(transformer, topic, record, stateKeys, reserved))
   return entries
+}
+
+/** One record decoded with its topic's Schemas, with its state key. */
+const decodeEntry = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
+  transformer: Transformer<Inputs, S, E, R>,
+  topic: Topic.Any,
+  record: FetchedRecord,
+  stateKeys: StateKeyCheck.StateKeyCheck | undefined,
+  reserved: boolean
+): Entry<Inputs> => {
+  const decoded = decodeRecord(topic, record)
+  if (Either.isLeft(decoded)) return { _tag: "Poison", record, error: decoded.left }
+  const value = {
+    topic: record.topic,
+    partition: record.partition,
+    offset: record.offset,
+    key: decoded.right.key,
+    value: decoded.right.value,
+    headers: record.headers,
+    rawHeaders: headerPairs(record.rawHeaders),
+    timestamp: record.timestamp
+  } as RecordOf<Inputs>
+  return readyEntry(transformer, record, value, stateKeys, reserved)
 }
 
 /**
@@ -239,13 +248,7 @@ const lanesOf = <Inputs extends ReadonlyArray<Topic.Any>, S>(
   entries: ReadonlyArray<Entry<Inputs>>,
   keyConcurrency: boolean
 ): ReadonlyArray<Lane<Inputs, S>> => {
-  const lane = (laneEntries: ReadonlyArray<Entry<Inputs>>): Lane<Inputs, S> => ({
-    entries: laneEntries,
-    offsets: laneEntries.map((e) => e.record.offset),
-    done: [],
-    finished: 0
-  })
-  if (!keyConcurrency) return [lane(entries)]
+  if (!keyConcurrency) return [eagerLane(entries)]
   const byKey = new Map<string, Array<Entry<Inputs>>>()
   for (const entry of entries) {
     // A poison record, or one without a state key, runs in a lane of its own.
@@ -254,8 +257,36 @@ const lanesOf = <Inputs extends ReadonlyArray<Topic.Any>, S>(
     if (list === undefined) byKey.set(key, [entry])
     else list.push(entry)
   }
-  return [...byKey.values()].map(lane)
+  return [...byKey.values()].map((entries) => eagerLane<Inputs, S>(entries))
 }
+
+/** A lane of records decoded ahead. */
+const eagerLane = <Inputs extends ReadonlyArray<Topic.Any>, S>(entries: ReadonlyArray<Entry<Inputs>>): Lane<Inputs, S> => ({
+  size: entries.length,
+  entry: (index) => entries[index]!,
+  offsets: entries.map((e) => e.record.offset),
+  done: [],
+  finished: 0
+})
+
+/**
+ * A slice's lane whose records are decoded as the lane reaches them: what a record decoded to dies
+ * with it, where records decoded ahead live until the batch ends (and every scavenge meanwhile copies
+ * them). For a batch that needs no state key ahead (no key lanes, no states to prefetch, no check of
+ * state keys across partitions).
+ */
+const lazyLane = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
+  transformer: Transformer<Inputs, S, E, R>,
+  topic: Topic.Any,
+  slice: Slice,
+  reserved: boolean
+): Lane<Inputs, S> => ({
+  size: slice.records.length,
+  entry: (index) => decodeEntry(transformer, topic, slice.records[index]!, undefined, reserved),
+  offsets: slice.records.map((record) => record.offset),
+  done: [],
+  finished: 0
+})
 
 export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
@@ -306,13 +337,18 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     /** The batch's view of the task's named stores, once checked (a transformer with stores). */
     let overlay: StoreAccess.Overlay | undefined = undefined
 
+    /** Whether the batch reads the states its records need from the store ahead, in one call (`prefetch`). */
+    const prefetches = Option.isSome(store) && Option.isSome(decodeState)
     const lanesPerSlice = slices.map((slice) => {
       const topic = topics.get(slice.topic)
       // A transformer sharing its task's state across keys (or with timers) runs its records one after the other.
       const concurrent = topic !== undefined && topic.keyConcurrency && transformer.sharedState !== true && !timed && !hasStores
-      return topic === undefined
-        ? []
-        : lanesOf<Inputs, S>(decodeSlice(transformer, topic, slice, options.stateKeys, timed || hasStores), concurrent)
+      if (topic === undefined) return []
+      // No state key needed ahead: each record is decoded as its lane reaches it.
+      if (!concurrent && !prefetches && options.stateKeys === undefined) {
+        return [lazyLane<Inputs, S, E, R>(transformer, topic, slice, timed || hasStores)]
+      }
+      return lanesOf<Inputs, S>(decodeSlice(transformer, topic, slice, options.stateKeys, timed || hasStores), concurrent)
     })
     yield* StateKeyCheck.logSplits(options.stateKeys, transformer.name)
 
@@ -840,8 +876,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
      * every so many steps); any other record's continuation starts the next (one `flatMap` a record).
      */
     const runLane = (lane: Lane<Inputs, S>): Effect.Effect<void, unknown, R> => {
-      const entries = lane.entries
-      if (entries.length === 0) return Effect.void
+      const size = lane.size
+      if (size === 0) return Effect.void
       let index = 0
       const finished = (done: Cut.Done<S>): Effect.Effect<void, unknown, R> => {
         keepDone(lane, done)
@@ -850,11 +886,11 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       }
       /** The lane's records from `index` (past the first, none once `maxDuration` has passed). */
       const rest = (): Effect.Effect<void, unknown, R> => {
-        for (let ran = 0; index < entries.length && (index === 0 || !pastDeadline()); ran++) {
+        for (let ran = 0; index < size && (index === 0 || !pastDeadline()); ran++) {
           if (ran === atOnce) return Effect.flatMap(Effect.yieldNow(), rest)
           let unit: Effect.Effect<Cut.Done<S>, unknown, R>
           try {
-            unit = processUnit(entries[index]!)
+            unit = processUnit(lane.entry(index))
           } catch (defect) {
             // Thrown while running at once: the defect a lazy step's throw is.
             unit = Exit.die(defect)
@@ -871,10 +907,13 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 
     // The states this batch needs that are not cached: read from the store in one call.
     const missing = new Set<string>()
-    for (const lanes of lanesPerSlice) {
-      for (const lane of lanes) {
-        for (const entry of lane.entries) {
-          if (entry._tag === "Ready" && knownState(entry.stateKey) === undefined) missing.add(entry.stateKey)
+    if (prefetches) {
+      for (const lanes of lanesPerSlice) {
+        for (const lane of lanes) {
+          for (let i = 0; i < lane.size; i++) {
+            const entry = lane.entry(i)
+            if (entry._tag === "Ready" && knownState(entry.stateKey) === undefined) missing.add(entry.stateKey)
+          }
         }
       }
     }
@@ -894,8 +933,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       : undefined
     const merged: Lane<Inputs, S> | undefined = order === undefined ? undefined : (() => {
       const next = slices.map(() => 0)
-      const entries = order.map((i) => lanesPerSlice[i]![0]!.entries[next[i]!++]!)
-      return { entries, offsets: entries.map((entry) => entry.record.offset), done: [], finished: 0 }
+      return eagerLane<Inputs, S>(order.map((i) => lanesPerSlice[i]![0]!.entry(next[i]!++)))
     })()
 
     /** The cut of a `folding` batch: each slice's finished records (the merged lane's, a prefix of `order`, by slice). */
