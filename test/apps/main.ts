@@ -68,6 +68,14 @@ export const statusLine = (event: Record<string, unknown>): Effect.Effect<void> 
 export const currentRuntime = runtimeName
 
 /**
+ * The exit code of a program that ended with `exit`: 0 when it ended or was only interrupted (a
+ * signal's stop), 1 when it failed, also when interrupted fibers came with the failure (one of
+ * several runs failed and the others were interrupted: `Exit.isInterrupted` is true for that too).
+ */
+export const exitOf = (exit: Exit.Exit<unknown, unknown>): 0 | 1 =>
+  Exit.isSuccess(exit) || Cause.isInterruptedOnly(exit.cause) ? 0 : 1
+
+/**
  * Runs `program` until SIGTERM/SIGINT interrupts it (exit 0, after a `stopping` and a `stopped`
  * line), or it fails (exit 1 after a `failed` line: "let it crash", the harness restarts it).
  */
@@ -83,7 +91,7 @@ export const runUntilSignalled = (program: Effect.Effect<unknown, unknown>): voi
   process.on("SIGTERM", () => stop("SIGTERM"))
   process.on("SIGINT", () => stop("SIGINT"))
   fiber.addObserver((exit) => {
-    if (Exit.isSuccess(exit) || Exit.isInterrupted(exit)) {
+    if (Exit.isSuccess(exit) || exitOf(exit) === 0) {
       process.stdout.write(`${JSON.stringify({ event: "stopped", ts: Date.now() })}\n`)
       process.exit(0)
     }
