@@ -18,7 +18,7 @@ import type { ConfigError, Redacted } from "effect"
  *   applicationId: "word-count",
  *   brokers: ["localhost:9092"]
  * })
- * config.maxPollRecords // 50000
+ * config.maxPollRecords // 100000
  * config.processingGuarantee // "exactly-once"
  * ```
  *
@@ -324,7 +324,7 @@ export const SkeinConfig: Context.Tag<SkeinConfig, SkeinConfig> = Context.Generi
  * import { Duration } from "effect"
  * import { SkeinConfig } from "skein"
  *
- * SkeinConfig.defaults.maxPollRecords // 50000
+ * SkeinConfig.defaults.maxPollRecords // 100000
  * SkeinConfig.defaults.stateDir // ".skein/state"
  * Duration.toMillis(SkeinConfig.defaults.sessionTimeout) // 10000
  * ```
@@ -334,7 +334,7 @@ export const SkeinConfig: Context.Tag<SkeinConfig, SkeinConfig> = Context.Generi
  */
 export const defaults = {
   clientId: "skein",
-  maxPollRecords: 50_000,
+  maxPollRecords: 100_000,
   maxBatchDuration: Duration.seconds(1),
   maxTaskIdle: Duration.zero as Duration.Duration | "no-wait",
   stateDir: ".skein/state",
