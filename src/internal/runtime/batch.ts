@@ -147,8 +147,13 @@ type Entry<Inputs extends ReadonlyArray<Topic.Any>> =
 interface Lane<Inputs extends ReadonlyArray<Topic.Any>, S> {
   /** How many records it has. */
   readonly size: number
-  /** Its record at `index`: decoded ahead (`lanesOf`), or as the lane reaches it (`lazyLane`), once. */
+  /** Its record at `index`: decoded ahead (`lanesOf`), or as the lane reaches it (`lazyLane`, `chunkedLane`), once. */
   readonly entry: (index: number) => Entry<Inputs>
+  /**
+   * A lane decoded a chunk at a time (`chunkedLane`): the entries of the chunk that begins at
+   * `index`, for the states they need to be read ahead of them (`prefetch`); else absent.
+   */
+  readonly chunk?: (index: number) => ReadonlyArray<Entry<Inputs>>
   readonly offsets: ReadonlyArray<number>
   /** The finished units, in order (a batch whose records run one after another keeps them as they finish instead: `Cut.folded`). */
   readonly done: Array<Cut.Done<S>>
@@ -288,6 +293,46 @@ const lazyLane = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   finished: 0
 })
 
+/** How many records a `chunkedLane` decodes at a time: fewer than a scavenge's worth, so they die young. */
+export const chunkSize = 1024
+
+/**
+ * A slice's lane whose records are decoded a chunk at a time, each chunk's states read from the store
+ * before its first record runs (`prefetch`): what the records of a chunk decoded to dies with the chunk,
+ * where a slice decoded ahead lives until the batch ends and every scavenge meanwhile copies it, then
+ * promotes it. For a lane of a whole slice whose states are read ahead (a stateful transformer's
+ * records, one after the other).
+ */
+const chunkedLane = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
+  transformer: Transformer<Inputs, S, E, R>,
+  topic: Topic.Any,
+  slice: Slice,
+  stateKeys: StateKeyCheck.StateKeyCheck | undefined,
+  reserved: boolean
+): Lane<Inputs, S> => {
+  let start = -1
+  let entries: ReadonlyArray<Entry<Inputs>> = []
+  const chunk = (index: number): ReadonlyArray<Entry<Inputs>> => {
+    const first = index - (index % chunkSize)
+    if (first !== start) {
+      const decoded: Array<Entry<Inputs>> = []
+      const end = Math.min(first + chunkSize, slice.records.length)
+      for (let i = first; i < end; i++) decoded.push(decodeEntry(transformer, topic, slice.records[i]!, stateKeys, reserved))
+      start = first
+      entries = decoded
+    }
+    return entries
+  }
+  return {
+    size: slice.records.length,
+    entry: (index) => chunk(index)[index % chunkSize]!,
+    chunk,
+    offsets: slice.records.map((record) => record.offset),
+    done: [],
+    finished: 0
+  }
+}
+
 export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
   store: Option.Option<StateStore>,
@@ -348,9 +393,10 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       if (!concurrent && !prefetches && options.stateKeys === undefined) {
         return [lazyLane<Inputs, S, E, R>(transformer, topic, slice, timed || hasStores)]
       }
+      // One lane whose states are read ahead: a chunk at a time, each chunk's states before it runs.
+      if (!concurrent && prefetches) return [chunkedLane<Inputs, S, E, R>(transformer, topic, slice, options.stateKeys, timed || hasStores)]
       return lanesOf<Inputs, S>(decodeSlice(transformer, topic, slice, options.stateKeys, timed || hasStores), concurrent)
     })
-    yield* StateKeyCheck.logSplits(options.stateKeys, transformer.name)
 
     /** The state of a key when known without reading the store; `undefined` otherwise. */
     const knownState = (stateKey: string): Option.Option<S> | undefined => {
@@ -884,10 +930,17 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         index++
         return rest()
       }
+      /** The chunk whose states were read ahead last (`chunkedLane`). */
+      let prepared = -1
       /** The lane's records from `index` (past the first, none once `maxDuration` has passed). */
       const rest = (): Effect.Effect<void, unknown, R> => {
         for (let ran = 0; index < size && (index === 0 || !pastDeadline()); ran++) {
           if (ran === atOnce) return Effect.flatMap(Effect.yieldNow(), rest)
+          if (lane.chunk !== undefined && index % chunkSize === 0 && prepared !== index) {
+            prepared = index
+            const reading = prefetch(lane.chunk(index))
+            if (reading !== undefined) return Effect.flatMap(reading, rest)
+          }
           let unit: Effect.Effect<Cut.Done<S>, unknown, R>
           try {
             unit = processUnit(lane.entry(index))
@@ -905,26 +958,27 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       return Effect.suspend(rest)
     }
 
-    // The states this batch needs that are not cached: read from the store in one call.
-    const missing = new Set<string>()
-    if (prefetches) {
-      for (const lanes of lanesPerSlice) {
-        for (const lane of lanes) {
-          for (let i = 0; i < lane.size; i++) {
-            const entry = lane.entry(i)
-            if (entry._tag === "Ready" && knownState(entry.stateKey) === undefined) missing.add(entry.stateKey)
-          }
-        }
+    /**
+     * Reads the states `entries` need that are neither the batch's nor cached from the store, in one
+     * call; `undefined` when there are none (nothing to wait for). Before each chunk of a
+     * `chunkedLane`, or before a batch decoded ahead runs.
+     */
+    const prefetch = (entries: Iterable<Entry<Inputs>>): Effect.Effect<void, StateStoreError> | undefined => {
+      if (!prefetches || Option.isNone(store) || Option.isNone(decodeState)) return undefined
+      let missing: Set<string> | undefined
+      for (const entry of entries) {
+        if (entry._tag === "Ready" && knownState(entry.stateKey) === undefined) (missing ??= new Set()).add(entry.stateKey)
       }
-    }
-    const prefetch = missing.size === 0 || Option.isNone(store) || Option.isNone(decodeState)
-      ? Effect.void
-      : Effect.flatMap(store.value.getMany([...missing]), (values) =>
+      if (missing === undefined) return undefined
+      const keys = missing
+      const decode = decodeState.value
+      return Effect.flatMap(store.value.getMany([...keys]), (values) =>
         Effect.sync(() => {
           let i = 0
           // A state that does not decode is left for readState, which fails its record.
-          for (const key of missing) remember(key, values[i++], decodeState.value)
+          for (const key of keys) remember(key, values[i++], decode)
         }))
+    }
 
     // A multi-input task's records in timestamp order across its inputs (`taskOrder.ts`): one lane of them all,
     // each finished unit handed back to its slice's lane once the batch ends.
@@ -935,6 +989,12 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       const next = slices.map(() => 0)
       return eagerLane<Inputs, S>(order.map((i) => lanesPerSlice[i]![0]!.entry(next[i]!++)))
     })()
+
+    // The states of the lanes decoded ahead (the merged lane, key-concurrency lanes): read before any record runs.
+    const eagerLanes = merged !== undefined ? [merged] : lanesPerSlice.flat().filter((lane) => lane.chunk === undefined)
+    const readAhead = prefetch((function*() {
+      for (const lane of eagerLanes) for (let i = 0; i < lane.size; i++) yield lane.entry(i)
+    })()) ?? Effect.void
 
     /** The cut of a `folding` batch: each slice's finished records (the merged lane's, a prefix of `order`, by slice). */
     const foldedCut = (): Cut.Cut<S> => {
@@ -952,7 +1012,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     }
 
     const work = Effect.zipRight(
-      Effect.zipRight(prelude, prefetch),
+      Effect.zipRight(prelude, readAhead),
       merged !== undefined ? runLane(merged) : Effect.forEach(
         lanesPerSlice,
         (lanes) =>
@@ -966,6 +1026,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     // with the records that finished, and the rest of its records continue in the next one.
     if (options.maxDuration !== undefined) deadline = clock.unsafeCurrentTimeMillis() + Duration.toMillis(options.maxDuration)
     const finished = yield* Effect.race(Effect.exit(work), Effect.as(options.stop, undefined))
+    // The state keys seen in more than one partition, as the records were decoded (ahead or a chunk at a time).
+    yield* StateKeyCheck.logSplits(options.stateKeys, transformer.name)
     const interrupted = finished === undefined
     const failure = finished !== undefined && Exit.isFailure(finished)
       ? Option.some(finished.cause as Cause.Cause<RecordError<E>>)
