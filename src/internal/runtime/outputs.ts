@@ -49,6 +49,8 @@ export interface MessageLimits {
   readonly timestamps: (topic: string) => TimestampLimits | undefined
   /** The clock the timestamps are checked against (the broker checks against its own). */
   readonly now: () => number
+  /** The clock's last reading by `now` (never later than the clock): a bound that needs no reading. */
+  readonly lastNow: () => number
 }
 
 const timestampLimitsOf = (config: OutputTopicConfig | undefined): TimestampLimits =>
@@ -72,6 +74,7 @@ export const makeMessageLimits = (
 ): MessageLimits => {
   const limits = new Map<string, number>()
   const timestamps = new Map<string, TimestampLimits>()
+  let last = Number.NEGATIVE_INFINITY
   return {
     known: (topic) => limits.get(topic),
     lookup: (topic) => {
@@ -84,7 +87,8 @@ export const makeMessageLimits = (
       })
     },
     timestamps: (topic) => timestamps.get(topic),
-    now: () => clock.unsafeCurrentTimeMillis()
+    now: () => (last = clock.unsafeCurrentTimeMillis()),
+    lastNow: () => last
   }
 }
 
@@ -95,12 +99,15 @@ export const makeMessageLimits = (
 const checkTimestamp = (
   encoded: Topic.EncodedRecord,
   limits: TimestampLimits | undefined,
-  now: () => number,
+  messageLimits: MessageLimits,
   source: FetchedRecord
 ): Either.Either<Topic.EncodedRecord, TimestampOutOfRange> => {
   const timestamp = encoded.timestamp
   if (timestamp === undefined || limits === undefined) return Either.right(encoded)
-  const clock = now()
+  // No lower bound, and within the upper one of an earlier reading: within it of the clock now (which is
+  // no earlier), without reading it (one read per output was 0.5 % of a windowed job's CPU).
+  if (limits.beforeMs === Infinity && timestamp - messageLimits.lastNow() <= limits.afterMs) return Either.right(encoded)
+  const clock = messageLimits.now()
   const bound = timestamp - clock > limits.afterMs ? "after" : clock - timestamp > limits.beforeMs ? "before" : undefined
   if (bound === undefined) return Either.right(encoded)
   return Either.left(
@@ -230,14 +237,14 @@ export const encode = (
           const next = stamped(yield* record.encode(), source, trace)
           yield* checkPartition(next, counts, source)
           const sized = yield* checkSize(next, yield* limits.lookup(next.topic), source)
-          outputs.push(yield* checkTimestamp(sized, limits.timestamps(next.topic), limits.now, source))
+          outputs.push(yield* checkTimestamp(sized, limits.timestamps(next.topic), limits, source))
         }
         return outputs
       })
     }
     const checked = checkSize(output, limit, source)
     if (Either.isLeft(checked)) return Either.left(checked.left)
-    const timed = checkTimestamp(checked.right, limits.timestamps(output.topic), limits.now, source)
+    const timed = checkTimestamp(checked.right, limits.timestamps(output.topic), limits, source)
     if (Either.isLeft(timed)) return Either.left(timed.left)
     outputs.push(timed.right)
   }
