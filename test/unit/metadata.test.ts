@@ -190,6 +190,21 @@ describe("output partition and timestamp", () => {
       assert.isTrue(Either.isLeft(fallback) && fallback.left._tag === "TimestampOutOfRange" && fallback.left.limitMs === Outputs.defaultTimestampAfterMaxMs)
     }))
 
+  it.effect("an earlier reading of the clock never refuses an output that the clock now accepts", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(now)
+      const clocked = Outputs.makeMessageLimits(1 << 20, configured(hour), yield* Effect.clock)
+      yield* clocked.lookup("out")
+      const at = (timestamp: number) => Outputs.encode([Topic.record(Out, "k", "v", undefined, { timestamp })], clocked, counts(1), source)
+      // Read at `now`; two hours later, an output 1.5 hours past that reading is within the limit of the clock.
+      assert.isTrue(Either.isRight(at(now)))
+      yield* TestClock.adjust(2 * hour)
+      assert.isTrue(Either.isRight(at(now + hour + hour / 2)))
+      // And one past the limit of the clock now is refused, with the clock's time.
+      const ahead = at(now + 3 * hour + 1)
+      assert.isTrue(Either.isLeft(ahead) && ahead.left._tag === "TimestampOutOfRange" && ahead.left.now === now + 2 * hour)
+    }))
+
   it("a timestamp that is not a non-negative integer is an EncodeError", () => {
     for (const timestamp of [-1, 1.5, Number.NaN]) {
       const encoded = Topic.record(Out, "k", "v", undefined, { timestamp }).encode()
