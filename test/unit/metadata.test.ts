@@ -195,7 +195,12 @@ describe("output partition and timestamp", () => {
       yield* TestClock.setTime(now)
       const clocked = Outputs.makeMessageLimits(1 << 20, configured(hour), yield* Effect.clock)
       yield* clocked.lookup("out")
-      const at = (timestamp: number) => Outputs.encode([Topic.record(Out, "k", "v", undefined, { timestamp })], clocked, counts(1), source)
+      // The topic's limits are known: the synchronous path (an Either).
+      const at = (timestamp: number) => {
+        const encoded = Outputs.encode([Topic.record(Out, "k", "v", undefined, { timestamp })], clocked, counts(1), source)
+        if (!Either.isEither(encoded)) throw new Error("expected the synchronous path once the topic's limits are known")
+        return encoded
+      }
       // Read at `now`; two hours later, an output 1.5 hours past that reading is within the limit of the clock.
       assert.isTrue(Either.isRight(at(now)))
       yield* TestClock.adjust(2 * hour)
