@@ -13,10 +13,9 @@ import { Effect, Option, Schema } from "effect"
 import { Topic, Transformer } from "../../src/index.ts"
 import type { FetchedRecord } from "../../src/internal/kafka/consumer.ts"
 import * as Batch from "../../src/internal/runtime/batch.ts"
-import { makeMessageLimits } from "../../src/internal/runtime/outputs.ts"
-import * as PartitionCounts from "../../src/internal/runtime/partitionCounts.ts"
+import { batchOptions } from "../helpers/batchOptions.ts"
 import * as MemoryStore from "../../src/internal/stores/memoryStore.ts"
-import { makeStateCache, type StateCache } from "../../src/internal/stores/StateCache.ts"
+import { makeStateCache } from "../../src/internal/stores/StateCache.ts"
 import type { StateStore } from "../../src/internal/stores/StateStore.ts"
 
 const Words = Topic.make({ name: "words", key: Schema.String, value: Schema.String })
@@ -45,14 +44,6 @@ const recordsOf = (keys: ReadonlyArray<string>, from = 0): Array<FetchedRecord> 
     timestamp: 1_000
   }))
 
-const optionsOf = (cache: StateCache): Batch.Options => ({
-  deadLetterTopic: Option.none(),
-  stop: Effect.never,
-  permits: Option.none(),
-  messageLimits: makeMessageLimits(1024 * 1024, () => Effect.succeed(undefined)),
-  partitionCounts: PartitionCounts.make(() => Effect.succeed(1)),
-  cache
-})
 
 /** A store whose `getMany` calls are recorded (the keys of each). */
 const recordingStore = (): { readonly store: StateStore; readonly reads: Array<ReadonlyArray<string>> } => {
@@ -77,7 +68,7 @@ const runBatches = (store: StateStore, records: ReadonlyArray<FetchedRecord>, ba
       if (cold) cache = makeStateCache(100_000)
       const result = yield* Batch.run(counter, Option.some(store), [
         { topic: Words.name, partition: 0, records: slice, endOffset: slice[slice.length - 1]!.offset + 1 }
-      ], optionsOf(cache))
+      ], batchOptions(cache))
       assert.isTrue(Option.isNone(result.failure), "no record fails")
       assert.strictEqual(result.processed, slice.length)
       for (const output of result.outputs) outputs.push(`${output.key?.toString()}=${output.value?.toString()}`)

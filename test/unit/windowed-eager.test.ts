@@ -27,11 +27,10 @@ import {
   Windowed
 } from "../../src/index.ts"
 import * as Batch from "../../src/internal/runtime/batch.ts"
+import { batchOptions } from "../helpers/batchOptions.ts"
 import type { FetchedRecord } from "../../src/internal/kafka/consumer.ts"
 import * as MemoryStore from "../../src/internal/stores/memoryStore.ts"
-import { makeMessageLimits } from "../../src/internal/runtime/outputs.ts"
-import * as PartitionCounts from "../../src/internal/runtime/partitionCounts.ts"
-import { makeStateCache, type StateCache } from "../../src/internal/stores/StateCache.ts"
+import { makeStateCache } from "../../src/internal/stores/StateCache.ts"
 import type { StateStore } from "../../src/internal/stores/StateStore.ts"
 import type { StateStoreError } from "../../src/SkeinError.ts"
 
@@ -106,14 +105,6 @@ const inputs = (n: number, seed: number): Array<FetchedRecord> => {
   })
 }
 
-const optionsOf = (cache: StateCache): Batch.Options => ({
-  deadLetterTopic: Option.none(),
-  stop: Effect.never,
-  permits: Option.none(),
-  messageLimits: makeMessageLimits(1024 * 1024, () => Effect.succeed(undefined)),
-  partitionCounts: PartitionCounts.make(() => Effect.succeed(1)),
-  cache
-})
 
 interface Outcome {
   readonly outputs: Array<string>
@@ -145,7 +136,7 @@ const runBatches = (
       if (cold) cache = makeStateCache(100_000)
       const result = yield* Batch.run(transformer, Option.some(store), [
         { topic: Events.name, partition: 0, records: slice, endOffset: from + slice.length }
-      ], optionsOf(cache))
+      ], batchOptions(cache))
       for (const output of result.outputs) outputs.push(`${output.key?.toString()}=${output.value?.toString()}@${output.timestamp}`)
       const sorted = [...result.writes].sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
       writes.push(sorted.map((w) => `${w.key}=${w.value}`).join("\n"))

@@ -191,16 +191,18 @@ const storedDelete = Either.right(null)
 const storedAtEndForm = Either.right(Cut.AtEnd)
 const noEmit: ReadonlyArray<Topic.OutputRecord> = []
 
-/** Decodes a slice's records with their topic's Schemas and computes their state keys. */
+/** Decodes a slice's records from `from` to `end` with their topic's Schemas and computes their state keys. */
 const decodeSlice = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   transformer: Transformer<Inputs, S, E, R>,
   topic: Topic.Any,
   slice: Slice,
   stateKeys: StateKeyCheck.StateKeyCheck | undefined,
-  reserved: boolean
+  reserved: boolean,
+  from = 0,
+  end = slice.records.length
 ): Array<Entry<Inputs>> => {
   const entries: Array<Entry<Inputs>> = []
-  for (const record of slice.records) entries.push(decodeEntry(transformer, topic, record, stateKeys, reserved))
+  for (let i = from; i < end; i++) entries.push(decodeEntry(transformer, topic, slice.records[i]!, stateKeys, reserved))
   return entries
 }
 
@@ -322,11 +324,8 @@ const chunkedLane = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   const chunk = (index: number): ReadonlyArray<Entry<Inputs>> => {
     const first = index - (index % chunkSize)
     if (first !== start) {
-      const decoded: Array<Entry<Inputs>> = []
-      const end = Math.min(first + chunkSize, slice.records.length)
-      for (let i = first; i < end; i++) decoded.push(decodeEntry(transformer, topic, slice.records[i]!, stateKeys, reserved))
+      entries = decodeSlice(transformer, topic, slice, stateKeys, reserved, first, Math.min(first + chunkSize, slice.records.length))
       start = first
-      entries = decoded
     }
     return entries
   }

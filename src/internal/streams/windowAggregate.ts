@@ -474,36 +474,22 @@ const updateOpenWindows = <A>(
   const entry = own !== undefined && Option.isSome(own) && own.value._tag === "Windows" ? own.value : undefined
   if (entry === undefined) return false
   const closeBefore = observed - windows.graceMs
-  let entryWindows: Array<Windows<A>["windows"][number]>
-  if (windows.advanceMs === windows.sizeMs) {
-    // Tumbling: the one window of `startsFor`, without its arrays.
-    if (record.timestamp < 0) return false
-    const start = Math.floor(record.timestamp / windows.sizeMs) * windows.sizeMs
+  const starts = TimeWindows.startsFor(windows, record.timestamp)
+  const at: Array<number> = []
+  for (const start of starts) {
     if (start + windows.sizeMs <= closeBefore) return false
     const i = indexOfStart(entry.windows, start)
     if (i === -1) return false
-    const previous = entry.windows[i]!
-    const updated = { start, value: operator.add(Option.some(previous.value), record), timestamp: Math.max(previous.timestamp, record.timestamp) }
-    entryWindows = entry.windows.slice()
-    entryWindows[i] = updated
-  } else {
-    const starts = TimeWindows.startsFor(windows, record.timestamp)
-    const at: Array<number> = []
-    for (const start of starts) {
-      if (start + windows.sizeMs <= closeBefore) return false
-      const i = indexOfStart(entry.windows, start)
-      if (i === -1) return false
-      at.push(i)
-    }
-    if (starts.length === 0) return false
-    entryWindows = [...entry.windows]
-    for (const i of at) {
-      const previous = entryWindows[i]!
-      entryWindows[i] = {
-        start: previous.start,
-        value: operator.add(Option.some(previous.value), record),
-        timestamp: Math.max(previous.timestamp, record.timestamp)
-      }
+    at.push(i)
+  }
+  if (starts.length === 0) return false
+  const entryWindows = [...entry.windows]
+  for (const i of at) {
+    const previous = entryWindows[i]!
+    entryWindows[i] = {
+      start: previous.start,
+      value: operator.add(Option.some(previous.value), record),
+      timestamp: Math.max(previous.timestamp, record.timestamp)
     }
   }
   context.put(context.ownKey, Option.some({ ...entry, windows: entryWindows }))
