@@ -37,6 +37,11 @@
 //   the eachBatch handler's `beforeRejoin` hook, kafkajs's missing onPartitionsRevoked: Skein's
 //   tasks process beside the fetch loop, so their transactions commit (within revocationGrace)
 //   before the partitions are given up. See test/handlers/grace.test.ts;
+// - kafkajs/src/consumer/runner.js and kafkajs/src/consumer/consumerGroup.js: the eachBatch
+//   handler's `fetchSizes`, if it has them, give each fetch the bytes it asks for, a partition's
+//   and the whole fetch's, instead of the fixed 1 MiB and 10 MiB: Skein sizes them to bring the
+//   same records whatever their size (src/internal/kafka/fetchSizes.ts; a batch of 400-byte
+//   records held a quarter of one of 100 bytes). See test/kafkajs-fetch-sizes.test.ts;
 // - kafkajs/src/producer/eosManager/index.js: the transaction and group coordinators are kept
 //   between requests (kafkajs sent FindCoordinator before every AddPartitionsToTxn,
 //   AddOffsetsToTxn, TxnOffsetCommit and EndTxn: 4 extra round trips per transaction), forgotten

@@ -23,6 +23,7 @@ import * as Assignor from "./assignor.ts"
 import { connectOrDisconnect } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { isRebalancing, toKafkaError, unreachableAfterRetries } from "./errors.ts"
+import * as FetchSizes from "./fetchSizes.ts"
 import * as PatchedKafkajs from "./patchedKafkajs.ts"
 
 
@@ -150,6 +151,12 @@ export interface Options {
   readonly rebalanceTimeout: Duration.Duration
   readonly heartbeatInterval: Duration.Duration
   readonly maxBytesPerPartition?: number
+  /**
+   * The most records the member processes at once (`maxPollRecords`): each
+   * fetch is sized to bring a share of them whatever their size
+   * (`fetchSizes.ts`). Unset: kafkajs's fixed sizes (`maxBytesPerPartition`).
+   */
+  readonly maxPollRecords?: number | undefined
   /**
    * What this member runs (a transformer's name), announced to the group: the
    * group's leader gives partitions only to the owner that joined first, and a
@@ -334,6 +341,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       joiningRoutes = QueryRoutes.empty
       return options.stores?.() ?? new Map()
     }
+    const sizes = options.maxPollRecords === undefined ? undefined : FetchSizes.make(options.maxPollRecords)
     const consumer: Consumer = kafka.consumer({
       groupId: options.groupId,
       sessionTimeout: Duration.toMillis(options.sessionTimeout),
@@ -362,6 +370,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       for (const [topic, list] of Object.entries(event.payload.memberAssignment)) {
         for (const partition of list) partitions.push({ topic, partition })
       }
+      sizes?.assigned(new Set(partitions.map((tp) => tp.partition)).size)
       // Bookkeeping only: pause everything; the main loop resumes each task's
       // partitions once the task is fenced and restored.
       if (partitions.length > 0) consumer.pause(byTopic(partitions))
@@ -419,6 +428,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
         complete(outcome)
       }
       inFlight.add(finish)
+      sizes?.observe(batch.topic, batch.messages)
       Queue.unsafeOffer(events, {
         _tag: "Batch",
         batch: {
@@ -475,9 +485,12 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
               autoCommit: false,
               eachBatchAutoResolve: false,
               partitionsConsumedConcurrently: 256,
-              eachBatch: options.awaitRevocation === true
-                ? Object.assign(eachBatch, { beforeRejoin, rejoinRequested })
-                : Object.assign(eachBatch, { rejoinRequested })
+              // Skein's patch of kafkajs's runner reads these from the handler.
+              eachBatch: Object.assign(
+                eachBatch,
+                options.awaitRevocation === true ? { beforeRejoin, rejoinRequested } : { rejoinRequested },
+                sizes === undefined ? {} : { fetchSizes: sizes }
+              )
             })
           })
         },

@@ -303,6 +303,7 @@ export const acquire = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       sessionTimeout: config.sessionTimeout,
       rebalanceTimeout: config.rebalanceTimeout,
       heartbeatInterval: config.heartbeatInterval,
+      maxPollRecords: config.maxPollRecords,
       awaitRevocation: true,
       owner: transformer.name,
       stores: localStores.announced,
