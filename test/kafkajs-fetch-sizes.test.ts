@@ -15,7 +15,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import type * as KafkaJS from "kafkajs"
 import * as FetchSizes from "../src/internal/kafka/fetchSizes.ts"
-import { copyKafkajs } from "./helpers/kafkajsCopies.ts"
+import { copyKafkajs, runUntilRead } from "./helpers/kafkajsCopies.ts"
 import * as Helpers from "./helpers/kafka.ts"
 import { brokers } from "./utils/broker.ts"
 
@@ -35,23 +35,11 @@ const batchSizes = (topic: string, sizes: FetchSizes.FetchSizes | undefined) =>
         const consumer = kafka.consumer({ groupId: Helpers.unique("fetch-sizes") })
         consumer.on(consumer.events.GROUP_JOIN, () => sizes?.assigned(1))
         const seen: Array<number> = []
-        let done = (): void => {}
-        const allRead = new Promise<void>((resolve) => {
-          done = resolve
-        })
-        const eachBatch = async ({ batch }: KafkaJS.EachBatchPayload) => {
+        const onBatch = async ({ batch }: KafkaJS.EachBatchPayload) => {
           sizes?.observe(batch.topic, batch.messages)
           seen.push(batch.messages.length)
-          if (seen.reduce((a, b) => a + b, 0) >= records) done()
         }
-        await consumer.connect()
-        try {
-          await consumer.subscribe({ topics: [topic], fromBeginning: true })
-          await consumer.run({ autoCommit: false, eachBatch: sizes === undefined ? eachBatch : Object.assign(eachBatch, { fetchSizes: sizes }) })
-          await allRead
-        } finally {
-          await consumer.disconnect()
-        }
+        await runUntilRead(consumer, topic, records, (allRead) => allRead, sizes === undefined ? onBatch : Object.assign(onBatch, { fetchSizes: sizes }))
         return seen
       }),
     (copy) => Effect.sync(() => copy.remove())

@@ -52,13 +52,15 @@ export const copyKafkajs = (side: Side, root: string = projectRoot): KafkajsCopy
 /**
  * Connects `consumer`, runs it on `topic` from the beginning (no offset commits) and returns what
  * `use` returns, then disconnects it. `use` gets a promise that resolves once the consumer's
- * batches have delivered `records` records.
+ * batches have delivered `records` records. `onBatch`, if given, is the eachBatch handler too (it
+ * runs first, and may carry properties the patched runner reads, such as `fetchSizes`).
  */
 export const runUntilRead = async <A>(
   consumer: KafkaJS.Consumer,
   topic: string,
   records: number,
-  use: (allRead: Promise<void>) => Promise<A>
+  use: (allRead: Promise<void>) => Promise<A>,
+  onBatch?: (payload: KafkaJS.EachBatchPayload) => Promise<void>
 ): Promise<A> => {
   let read = 0
   let done = (): void => {}
@@ -70,10 +72,11 @@ export const runUntilRead = async <A>(
     await consumer.subscribe({ topics: [topic], fromBeginning: true })
     await consumer.run({
       autoCommit: false,
-      eachBatch: async ({ batch }) => {
-        read += batch.messages.length
+      eachBatch: Object.assign(async (payload: KafkaJS.EachBatchPayload) => {
+        await onBatch?.(payload)
+        read += payload.batch.messages.length
         if (read >= records) done()
-      }
+      }, onBatch)
     })
     return await use(allRead)
   } finally {
