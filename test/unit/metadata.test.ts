@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Either, ParseResult, Schema, TestClock } from "effect"
+import { Clock, Effect, Either, ParseResult, Schema, TestClock } from "effect"
 import { decodeRecord } from "../../src/internal/runtime/decode.ts"
 import { headerPairs, headerRecord } from "../../src/internal/codec/headers.ts"
 import type { FetchedHeaders, FetchedRecord } from "../../src/internal/kafka/consumer.ts"
@@ -208,6 +208,36 @@ describe("output partition and timestamp", () => {
       // And one past the limit of the clock now is refused, with the clock's time.
       const ahead = at(now + 3 * hour + 1)
       assert.isTrue(Either.isLeft(ahead) && ahead.left._tag === "TimestampOutOfRange" && ahead.left.now === now + 2 * hour)
+    }))
+
+  it.effect("Kafka's default message.timestamp.before.max.ms (Long.MAX_VALUE) bounds nothing: outputs within an hour read the clock once", () =>
+    Effect.gen(function*() {
+      const base = Clock.make()
+      let reads = 0
+      const counting: Clock.Clock = {
+        [Clock.ClockTypeId]: Clock.ClockTypeId,
+        unsafeCurrentTimeMillis: () => {
+          reads++
+          return base.unsafeCurrentTimeMillis()
+        },
+        currentTimeMillis: base.currentTimeMillis,
+        unsafeCurrentTimeNanos: () => base.unsafeCurrentTimeNanos(),
+        currentTimeNanos: base.currentTimeNanos,
+        sleep: (duration) => base.sleep(duration)
+      }
+      // What DescribeConfigs returns for a topic of a broker with its defaults (admin.ts reads it with Number).
+      const longMax = Number("9223372036854775807")
+      const clocked = Outputs.makeMessageLimits(1 << 20, configured(hour, longMax), counting)
+      yield* clocked.lookup("out")
+      const timestamp = base.unsafeCurrentTimeMillis()
+      for (let i = 0; i < 100; i++) {
+        const encoded = Outputs.encode([Topic.record(Out, "k", "v", undefined, { timestamp })], clocked, counts(1), source)
+        assert.isTrue(Either.isEither(encoded) && Either.isRight(encoded))
+      }
+      assert.strictEqual(reads, 1, "one reading of the clock bounds every later output within the hour")
+      // A timestamp far behind the clock is still accepted: no bound behind.
+      const old = Outputs.encode([Topic.record(Out, "k", "v", undefined, { timestamp: 0 })], clocked, counts(1), source)
+      assert.isTrue(Either.isEither(old) && Either.isRight(old))
     }))
 
   it("a timestamp that is not a non-negative integer is an EncodeError", () => {

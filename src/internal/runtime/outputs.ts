@@ -53,12 +53,19 @@ export interface MessageLimits {
   readonly lastNow: () => number
 }
 
+/**
+ * A limit no timestamp can pass: Kafka's default `message.timestamp.before.max.ms` is Java's
+ * `Long.MAX_VALUE`, past any clock. Read as a number it is finite, and every output would read the
+ * clock to check it (`checkTimestamp`), as a topic with a real limit needs.
+ */
+const unbounded = (limitMs: number): number => limitMs >= Number.MAX_SAFE_INTEGER ? Infinity : limitMs
+
 const timestampLimitsOf = (config: OutputTopicConfig | undefined): TimestampLimits =>
   config?.timestampType === "LogAppendTime"
     ? { afterMs: Infinity, beforeMs: Infinity }
     : {
-      afterMs: config?.timestampAfterMaxMs ?? defaultTimestampAfterMaxMs,
-      beforeMs: config?.timestampBeforeMaxMs ?? Infinity
+      afterMs: unbounded(config?.timestampAfterMaxMs ?? defaultTimestampAfterMaxMs),
+      beforeMs: unbounded(config?.timestampBeforeMaxMs ?? Infinity)
     }
 
 /**
