@@ -195,3 +195,25 @@ describe("state copies on read", () => {
       assert.deepStrictEqual((yield* driver.outputs(Joined)).map((r) => r.value), [11, 11, 11])
     }))
 })
+
+describe("states that cannot be mutated", () => {
+  it("a number, a string, a boolean, a literal union, a refined number: no copy is needed; an object or an Option is copied", () => {
+    const immutable = {
+      number: StateCopy.immutable(Topic.json(Schema.Number)),
+      string: StateCopy.immutable(Topic.json(Schema.String)),
+      boolean: StateCopy.immutable(Topic.json(Schema.Boolean)),
+      literals: StateCopy.immutable(Topic.json(Schema.Literal("a", "b"))),
+      int: StateCopy.immutable(Topic.json(Schema.Int)),
+      numberFromString: StateCopy.immutable(Topic.json(Schema.NumberFromString)),
+      union: StateCopy.immutable(Topic.json(Schema.Union(Schema.Number, Schema.String)))
+    }
+    for (const [name, is] of Object.entries(immutable)) assert.isTrue(is, name)
+    const mutable = {
+      struct: StateCopy.immutable(Topic.json(Box)),
+      array: StateCopy.immutable(Topic.json(Schema.Array(Schema.Number))),
+      option: StateCopy.immutable(Topic.json(Schema.Option(Schema.Number))),
+      unionWithStruct: StateCopy.immutable(Topic.json(Schema.Union(Schema.Number, Box)))
+    }
+    for (const [name, is] of Object.entries(mutable)) assert.isFalse(is, name)
+  })
+})

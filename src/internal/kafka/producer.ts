@@ -52,15 +52,30 @@ export interface Appended {
   readonly records: number | undefined
 }
 
-/** Records per explicit `topic/partition` of one send call. */
+/**
+ * Records per explicit `topic/partition` of one send call, counted by runs of one partition (a
+ * task's changelog records are one run): a key a run, not a key a record.
+ */
 const explicitCounts = (topicMessages: ReadonlyArray<{ topic: string; messages: ReadonlyArray<Message> }>) => {
   const counts = new Map<string, number>()
   for (const { messages, topic } of topicMessages) {
-    for (const message of messages) {
-      if (message.partition === undefined) continue
-      const key = `${topic}/${message.partition}`
-      counts.set(key, (counts.get(key) ?? 0) + 1)
+    let partition: number | undefined = undefined
+    let run = 0
+    const count = () => {
+      if (partition === undefined) return
+      const key = `${topic}/${partition}`
+      counts.set(key, (counts.get(key) ?? 0) + run)
     }
+    for (const message of messages) {
+      if (message.partition === partition) {
+        run++
+        continue
+      }
+      count()
+      partition = message.partition
+      run = 1
+    }
+    count()
   }
   return counts
 }

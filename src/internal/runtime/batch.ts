@@ -10,7 +10,7 @@
  *
  * @internal
  */
-import { Cause, Clock, Duration, Effect, Either, Exit, identity, Option, Schema } from "effect"
+import { Cause, Clock, Duration, Effect, Either, Exit, Option, Schema } from "effect"
 import type { ParseResult } from "effect"
 import type { Semaphore } from "effect/Effect"
 import type { KafkaError, TimestampOutOfRange } from "../../SkeinError.ts"
@@ -348,8 +348,10 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
   Effect.gen(function*() {
     const topics = new Map(transformer.inputs.map((topic) => [topic.name, topic]))
     const decodeState = Option.map(transformer.state, (codec) => Schema.decodeEither(codec))
-    // A private copy of each state the transform reads, unless the transformer never mutates one (`stateCopy.ts`).
-    const copiesOnRead = Option.isSome(transformer.state) && StateCopy.copiesOnRead(transformer)
+    // A private copy of each state the transform reads, unless the transformer never mutates one or
+    // the state cannot be mutated (a number, a string: `stateCopy.ts`).
+    const copiesOnRead = Option.isSome(transformer.state) && StateCopy.copiesOnRead(transformer) &&
+      !StateCopy.immutable(transformer.state.value)
     const copyState = Option.match(transformer.state, {
       onNone: (): StateCopy.StateCopy<S> => Either.right,
       onSome: (codec): StateCopy.StateCopy<S> => copiesOnRead ? StateCopy.make(codec) : Either.right
@@ -500,9 +502,10 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
 
     /**
      * One transform call on a private copy of the state (`copyState`), with its outputs
-     * encoded, ending in `then`. The steps around the transform's own effect
+     * encoded, continued by `then`. The steps around the transform's own effect
      * are synchronous: one `flatMap` a record (each Effect step is an
-     * allocation and a turn of the fiber's loop, per record).
+     * allocation and a turn of the fiber's loop, per record), whose continuation
+     * is `then`'s effect itself (a lane's next record: `runLane`).
      */
     const attempt = <A>(
       decoded: RecordOf<Inputs>,
@@ -510,11 +513,15 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       state: Option.Option<S>,
       source: FetchedRecord,
       trace: Tracing.TraceHeaders | undefined,
-      then: (attempt: Attempt<S>) => A
+      then: (attempt: Attempt<S>) => Effect.Effect<A, unknown, R>
     ): Effect.Effect<A, unknown, R> => {
       // Called where the record runs (its lane, a rule's retry): without permits, the transform is called at once.
       if (Option.isSome(options.permits)) {
-        return options.permits.value.withPermits(1)(Effect.suspend(() => attemptNow(decoded, stateKey, state, source, trace, then)))
+        // `then` runs once the permit is back: it may start the lane's next record, which takes one of its own.
+        const permitted = options.permits.value.withPermits(1)(
+          Effect.suspend(() => attemptNow(decoded, stateKey, state, source, trace, Exit.succeed))
+        )
+        return Effect.flatMap(permitted, then)
       }
       return attemptNow(decoded, stateKey, state, source, trace, then)
     }
@@ -526,7 +533,7 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       state: Option.Option<S>,
       source: FetchedRecord,
       trace: Tracing.TraceHeaders | undefined,
-      then: (attempt: Attempt<S>) => A
+      then: (attempt: Attempt<S>) => Effect.Effect<A, unknown, R>
     ): Effect.Effect<A, unknown, R> => {
       let copy = state
       if (copiesOnRead) {
@@ -539,23 +546,23 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         const result = transformer.transform(decoded, copy, taskState)
         // A transform that is done at once (the stream DSL's, `eager.ts`) is settled in this call.
         if (Eager.isDone(result)) return result._tag === "Success" ? settle(result.value, stateKey, source, trace, then) : Exit.failCause(result.cause)
-        return Effect.flatMap(result, (result): Effect.Effect<A, unknown> => settle(result, stateKey, source, trace, then))
+        return Effect.flatMap(result, (result): Effect.Effect<A, unknown, R> => settle(result, stateKey, source, trace, then))
       }
       return Effect.flatMap(
         Effect.locally(transformer.transform(decoded, copy, taskState), StoreAccess.current, Option.some(unit)),
-        (result): Effect.Effect<A, unknown> =>
+        (result): Effect.Effect<A, unknown, R> =>
           settle(result, stateKey, source, trace, (finished) => then({ ...finished, stores: unit.close() }))
       )
     }
 
-    /** A transform's (or `onTimer`'s) result, checked and encoded, ending in `then`. */
-    const settle = <A>(
+    /** A transform's (or `onTimer`'s) result, checked and encoded, continued by `then`. */
+    const settle = <A, R2>(
       result: Result<S>,
       stateKey: string,
       source: FetchedRecord,
       trace: Tracing.TraceHeaders | undefined,
-      then: (attempt: Attempt<S>) => A
-    ): Effect.Effect<A, unknown> => {
+      then: (attempt: Attempt<S>) => Effect.Effect<A, unknown, R2>
+    ): Effect.Effect<A, unknown, R2> => {
       const change = changeOf(result)
       const stored = storedForm(change, stateKey, source)
       if (Either.isLeft(stored)) return Effect.fail(stored.left)
@@ -574,11 +581,11 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       }
       const encoded = Outputs.encode(result.emit ?? noEmit, options.messageLimits, options.partitionCounts, source, trace)
       if (!Either.isEither(encoded)) {
-        return Effect.map(encoded, (outputs) => then({ outputs, change, encoded: stored.right, others: others.right, timers }))
+        return Effect.flatMap(encoded, (outputs) => then({ outputs, change, encoded: stored.right, others: others.right, timers }))
       }
       return Either.isLeft(encoded)
         ? Exit.fail(encoded.left)
-        : Exit.succeed(then({ outputs: encoded.right, change, encoded: stored.right, others: others.right, timers }))
+        : then({ outputs: encoded.right, change, encoded: stored.right, others: others.right, timers })
     }
 
     const finish = (
@@ -616,19 +623,36 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     const disposed = (decoded: RecordOf<Inputs>, done: (run: string | undefined) => Cut.Done<S>): Effect.Effect<Cut.Done<S>> =>
       runOf === undefined ? Effect.sync(() => done(undefined)) : Effect.map(runOf(decoded), done)
 
-    const processKnown = (
+    /** A record whose state is known, continued by `then` once it is done. */
+    const processKnown = <A>(
       entry: Entry<Inputs>,
       stateKey: string,
       decoded: RecordOf<Inputs>,
       state: Option.Option<S>,
-      trace: Tracing.TraceHeaders | undefined
-    ): Effect.Effect<Cut.Done<S>, unknown, R> => {
-      const processed = attempt(decoded, stateKey, state, entry.record, trace, (finished) => finish(entry, stateKey, finished, "processed"))
-      if (transformer.rules.length === 0) return processed
+      trace: Tracing.TraceHeaders | undefined,
+      then: (done: Cut.Done<S>) => Effect.Effect<A, unknown, R>
+    ): Effect.Effect<A, unknown, R> => {
+      // Without rules, the transform's continuation is `then`'s: one Effect step a record.
+      if (transformer.rules.length === 0) {
+        return attempt(decoded, stateKey, state, entry.record, trace, (finished) => then(finish(entry, stateKey, finished, "processed")))
+      }
+      const processed = attempt(decoded, stateKey, state, entry.record, trace, (finished) => Exit.succeed(finish(entry, stateKey, finished, "processed")))
       // Under rules, a record that succeeds at once costs one `catchAll`; a failed one gets its rule.
-      return Effect.catchAll(processed, (failed) =>
+      return Eager.flatMap(processKnownRuled(entry, stateKey, decoded, state, trace, processed), then)
+    }
+
+    /** A record's attempt under the transformer's rules: a failure gets its rule. */
+    const processKnownRuled = (
+      entry: Entry<Inputs>,
+      stateKey: string,
+      decoded: RecordOf<Inputs>,
+      state: Option.Option<S>,
+      trace: Tracing.TraceHeaders | undefined,
+      processed: Effect.Effect<Cut.Done<S>, unknown, R>
+    ): Effect.Effect<Cut.Done<S>, unknown, R> =>
+      Effect.catchAll(processed, (failed) =>
         Effect.flatMap(
-          Rules.recover(transformer.rules, failed, () => attempt(decoded, stateKey, state, entry.record, trace, identity), {
+          Rules.recover(transformer.rules, failed, () => attempt(decoded, stateKey, state, entry.record, trace, Exit.succeed), {
             hasDeadLetterTopic: Option.isSome(options.deadLetterTopic),
             onRetry: () => {
               retries++
@@ -658,32 +682,38 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             }
           }
         ))
-    }
 
-    const processEntry = (
+    /** A record, continued by `then` once it is done. */
+    const processEntry = <A>(
       entry: Entry<Inputs>,
-      trace: Tracing.TraceHeaders | undefined
-    ): Effect.Effect<Cut.Done<S>, unknown, R> => {
+      trace: Tracing.TraceHeaders | undefined,
+      then: (done: Cut.Done<S>) => Effect.Effect<A, unknown, R>
+    ): Effect.Effect<A, unknown, R> => {
       if (entry._tag === "Poison") {
         // A poison record never reaches the transform: it goes to the dead letter
         // topic inside this batch's transaction, or, with none configured, fails the run.
         const error = entry.error
         if (Option.isNone(options.deadLetterTopic)) return Effect.fail(error)
         const dlq = options.deadLetterTopic.value
-        return Effect.zipWith(options.messageLimits.lookup(dlq), Effect.logWarning(`poison record sent to ${dlq}: ${error.message}`), (limit) => ({
-          offset: entry.record.offset,
-          stateKey: "",
-          outputs: [deadLetter(dlq, entry.record, error, limit)],
-          change: undefined,
-          disposition: "deadLettered" as const
-        }))
+        const letter = Effect.zipWith(
+          options.messageLimits.lookup(dlq),
+          Effect.logWarning(`poison record sent to ${dlq}: ${error.message}`),
+          (limit): Cut.Done<S> => ({
+            offset: entry.record.offset,
+            stateKey: "",
+            outputs: [deadLetter(dlq, entry.record, error, limit)],
+            change: undefined,
+            disposition: "deadLettered"
+          })
+        )
+        return Effect.flatMap(letter, then)
       }
       if (entry._tag === "KeyDefect") return Effect.die(entry.defect)
       const { decoded, stateKey } = entry
       const known = knownState(stateKey)
       return known === undefined
-        ? Effect.flatMap(readState(stateKey, entry.record.partition), (state) => processKnown(entry, stateKey, decoded, state, trace))
-        : processKnown(entry, stateKey, decoded, known, trace)
+        ? Effect.flatMap(readState(stateKey, entry.record.partition), (state) => processKnown(entry, stateKey, decoded, state, trace, then))
+        : processKnown(entry, stateKey, decoded, known, trace, then)
     }
 
     /**
@@ -707,14 +737,16 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
         : { kind: "consumer" as const, captureStackTrace: false, attributes, parent: remote, links: batchLinks }
       return Effect.useSpan("skein.transform", spanOptions, (span) =>
         Effect.withParentSpan(
-          Effect.tap(processEntry(entry, propagate ? Tracing.traceHeaders(span, record) : undefined), (done) => {
+          Effect.tap(processEntry(entry, propagate ? Tracing.traceHeaders(span, record) : undefined, Exit.succeed), (done) => {
             if (done.disposition !== "processed") span.attribute("skein.disposition", done.disposition)
           }),
           span
         ))
     }
 
-    const processAt = (entry: Entry<Inputs>) => propagate ? tracedEntry(entry) : processEntry(entry, undefined)
+    /** A record (in its span when traced), continued by `then` once it is done. */
+    const processAt = <A>(entry: Entry<Inputs>, then: (done: Cut.Done<S>) => Effect.Effect<A, unknown, R>): Effect.Effect<A, unknown, R> =>
+      propagate ? Eager.flatMap(tracedEntry(entry), then) : processEntry(entry, undefined, then)
 
     /**
      * A due timer: it is removed, then `onTimer` runs on its key's state under
@@ -743,11 +775,11 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             if (Either.isLeft(copy)) return Effect.fail(new EncodeError({ topic: stateCodecName, cause: copy.left }))
             const unit = overlay?.unit(source)
             if (unit === undefined) {
-              return Effect.flatMap(onTimer(fired, copy.right, taskState), (result) => settle(result, entry.key, source, undefined, identity))
+              return Effect.flatMap(onTimer(fired, copy.right, taskState), (result) => settle(result, entry.key, source, undefined, Exit.succeed))
             }
             return Effect.flatMap(
               Effect.locally(onTimer(fired, copy.right, taskState), StoreAccess.current, Option.some(unit)),
-              (result) => settle(result, entry.key, source, undefined, (finished) => ({ ...finished, stores: unit.close() }))
+              (result) => settle(result, entry.key, source, undefined, (finished) => Exit.succeed({ ...finished, stores: unit.close() }))
             )
           })
         const attemptTimer = (state: Option.Option<S>) =>
@@ -852,7 +884,9 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       }))
     }
 
-    const processUnit = timed ? (entry: Entry<Inputs>) => Effect.flatMap(processAt(entry), (done) => afterRecord(entry, done)) : processAt
+    /** A record and, with timers, the timers it makes due: its unit, continued by `then` once it is done. */
+    const processUnit = <A>(entry: Entry<Inputs>, then: (done: Cut.Done<S>) => Effect.Effect<A, unknown, R>): Effect.Effect<A, unknown, R> =>
+      timed ? processAt(entry, (done) => Eager.flatMap(afterRecord(entry, done), then)) : processAt(entry, then)
 
     /**
      * As the batch begins (a transformer with timers): the task's timers are
@@ -925,13 +959,22 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
     /**
      * A lane's records in order. A record done at once (the stream DSL's, `eager.ts`) is followed by
      * the next in the same call, `atOnce` of them before the fiber yields (as the runtime yields
-     * every so many steps); any other record's continuation starts the next (one `flatMap` a record).
+     * every so many steps); any other record's continuation starts the next: the transform's
+     * continuation is the lane's own (`finished`), one `flatMap` a record.
      */
     const runLane = (lane: Lane<Inputs, S>): Effect.Effect<void, unknown, R> => {
       const size = lane.size
       if (size === 0) return Effect.void
       let index = 0
+      /** True while a record is started (`processUnit` is called): a unit finished then was done at once. */
+      let starting = false
+      /** The unit of the record being started, when it was done at once: the loop goes on with the next. */
+      let doneAtOnce: Cut.Done<S> | undefined = undefined
       const finished = (done: Cut.Done<S>): Effect.Effect<void, unknown, R> => {
+        if (starting) {
+          doneAtOnce = done
+          return Effect.void
+        }
         keepDone(lane, done)
         index++
         return rest()
@@ -949,17 +992,25 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
             const reading = prefetch(lane.chunk(index))
             if (reading !== undefined) return Effect.flatMap(reading, rest)
           }
-          let unit: Effect.Effect<Cut.Done<S>, unknown, R>
+          let unit: Effect.Effect<void, unknown, R>
+          starting = true
           try {
-            unit = processUnit(lane.entry(index))
+            unit = processUnit(lane.entry(index), finished)
           } catch (defect) {
             // Thrown while running at once: the defect a lazy step's throw is.
             unit = Exit.die(defect)
+          } finally {
+            starting = false
           }
-          if (!Eager.isDone(unit)) return Effect.flatMap(unit, finished)
-          if (unit._tag === "Failure") return unit
-          keepDone(lane, unit.value)
-          index++
+          if (doneAtOnce !== undefined) {
+            keepDone(lane, doneAtOnce)
+            doneAtOnce = undefined
+            index++
+            continue
+          }
+          // Not done yet (its continuation, `finished`, goes on with the lane), or failed at once.
+          if (!Eager.isDone(unit) || unit._tag === "Failure") return unit
+          return Effect.dieMessage("Skein invariant broken: a record's unit succeeded without finishing")
         }
         return Effect.void
       }

@@ -56,7 +56,7 @@ export interface MessageLimits {
 /**
  * A limit no timestamp can pass: Kafka's default `message.timestamp.before.max.ms` is Java's
  * `Long.MAX_VALUE`, past any clock. Read as a number it is finite, and every output would read the
- * clock to check it (`checkTimestamp`), as a topic with a real limit needs.
+ * clock to check it (`timestampError`), as a topic with a real limit needs.
  */
 const unbounded = (limitMs: number): number => limitMs >= Number.MAX_SAFE_INTEGER ? Infinity : limitMs
 
@@ -100,53 +100,49 @@ export const makeMessageLimits = (
 }
 
 /**
- * Checks a stamped output's timestamp against its topic's limits: the broker
- * refuses a record past them (`INVALID_TIMESTAMP`), and a retry would not help.
+ * Why a stamped output's timestamp is refused by its topic, if it is: the broker refuses a record
+ * past its limits (`INVALID_TIMESTAMP`), and a retry would not help.
  */
-const checkTimestamp = (
+const timestampError = (
   encoded: Topic.EncodedRecord,
   limits: TimestampLimits | undefined,
   messageLimits: MessageLimits,
   source: FetchedRecord
-): Either.Either<Topic.EncodedRecord, TimestampOutOfRange> => {
+): TimestampOutOfRange | undefined => {
   const timestamp = encoded.timestamp
-  if (timestamp === undefined || limits === undefined) return Either.right(encoded)
+  if (timestamp === undefined || limits === undefined) return undefined
   // No lower bound, and within the upper one of an earlier reading: within it of the clock now (which is
   // no earlier), without reading it (one read per output was 0.5 % of a windowed job's CPU).
-  if (limits.beforeMs === Infinity && timestamp - messageLimits.lastNow() <= limits.afterMs) return Either.right(encoded)
+  if (limits.beforeMs === Infinity && timestamp - messageLimits.lastNow() <= limits.afterMs) return undefined
   const clock = messageLimits.now()
   const bound = timestamp - clock > limits.afterMs ? "after" : clock - timestamp > limits.beforeMs ? "before" : undefined
-  if (bound === undefined) return Either.right(encoded)
-  return Either.left(
-    new TimestampOutOfRange({
-      topic: encoded.topic,
-      timestamp,
-      now: clock,
-      bound,
-      limitMs: bound === "after" ? limits.afterMs : limits.beforeMs,
-      source: { topic: source.topic, partition: source.partition, offset: source.offset }
-    })
-  )
+  if (bound === undefined) return undefined
+  return new TimestampOutOfRange({
+    topic: encoded.topic,
+    timestamp,
+    now: clock,
+    bound,
+    limitMs: bound === "after" ? limits.afterMs : limits.beforeMs,
+    source: { topic: source.topic, partition: source.partition, offset: source.offset }
+  })
 }
 
-/** Checks an encoded output against its topic's size limit. */
-const checkSize = (
+/** Why an encoded output is refused by its topic's size limit, if it is. */
+const sizeError = (
   encoded: Topic.EncodedRecord,
   limit: number,
   source: FetchedRecord
-): Either.Either<Topic.EncodedRecord, OutputTooLarge> => {
+): OutputTooLarge | undefined => {
   // The bound counts headers too (a name or a text value at 3 bytes a UTF-16 unit): under the limit, the record is.
-  if (recordSizeBound(encoded) <= limit) return Either.right(encoded)
+  if (recordSizeBound(encoded) <= limit) return undefined
   const bytes = recordBytes(encoded)
-  if (bytes <= limit) return Either.right(encoded)
-  return Either.left(
-    new OutputTooLarge({
-      topic: encoded.topic,
-      bytes,
-      limit,
-      source: { topic: source.topic, partition: source.partition, offset: source.offset }
-    })
-  )
+  if (bytes <= limit) return undefined
+  return new OutputTooLarge({
+    topic: encoded.topic,
+    bytes,
+    limit,
+    source: { topic: source.topic, partition: source.partition, offset: source.offset }
+  })
 }
 
 /**
@@ -243,17 +239,21 @@ export const encode = (
         for (const record of rest) {
           const next = stamped(yield* record.encode(), source, trace)
           yield* checkPartition(next, counts, source)
-          const sized = yield* checkSize(next, yield* limits.lookup(next.topic), source)
-          outputs.push(yield* checkTimestamp(sized, limits.timestamps(next.topic), limits, source))
+          const tooLarge = sizeError(next, yield* limits.lookup(next.topic), source)
+          if (tooLarge !== undefined) return yield* Effect.fail(tooLarge)
+          const outOfRange = timestampError(next, limits.timestamps(next.topic), limits, source)
+          if (outOfRange !== undefined) return yield* Effect.fail(outOfRange)
+          outputs.push(next)
         }
         return outputs
       })
     }
-    const checked = checkSize(output, limit, source)
-    if (Either.isLeft(checked)) return Either.left(checked.left)
-    const timed = checkTimestamp(checked.right, limits.timestamps(output.topic), limits, source)
-    if (Either.isLeft(timed)) return Either.left(timed.left)
-    outputs.push(timed.right)
+    // The checks return their error, if any: no result wrapped a check an output (they pass, nearly always).
+    const tooLarge = sizeError(output, limit, source)
+    if (tooLarge !== undefined) return Either.left(tooLarge)
+    const outOfRange = timestampError(output, limits.timestamps(output.topic), limits, source)
+    if (outOfRange !== undefined) return Either.left(outOfRange)
+    outputs.push(output)
   }
   return Either.right(outputs)
 }

@@ -13,7 +13,7 @@
  *
  * @internal
  */
-import { Either, Option, Schema } from "effect"
+import { Either, Option, Schema, SchemaAST } from "effect"
 import type { ParseResult } from "effect"
 import type { Codec } from "../../Topic.ts"
 
@@ -38,6 +38,33 @@ export const make = <S>(codec: Codec<S>): StateCopy<S> => {
     return Either.map(copy(value), Option.some)
   }
 }
+
+/**
+ * Whether every value of `ast`'s type is immutable (a number, a string, a boolean, a literal, a
+ * union of them, or a refinement of one): then a state is its own copy, and reading one needs no
+ * copy at all.
+ */
+const immutableType = (ast: SchemaAST.AST): boolean => {
+  switch (ast._tag) {
+    case "NumberKeyword":
+    case "StringKeyword":
+    case "BooleanKeyword":
+    case "BigIntKeyword":
+    case "Literal":
+    case "Enums":
+    case "TemplateLiteral":
+      return true
+    case "Refinement":
+      return immutableType(ast.from)
+    case "Union":
+      return ast.types.every(immutableType)
+    default:
+      return false
+  }
+}
+
+/** Whether a state of `codec` is immutable: its type side (what the transform is given) has no object. */
+export const immutable = <A>(codec: Codec<A>): boolean => immutableType(SchemaAST.typeAST(codec.ast))
 
 /** The transformers marked by `readsWithoutCopy` (a mark only Skein's own code can set). */
 const uncopied = new WeakSet<object>()
