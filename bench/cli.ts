@@ -17,7 +17,7 @@ import { cpus, homedir, loadavg, totalmem } from "node:os"
 import { basename, dirname, join, relative } from "node:path"
 import { parseArgs } from "node:util"
 import type { Admin, Kafka } from "kafkajs"
-import { kafkajsLoop } from "./contenders/kafkajs.ts"
+import { kafkajsEosFloor, kafkajsLoop } from "./contenders/kafkajs.ts"
 import { kafkaPerfConsume, kafkaPerfProduce } from "./contenders/kafkatools.ts"
 import { kafkajsPgLoop, skeinPostgres } from "./contenders/postgres.ts"
 import { kafkaStreams } from "./contenders/kstreams.ts"
@@ -59,7 +59,7 @@ import { runPostgres, type PostgresRunCtx } from "./lib/postgresRun.ts"
 import { exec } from "./lib/setup.ts"
 import { fmtInt, sleep } from "./lib/stats.ts"
 
-const ALL: ReadonlyArray<Contender> = [skeinEos, skeinEosBun, skeinEosDeno, skeinAlos, kafkajsLoop, kafkaStreams, quixStreams, kafkaPerfProduce, kafkaPerfConsume, skeinPostgres, kafkajsPgLoop]
+const ALL: ReadonlyArray<Contender> = [skeinEos, skeinEosBun, skeinEosDeno, skeinAlos, kafkajsLoop, kafkajsEosFloor, kafkaStreams, quixStreams, kafkaPerfProduce, kafkaPerfConsume, skeinPostgres, kafkajsPgLoop]
 
 /**
  * The contenders a job may take: the Postgres job's (an app for it, and skein-eos running its

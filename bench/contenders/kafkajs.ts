@@ -20,3 +20,25 @@ export const kafkajsLoop: ProcessContender = {
     ],
   }),
 }
+
+/**
+ * A ceiling (issue 36 item 3a): the count as a bare exactly-once loop on the kafkajs Skein runs on,
+ * with its patch, and no Skein (bench/apps/kafkajs-eos-count.ts).
+ */
+export const kafkajsEosFloor: ProcessContender = {
+  kind: "process",
+  name: "kafkajs-eos-floor",
+  description:
+    "kafkajs 2.2.4 with Skein's patch, bare eachBatch loop, one transaction per fetched batch on a transactional producer per partition (outputs, offsets), in-memory Map, no changelog or store; Node, 1 thread",
+  hasState: false,
+  setup: async () => ({ ok: true }),
+  command: (s) => ({
+    cmd: process.execPath,
+    args: [
+      "--import",
+      "tsx",
+      join("bench", "apps", "kafkajs-eos-count.ts"),
+      ...appArgs(s, { stateful: false }),
+    ],
+  }),
+}

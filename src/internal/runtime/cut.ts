@@ -119,7 +119,8 @@ class Keeper<S> {
       this.atEnd.add(key)
     } else {
       this.encoded.set(key, value)
-      this.atEnd.delete(key)
+      // Most batches store nothing at the end: no lookup a change then.
+      if (this.atEnd.size > 0) this.atEnd.delete(key)
     }
   }
 
