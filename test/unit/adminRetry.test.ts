@@ -66,3 +66,61 @@ describe("admin describeConfigs retries", () => {
       assert.strictEqual(calls(), 3)
     }))
 })
+
+// The chaos acceptance run (3 brokers) saw windowed instances exit at startup with TopicNotFound
+// for the repartition topic that one of them had just created ("created repartition topic ...",
+// then 200 ms later "Topic ... does not exist"): a new topic reaches each broker's metadata a
+// little after CreateTopics returns, and the broker asked did not know it yet.
+const unknownTopic = () =>
+  new kafkajs.KafkaJSProtocolError(
+    Object.assign(new Error("This server does not host this topic-partition"), {
+      type: "UNKNOWN_TOPIC_OR_PARTITION",
+      code: 3,
+      retriable: true
+    })
+  )
+
+/** An admin whose metadata does not know `topic` for its first `misses` requests, then has 6 partitions. */
+const settlingAdmin = (misses: number) => {
+  const kafka = new kafkajs.Kafka({ brokers: ["127.0.0.1:1"], logLevel: kafkajs.logLevel.NOTHING })
+  const admin = kafka.admin()
+  let calls = 0
+  admin.fetchTopicMetadata = async (options) => {
+    calls++
+    if (calls <= misses) throw unknownTopic()
+    return {
+      topics: (options?.topics ?? []).map((name) => ({
+        name,
+        partitions: Array.from({ length: 6 }, (_, partitionId) => ({
+          partitionErrorCode: 0,
+          partitionId,
+          leader: 1,
+          replicas: [1],
+          isr: [1],
+          offlineReplicas: []
+        }))
+      }))
+    }
+  }
+  return { kafka, admin, calls: () => calls }
+}
+
+describe("admin partition counts of a topic just created", () => {
+  it.live("partitionCounts asks again while the broker's metadata does not know the topic yet", () =>
+    Effect.gen(function*() {
+      const { admin, calls, kafka } = settlingAdmin(2)
+      const patched = yield* PatchedKafkajs.ofExistingClient
+      const counts = yield* makeFrom(patched, kafka, admin).partitionCounts(["app-by-key-repartition"])
+      assert.strictEqual(counts.get("app-by-key-repartition"), 6)
+      assert.strictEqual(calls(), 3)
+    }))
+
+  it.live("a topic that stays unknown is TopicNotFound, with the fix", () =>
+    Effect.gen(function*() {
+      const { admin, kafka } = settlingAdmin(Number.POSITIVE_INFINITY)
+      const patched = yield* PatchedKafkajs.ofExistingClient
+      const error = yield* Effect.flip(makeFrom(patched, kafka, admin).partitionCounts(["orders"]))
+      assert.strictEqual(error._tag, "TopicNotFound")
+      assert.include(error.message, "Topic orders does not exist. Create it")
+    }))
+})

@@ -124,6 +124,12 @@ const attempt = <A>(operation: string, f: () => Promise<A>, access?: Access): Ef
   )
 
 
+/**
+ * How long a topic that must exist is asked for again before it is `TopicNotFound`: about 3 s, for a
+ * new topic's metadata to reach every broker. A topic that does not exist fails after it.
+ */
+const metadataSettles = Schedule.intersect(Schedule.exponential("100 millis"), Schedule.recurs(5))
+
 /** The admin operations over a connected kafkajs admin client (tests give it one of their own). */
 export const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: Admin): KafkaAdmin => {
   const partitionCount = (topic: string) =>
@@ -142,7 +148,10 @@ export const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: A
         partitionCount(topic).pipe(
           Effect.flatMap((count) =>
             count === undefined ? Effect.fail(new TopicNotFound({ topic })) : Effect.succeed([topic, count] as const)
-          )
+          ),
+          // A topic just created (a repartition topic, by this instance or another) reaches each broker's
+          // metadata a little after CreateTopics returns: the broker asked may not know it yet.
+          Effect.retry({ schedule: metadataSettles, while: (error) => error._tag === "TopicNotFound" })
         )).pipe(Effect.map((entries) => new Map(entries))),
     createCompactedTopic: (topic, partitions, replicationFactor) =>
       attempt("createTopics", () =>
