@@ -11,36 +11,13 @@
  * of Skein's patch in its original form (this repository's own install is patched, and the
  * patch's produce encoder would make this loop something no kafkajs user runs).
  */
-import { parseArgs } from "node:util"
-import type * as KafkaJS from "kafkajs"
 import type { Message } from "kafkajs"
-import { copyKafkajs } from "../../test/helpers/kafkajsCopies.ts"
+import { countArgs, emit, loadKafkajs } from "../lib/kafkajsApp.ts"
 import { kafkajsSecurity, securityFromEnv } from "../lib/security.ts"
 
-const published = copyKafkajs("original")
-process.on("exit", () => published.remove())
-// The copy's entry point is kafkajs's own index.js: its exports are the package's.
-const { Kafka, logLevel } = published.load("index.js") as typeof KafkaJS
+const { Kafka, logLevel } = loadKafkajs("original")
 
-process.env["KAFKAJS_NO_PARTITIONER_WARNING"] = "1"
-
-const { values } = parseArgs({
-  options: {
-    brokers: { type: "string" },
-    input: { type: "string" },
-    output: { type: "string" },
-    group: { type: "string" },
-    "state-dir": { type: "string" },
-    "commit-interval-ms": { type: "string" },
-  },
-})
-const { brokers, input, output, group } = values
-if (brokers === undefined || input === undefined || output === undefined || group === undefined) {
-  console.error("usage: kafkajs-count --brokers B --input T --output T --group G")
-  process.exit(2)
-}
-
-const emit = (event: string): void => console.log(JSON.stringify({ event, ts: Date.now() }))
+const { brokers, input, output, group } = countArgs("kafkajs-count --brokers B --input T --output T --group G")
 
 const kafka = new Kafka({
   clientId: "bench-kafkajs-count",

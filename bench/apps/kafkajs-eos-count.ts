@@ -10,35 +10,13 @@
  *
  * Connects with the SKEIN_* security settings of its environment (bench/lib/security.ts).
  */
-import { parseArgs } from "node:util"
-import type * as KafkaJS from "kafkajs"
 import type { Message, Producer } from "kafkajs"
-import { copyKafkajs } from "../../test/helpers/kafkajsCopies.ts"
+import { countArgs, emit, loadKafkajs } from "../lib/kafkajsApp.ts"
 import { kafkajsSecurity, securityFromEnv } from "../lib/security.ts"
 
-const patched = copyKafkajs("patched")
-process.on("exit", () => patched.remove())
-const { Kafka, logLevel } = patched.load("index.js") as typeof KafkaJS
+const { Kafka, logLevel } = loadKafkajs("patched")
 
-process.env["KAFKAJS_NO_PARTITIONER_WARNING"] = "1"
-
-const { values } = parseArgs({
-  options: {
-    brokers: { type: "string" },
-    input: { type: "string" },
-    output: { type: "string" },
-    group: { type: "string" },
-    "state-dir": { type: "string" },
-    "commit-interval-ms": { type: "string" },
-  },
-})
-const { brokers, input, output, group } = values
-if (brokers === undefined || input === undefined || output === undefined || group === undefined) {
-  console.error("usage: kafkajs-eos-count --brokers B --input T --output T --group G")
-  process.exit(2)
-}
-
-const emit = (event: string): void => console.log(JSON.stringify({ event, ts: Date.now() }))
+const { brokers, input, output, group } = countArgs("kafkajs-eos-count --brokers B --input T --output T --group G")
 
 const kafka = new Kafka({
   clientId: "bench-kafkajs-eos-count",

@@ -14,16 +14,11 @@
  * published (a private copy without Skein's patch), as bench/apps/kafkajs-count.ts does.
  */
 import { parseArgs } from "node:util"
-import type * as KafkaJS from "kafkajs"
-import { copyKafkajs } from "../../test/helpers/kafkajsCopies.ts"
 import { makePool } from "../lib/pg.ts"
+import { emit, loadKafkajs } from "../lib/kafkajsApp.ts"
 import { kafkajsSecurity, securityFromEnv } from "../lib/security.ts"
 
-const published = copyKafkajs("original")
-process.on("exit", () => published.remove())
-const { Kafka, logLevel } = published.load("index.js") as typeof KafkaJS
-
-process.env["KAFKAJS_NO_PARTITIONER_WARNING"] = "1"
+const { Kafka, logLevel } = loadKafkajs("original")
 
 const { values } = parseArgs({
   options: {
@@ -47,7 +42,6 @@ if (!/^[a-z_][a-z0-9_]*$/.test(table)) {
 /** Rows per INSERT: 4 parameters a row, Postgres binds at most 65,535. */
 const CHUNK = 5000
 
-const emit = (event: string): void => console.log(JSON.stringify({ event, ts: Date.now() }))
 
 const pool = makePool(url, 10)
 const kafka = new Kafka({
