@@ -121,7 +121,8 @@ export interface GroupConsumer {
   readonly revoked: Effect.Effect<void>
   /**
    * kafkajs rejoins the group at its next fetch (a task migrated: this
-   * member's assignment is stale), whether or not a batch is in flight.
+   * member's assignment is stale), whether or not a batch is in flight;
+   * every fetch asks again until the join.
    */
   readonly requestRejoin: Effect.Effect<void>
   /** The runner has stopped processing: kafkajs no longer waits for a revocation to rejoin. */
@@ -228,7 +229,7 @@ const fetchedOffsetOf = (batch: EachBatchPayload["batch"]): number => {
 
 const rejoinError = ({ KafkaJSProtocolError }: PatchedKafkajs.KafkaJS) =>
   new KafkaJSProtocolError(
-    Object.assign(new Error("Skein requested a rejoin after a task migrated"), {
+    Object.assign(new Error("Skein requested a rejoin (a task migrated, or a rebalance was signalled)"), {
       type: "REBALANCE_IN_PROGRESS",
       code: 27,
       retriable: false
@@ -297,13 +298,15 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
      * `rebalanceTimeout` (past it the group has moved on without this member).
      */
     let revokedSinceJoin = false
-    /** Set by `requestRejoin`: kafkajs's next fetch throws a rebalance (Skein's patch of its runner). */
+    /**
+     * Set by `requestRejoin`, and when this bridge signals a rebalance itself (a heartbeat
+     * from `eachBatch`): kafkajs's fetches throw a rebalance (Skein's patch of its runner)
+     * until its next join. Until then, not once: kafkajs's fetch manager drops a fetcher's
+     * error when another fetcher sees the brokers change first (it restarts its fetchers),
+     * and a member whose tasks were torn down would keep its partitions with none running.
+     */
     let rejoinPending = false
-    const rejoinRequested = (): unknown => {
-      if (!rejoinPending) return undefined
-      rejoinPending = false
-      return rejoinError(kafkajs)
-    }
+    const rejoinRequested = (): unknown => rejoinPending ? rejoinError(kafkajs) : undefined
     let revokeWaiters: Array<() => void> = []
     /** Set once the runner stopped processing: no batch is in flight, so nothing to wait for. */
     let processingStopped = false
@@ -362,6 +365,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
 
     consumer.on(consumer.events.GROUP_JOIN, (event) => {
       generation++
+      rejoinPending = false
       rebalancing()
       rebalance = Deferred.unsafeMake<void>(FiberId.none)
       rebalanceSignalled = false
@@ -389,6 +393,8 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
       Queue.unsafeOffer(events, { _tag: "Crashed", error: new KafkaError({ reason: "Protocol", operation: "group join", cause: conflict }) })
     })
     consumer.on(consumer.events.REBALANCING, () => {
+      // Signalled already this generation (a heartbeat from eachBatch): one rebalance, one revocation.
+      if (rebalanceSignalled) return
       rebalancing()
       Queue.unsafeOffer(events, { _tag: "Rebalancing" })
     })
@@ -467,8 +473,11 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
           } catch (error) {
             // Keep waiting for the batch to commit before kafkajs rejoins.
             pendingError = error
-            if (isRebalancing(error)) {
+            if (isRebalancing(error) && !rebalanceSignalled) {
+              // The runner tears its tasks down for this: kafkajs must rejoin, whether or not
+              // the error thrown below reaches its runner.
               rebalancing()
+              rejoinPending = true
               Queue.unsafeOffer(events, { _tag: "Rebalancing" })
             }
           }
