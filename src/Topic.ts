@@ -13,6 +13,7 @@ import { Either, ParseResult, Schema } from "effect"
 import { headerRecord } from "./internal/codec/headers.ts"
 import * as JsonCodec from "./internal/codec/jsonCodec.ts"
 import type { HeaderValue, Headers } from "./internal/codec/headers.ts"
+import * as PrimitiveText from "./internal/codec/primitiveText.ts"
 import { notText, strictText } from "./internal/codec/utf8.ts"
 import { EncodeError } from "./SkeinError.ts"
 
@@ -374,7 +375,7 @@ const partOf = <A>(part: "key" | "value", codec: AnyCodec<A>): Part<A> => {
       encode: (a) => Either.map(encode(a), toBuffer)
     }
   }
-  const decode = Schema.decodeEither(codec)
+  const { decode, encode } = PrimitiveText.steps(codec)
   return {
     format: "text",
     decode: (input) => {
@@ -382,7 +383,7 @@ const partOf = <A>(part: "key" | "value", codec: AnyCodec<A>): Part<A> => {
       const text = strictText(input)
       return typeof text === "string" ? decode(text) : Either.left(notText(part, input))
     },
-    encode: Schema.encodeEither(codec)
+    encode
   }
 }
 
