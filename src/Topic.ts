@@ -432,7 +432,11 @@ export const json = <A, I>(schema: Schema.Schema<A, I>): Codec<A> => {
  */
 export interface OutputRecord {
   readonly topic: string
-  readonly encode: () => Either.Either<EncodedRecord, EncodeError>
+  /**
+   * The record in its wire form. `defaultTimestamp` (the input record's, given by the runtime) is
+   * the timestamp of a record that sets none; a record may leave it out, and the runtime stamps it.
+   */
+  readonly encode: (defaultTimestamp?: number) => Either.Either<EncodedRecord, EncodeError>
 }
 
 export type { HeaderValue, Headers }
@@ -540,20 +544,24 @@ class TypedRecord<K, V> implements OutputRecord {
   ) {
     this.topic = target.name
   }
-  encode(): Either.Either<EncodedRecord, EncodeError> {
-    const { headers, key, partition, target, timestamp, value } = this
+  encode(defaultTimestamp?: number): Either.Either<EncodedRecord, EncodeError> {
+    const { headers, key, partition, target, value } = this
     const encodedKey = key === null ? Either.right(null) : target.encodeKey(key)
     if (Either.isLeft(encodedKey)) return Either.left(new EncodeError({ topic: target.name, cause: encodedKey.left }))
     const encodedValue = value === null ? Either.right(null) : target.encodeValue(value)
     if (Either.isLeft(encodedValue)) {
       return Either.left(new EncodeError({ topic: target.name, cause: encodedValue.left }))
     }
-    if (timestamp !== undefined && !(Number.isSafeInteger(timestamp) && timestamp >= 0)) {
-      return Either.left(new EncodeError({ topic: target.name, cause: badTimestamp(timestamp) }))
+    if (this.timestamp !== undefined && !(Number.isSafeInteger(this.timestamp) && this.timestamp >= 0)) {
+      return Either.left(new EncodeError({ topic: target.name, cause: badTimestamp(this.timestamp) }))
     }
+    // Stamped here, in the one object made: not copied to add it.
+    const timestamp = this.timestamp ?? defaultTimestamp
     // The usual shapes as one literal each (a stream DSL's output has headers and a timestamp): no spread copies.
-    const encoded: EncodedRecord = headers === undefined && partition === undefined && timestamp === undefined
-      ? { topic: target.name, key: encodedKey.right, value: encodedValue.right }
+    const encoded: EncodedRecord = headers === undefined && partition === undefined
+      ? timestamp === undefined
+        ? { topic: target.name, key: encodedKey.right, value: encodedValue.right }
+        : { topic: target.name, key: encodedKey.right, value: encodedValue.right, timestamp }
       : headers !== undefined && partition === undefined && timestamp !== undefined
       ? { topic: target.name, key: encodedKey.right, value: encodedValue.right, headers: headerRecord(headers), timestamp }
       : {

@@ -226,10 +226,12 @@ export const encode = (
 > => {
   // No outputs (most records of an aggregation): one result for them all.
   if (emit.length === 0) return noOutputs
+  // The input record's timestamp, for the outputs that set none (a negative one: none, `stamped`).
+  const defaultTimestamp = source.timestamp >= 0 ? source.timestamp : undefined
   // Sized once: an empty array's first push gives it room for 16 more, about 150 bytes a record.
   const outputs = new Array<Topic.EncodedRecord>(emit.length)
   for (let i = 0; i < emit.length; i++) {
-    const encoded = emit[i]!.encode()
+    const encoded = emit[i]!.encode(defaultTimestamp)
     if (Either.isLeft(encoded)) return Either.left(encoded.left)
     const output = stamped(encoded.right, source, trace)
     const limit = limits.known(output.topic)
@@ -239,7 +241,7 @@ export const encode = (
       let filled = i
       return Effect.gen(function*() {
         for (const record of rest) {
-          const next = stamped(yield* record.encode(), source, trace)
+          const next = stamped(yield* record.encode(defaultTimestamp), source, trace)
           yield* checkPartition(next, counts, source)
           const tooLarge = sizeError(next, yield* limits.lookup(next.topic), source)
           if (tooLarge !== undefined) return yield* Effect.fail(tooLarge)
