@@ -124,3 +124,46 @@ describe("admin partition counts of a topic just created", () => {
       assert.include(error.message, "Topic orders does not exist. Create it")
     }))
 })
+
+// The chaos acceptance run (3 brokers, 2026-12-05) saw a pipeline instance exit 21 s after it started with
+// `Kafka describeGroups failed (Connection): Connection error: connect ECONNREFUSED`: it started as the broker
+// coordinating its group was killed. kafkajs looks the coordinator up once a describeGroups and retries the dead
+// one until its retries end (a KafkaJSNonRetriableError around the connection error); meanwhile the group's
+// coordinator had moved to a live broker, which a new describeGroups would have asked.
+const gaveUpOnDeadBroker = () => {
+  const refusedError = refused()
+  return Object.assign(new kafkajs.KafkaJSNonRetriableError(refusedError), { cause: refusedError })
+}
+
+/** An admin whose describeGroups gives up on a dead coordinator `failures` times, then answers. */
+const movingCoordinatorAdmin = (failures: number) => {
+  const kafka = new kafkajs.Kafka({ brokers: ["127.0.0.1:1"], logLevel: kafkajs.logLevel.NOTHING })
+  const admin = kafka.admin()
+  let calls = 0
+  admin.describeGroups = async (groupIds) => {
+    calls++
+    if (calls <= failures) throw gaveUpOnDeadBroker()
+    return {
+      groups: groupIds.map((groupId) => ({
+        groupId,
+        errorCode: 0,
+        members: [],
+        protocol: "",
+        protocolType: "consumer",
+        state: "Empty"
+      }))
+    }
+  }
+  return { kafka, admin, calls: () => calls }
+}
+
+describe("admin calls after a broker died", () => {
+  it.live("groupMembers asks again when kafkajs gave up on the group's dead coordinator", () =>
+    Effect.gen(function*() {
+      const { admin, calls, kafka } = movingCoordinatorAdmin(2)
+      const patched = yield* PatchedKafkajs.ofExistingClient
+      const members = yield* makeFrom(patched, kafka, admin).groupMembers("app")
+      assert.deepStrictEqual(members, [])
+      assert.strictEqual(calls(), 3)
+    }))
+})

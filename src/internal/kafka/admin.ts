@@ -10,7 +10,7 @@ import { KafkaError, TopicNotFound } from "../../SkeinError.ts"
 import * as Assignor from "./assignor.ts"
 import { connectOrDisconnect, explainGroupFailure } from "./client.ts"
 import type { Kafka } from "./client.ts"
-import { isUnknownTopic, securityFailure, toKafkaError } from "./errors.ts"
+import { isUnknownTopic, lostBroker, securityFailure, toKafkaError } from "./errors.ts"
 import type { Access } from "./errors.ts"
 import * as PatchedKafkajs from "./patchedKafkajs.ts"
 
@@ -121,6 +121,23 @@ const attempt = <A>(operation: string, f: () => Promise<A>, access?: Access): Ef
       schedule: Schedule.intersect(Schedule.exponential("100 millis"), Schedule.recurs(8)),
       while: isRetriable
     })
+  )
+
+/**
+ * How long an admin call of a connected client is made again while a broker it needs is gone:
+ * kafkajs looks a group's coordinator (or a partition's leader) up once a call and retries that
+ * broker until its retries end, while a killed broker's coordinators and leaders move to the live
+ * ones within seconds; a new call asks again. Bounded: a cluster that stays unreachable fails the
+ * call about a minute (and kafkajs's retries of the last attempt) later.
+ */
+const brokerReturns = Schedule.intersect(Schedule.exponential("500 millis"), Schedule.recurs(8)).pipe(
+  Schedule.upTo("60 seconds")
+)
+
+/** `attempt`, made again while a broker it needs is gone (`brokerReturns`). */
+const attemptPastLostBroker = <A>(operation: string, f: () => Promise<A>, access?: Access): Effect.Effect<A, KafkaError> =>
+  attempt(operation, f, access).pipe(
+    Effect.retry({ schedule: brokerReturns, while: (error) => lostBroker(error.cause) && securityFailure(error) === undefined })
   )
 
 
@@ -279,7 +296,7 @@ export const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: A
         )
       ),
     groupMembers: (groupId) =>
-      attempt("describeGroups", () => admin.describeGroups([groupId]), { group: groupId, groupOperation: "READ" }).pipe(
+      attemptPastLostBroker("describeGroups", () => admin.describeGroups([groupId]), { group: groupId, groupOperation: "READ" }).pipe(
         Effect.catchAll(explainGroupFailure(kafka, groupId)),
         Effect.map(({ groups }) =>
           groups.filter((group) => group.groupId === groupId).flatMap((group) =>
