@@ -36,9 +36,21 @@ export class KafkaError extends Data.TaggedError("KafkaError")<{
   readonly cause: unknown
 }> {
   override get message(): string {
-    const detail = this.cause instanceof Error ? this.cause.message : String(this.cause)
-    return `Kafka ${this.operation} failed (${this.reason}): ${detail}`
+    return `Kafka ${this.operation} failed (${this.reason}): ${detailOf(this.cause)}`
   }
+}
+
+/** A cause's message; one that gathers answers (kafkajs's "Topic creation errors") names the first few, with their topics. */
+const detailOf = (cause: unknown): string => {
+  const detail = cause instanceof Error ? cause.message : String(cause)
+  const errors: unknown = typeof cause === "object" && cause !== null && "errors" in cause ? cause.errors : undefined
+  if (!Array.isArray(errors) || errors.length === 0) return detail
+  const each = errors.slice(0, 3).map((error: unknown) => {
+    const topic: unknown = typeof error === "object" && error !== null && "topic" in error ? error.topic : undefined
+    const message = error instanceof Error ? error.message : String(error)
+    return typeof topic === "string" ? `${topic}: ${message}` : message
+  })
+  return `${detail} (${each.join("; ")}${errors.length > 3 ? `; and ${errors.length - 3} more` : ""})`
 }
 
 /**

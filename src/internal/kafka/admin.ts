@@ -109,9 +109,18 @@ const outputTopicConfigNames = [
 ]
 
 /** True for kafkajs errors the broker marks retriable (a leader moving, metadata not yet propagated). */
-const isRetriable = (error: KafkaError): boolean =>
-  typeof error.cause === "object" && error.cause !== null && "retriable" in error.cause &&
-  error.cause.retriable === true
+const isRetriable = (error: KafkaError): boolean => retriable(error.cause)
+
+/**
+ * kafkajs's answer may be retried: it says so, or it gathers answers that each say so (a
+ * `KafkaJSAggregateError`, e.g. CreateTopics's REQUEST_TIMED_OUT per topic from a controller
+ * that is starting up or busy).
+ */
+const retriable = (cause: unknown): boolean => {
+  if (typeof cause !== "object" || cause === null) return false
+  if ("retriable" in cause && cause.retriable === true) return true
+  return "errors" in cause && Array.isArray(cause.errors) && cause.errors.length > 0 && cause.errors.every(retriable)
+}
 
 const attempt = <A>(operation: string, f: () => Promise<A>, access?: Access): Effect.Effect<A, KafkaError> =>
   Effect.tryPromise({ try: f, catch: toKafkaError(operation, access) }).pipe(
@@ -155,6 +164,8 @@ export const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: A
       try: () => admin.fetchTopicMetadata({ topics: [topic] }),
       catch: toKafkaError("fetchTopicMetadata", { topics: [topic], topicOperation: "DESCRIBE" })
     }).pipe(
+      // A broker killed or restarting while asked: its metadata is on every other one.
+      Effect.retry({ schedule: brokerReturns, while: (error) => lostBroker(error.cause) && securityFailure(error) === undefined }),
       Effect.map((metadata): number | undefined => metadata.topics[0]?.partitions.length),
       Effect.catchIf((e) => isUnknownTopic(e.cause), () => Effect.succeed(undefined))
     )
