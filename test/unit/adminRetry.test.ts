@@ -222,6 +222,21 @@ describe("admin calls at startup on a busy or changing cluster", () => {
       assert.strictEqual(calls, 3)
     }))
 
+  it.live("createTopic asks again when kafkajs gave up on a broker that died", () =>
+    Effect.gen(function*() {
+      const kafka = new kafkajs.Kafka({ brokers: ["127.0.0.1:1"], logLevel: kafkajs.logLevel.NOTHING })
+      const admin = kafka.admin()
+      let calls = 0
+      admin.createTopics = async () => {
+        calls++
+        if (calls <= 2) throw gaveUpOnDeadBroker()
+        return true
+      }
+      const patched = yield* PatchedKafkajs.ofExistingClient
+      yield* makeFrom(patched, kafka, admin).createRepartitionTopic("app-by-key-repartition", 6, 3)
+      assert.strictEqual(calls, 3)
+    }))
+
   it.live("a topic creation that keeps failing names the topic and the broker's answer", () =>
     Effect.gen(function*() {
       const kafka = new kafkajs.Kafka({ brokers: ["127.0.0.1:1"], logLevel: kafkajs.logLevel.NOTHING })

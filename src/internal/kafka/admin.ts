@@ -182,7 +182,7 @@ export const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: A
           Effect.retry({ schedule: metadataSettles, while: (error) => error._tag === "TopicNotFound" })
         )).pipe(Effect.map((entries) => new Map(entries))),
     createCompactedTopic: (topic, partitions, replicationFactor) =>
-      attempt("createTopics", () =>
+      attemptPastLostBroker("createTopics", () =>
         admin.createTopics({
           waitForLeaders: true,
           topics: [{
@@ -193,13 +193,13 @@ export const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: A
           }]
         }), { topics: [topic], topicOperation: "CREATE", clusterOperation: "CREATE" }).pipe(Effect.asVoid),
     createTopic: (topic, partitions, replicationFactor) =>
-      attempt("createTopics", () =>
+      attemptPastLostBroker("createTopics", () =>
         admin.createTopics({
           waitForLeaders: true,
           topics: [{ topic, numPartitions: partitions, replicationFactor }]
         }), { topics: [topic], topicOperation: "CREATE", clusterOperation: "CREATE" }).pipe(Effect.asVoid),
     createRepartitionTopic: (topic, partitions, replicationFactor) =>
-      attempt("createTopics", () =>
+      attemptPastLostBroker("createTopics", () =>
         admin.createTopics({
           waitForLeaders: true,
           topics: [{
