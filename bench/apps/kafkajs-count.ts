@@ -11,8 +11,7 @@
  * of Skein's patch in its original form (this repository's own install is patched, and the
  * patch's produce encoder would make this loop something no kafkajs user runs).
  */
-import type { Message } from "kafkajs"
-import { countArgs, emit, loadKafkajs } from "../lib/kafkajsApp.ts"
+import { countArgs, loadKafkajs, makeCounter } from "../lib/kafkajsApp.ts"
 import { kafkajsSecurity, securityFromEnv } from "../lib/security.ts"
 
 const { Kafka, logLevel } = loadKafkajs("original")
@@ -27,8 +26,7 @@ const kafka = new Kafka({
 })
 const consumer = kafka.consumer({ groupId: group, maxBytes: 10 * 1024 * 1024 })
 const producer = kafka.producer({ allowAutoTopicCreation: false })
-const counts = new Map<string, number>()
-let first = true
+const count = makeCounter()
 
 const main = async (): Promise<void> => {
   await producer.connect()
@@ -39,18 +37,7 @@ const main = async (): Promise<void> => {
     partitionsConsumedConcurrently: 6,
     eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
       if (batch.messages.length === 0) return
-      if (first) {
-        first = false
-        emit("first-read")
-      }
-      const out: Message[] = new Array(batch.messages.length)
-      let i = 0
-      for (const m of batch.messages) {
-        const key = m.key?.toString() ?? ""
-        const c = (counts.get(key) ?? 0) + 1
-        counts.set(key, c)
-        out[i++] = { key, value: String(c) }
-      }
+      const out = count(batch.messages)
       await producer.send({ topic: output, messages: out, acks: -1 })
       const lastOffset = batch.lastOffset()
       await consumer.commitOffsets([

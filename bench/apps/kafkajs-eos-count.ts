@@ -10,8 +10,8 @@
  *
  * Connects with the SKEIN_* security settings of its environment (bench/lib/security.ts).
  */
-import type { Message, Producer } from "kafkajs"
-import { countArgs, emit, loadKafkajs } from "../lib/kafkajsApp.ts"
+import type { Producer } from "kafkajs"
+import { countArgs, loadKafkajs, makeCounter } from "../lib/kafkajsApp.ts"
 import { kafkajsSecurity, securityFromEnv } from "../lib/security.ts"
 
 const { Kafka, logLevel } = loadKafkajs("patched")
@@ -41,8 +41,7 @@ const producerOf = (partition: number): Promise<Producer> => {
   }
   return producer
 }
-const counts = new Map<string, number>()
-let first = true
+const count = makeCounter()
 
 const main = async (): Promise<void> => {
   await consumer.connect()
@@ -52,18 +51,7 @@ const main = async (): Promise<void> => {
     partitionsConsumedConcurrently: 6,
     eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
       if (batch.messages.length === 0) return
-      if (first) {
-        first = false
-        emit("first-read")
-      }
-      const out: Message[] = new Array(batch.messages.length)
-      let i = 0
-      for (const m of batch.messages) {
-        const key = m.key?.toString() ?? ""
-        const c = (counts.get(key) ?? 0) + 1
-        counts.set(key, c)
-        out[i++] = { key, value: String(c) }
-      }
+      const out = count(batch.messages)
       const lastOffset = batch.lastOffset()
       const transaction = await (await producerOf(batch.partition)).transaction()
       try {

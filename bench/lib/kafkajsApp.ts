@@ -4,6 +4,7 @@
  */
 import { parseArgs } from "node:util"
 import type * as KafkaJS from "kafkajs"
+import type { KafkaMessage, Message } from "kafkajs"
 import { copyKafkajs, type Side } from "../../test/helpers/kafkajsCopies.ts"
 
 /** kafkajs as published ("original") or as Skein patches it ("patched"): a private copy, removed at exit. */
@@ -37,3 +38,27 @@ export const countArgs = (usage: string): { readonly brokers: string; readonly i
 
 /** A contender protocol event on stdout (bench/contenders/types.ts). */
 export const emit = (event: string): void => console.log(JSON.stringify({ event, ts: Date.now() }))
+
+/**
+ * The count of a kafkajs count app: a fetched batch's messages counted per key in `counts`, one
+ * output a message (value: the key's count so far); the first batch emits `first-read`.
+ */
+export const makeCounter = (): ((messages: ReadonlyArray<KafkaMessage>) => Array<Message>) => {
+  const counts = new Map<string, number>()
+  let first = true
+  return (messages) => {
+    if (first) {
+      first = false
+      emit("first-read")
+    }
+    const out: Array<Message> = new Array(messages.length)
+    let i = 0
+    for (const m of messages) {
+      const key = m.key?.toString() ?? ""
+      const c = (counts.get(key) ?? 0) + 1
+      counts.set(key, c)
+      out[i++] = { key, value: String(c) }
+    }
+    return out
+  }
+}

@@ -190,6 +190,19 @@ const creationTimedOut = (topic: string) =>
     )
   ])
 
+/** An admin whose createTopics fails with `failure()` `failures` times, then creates the topic. */
+const creatingAdmin = (failures: number, failure: () => Error) => {
+  const kafka = new kafkajs.Kafka({ brokers: ["127.0.0.1:1"], logLevel: kafkajs.logLevel.NOTHING })
+  const admin = kafka.admin()
+  let calls = 0
+  admin.createTopics = async () => {
+    calls++
+    if (calls <= failures) throw failure()
+    return true
+  }
+  return { kafka, admin, calls: () => calls }
+}
+
 describe("admin calls at startup on a busy or changing cluster", () => {
   it.live("partitionCount asks again when the broker's connection closed", () =>
     Effect.gen(function*() {
@@ -209,40 +222,24 @@ describe("admin calls at startup on a busy or changing cluster", () => {
 
   it.live("createTopic asks again when every topic's creation timed out", () =>
     Effect.gen(function*() {
-      const kafka = new kafkajs.Kafka({ brokers: ["127.0.0.1:1"], logLevel: kafkajs.logLevel.NOTHING })
-      const admin = kafka.admin()
-      let calls = 0
-      admin.createTopics = async () => {
-        calls++
-        if (calls <= 2) throw creationTimedOut("app-store-changelog")
-        return true
-      }
+      const { admin, calls, kafka } = creatingAdmin(2, () => creationTimedOut("app-store-changelog"))
       const patched = yield* PatchedKafkajs.ofExistingClient
       yield* makeFrom(patched, kafka, admin).createCompactedTopic("app-store-changelog", 6, 3)
-      assert.strictEqual(calls, 3)
+      assert.strictEqual(calls(), 3)
     }))
 
   it.live("createTopic asks again when kafkajs gave up on a broker that died", () =>
     Effect.gen(function*() {
-      const kafka = new kafkajs.Kafka({ brokers: ["127.0.0.1:1"], logLevel: kafkajs.logLevel.NOTHING })
-      const admin = kafka.admin()
-      let calls = 0
-      admin.createTopics = async () => {
-        calls++
-        if (calls <= 2) throw gaveUpOnDeadBroker()
-        return true
-      }
+      const { admin, calls, kafka } = creatingAdmin(2, gaveUpOnDeadBroker)
       const patched = yield* PatchedKafkajs.ofExistingClient
       yield* makeFrom(patched, kafka, admin).createRepartitionTopic("app-by-key-repartition", 6, 3)
-      assert.strictEqual(calls, 3)
+      assert.strictEqual(calls(), 3)
     }))
 
   it.live("a topic creation that keeps failing names the topic and the broker's answer", () =>
     Effect.gen(function*() {
-      const kafka = new kafkajs.Kafka({ brokers: ["127.0.0.1:1"], logLevel: kafkajs.logLevel.NOTHING })
-      const admin = kafka.admin()
-      admin.createTopics = async () => {
-        throw new kafkajs.KafkaJSAggregateError("Topic creation errors", [
+      const { admin, kafka } = creatingAdmin(Number.POSITIVE_INFINITY, () =>
+        new kafkajs.KafkaJSAggregateError("Topic creation errors", [
           createTopicError(
             "app-store-changelog",
             Object.assign(new Error("Replication factor: 3 larger than available brokers: 1."), {
@@ -251,8 +248,7 @@ describe("admin calls at startup on a busy or changing cluster", () => {
               retriable: false
             })
           )
-        ])
-      }
+        ]))
       const patched = yield* PatchedKafkajs.ofExistingClient
       const error = yield* Effect.flip(makeFrom(patched, kafka, admin).createCompactedTopic("app-store-changelog", 6, 3))
       assert.include(error.message, "app-store-changelog: Replication factor: 3 larger than available brokers: 1.")

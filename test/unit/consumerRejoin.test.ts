@@ -121,13 +121,19 @@ const options: Consumer.Options = {
 const nextGroupEvent = (events: Queue.Dequeue<Consumer.ConsumerEvent>) =>
   Effect.repeat(Queue.take(events), { until: (event) => event._tag !== "Batch" })
 
+/** The bridge over a fake kafkajs consumer, joined with partition 0 (its `Assigned` event taken). */
+const joined = Effect.gen(function*() {
+  const fake = fakeKafka()
+  const consumer = yield* Consumer.make(fake.kafka, options)
+  fake.join([0])
+  assert.strictEqual((yield* Queue.take(consumer.events))._tag, "Assigned")
+  return { consumer, fake }
+})
+
 describe("consumer rejoin", () => {
   it.scoped("a rebalance the bridge signalled from a heartbeat makes kafkajs rejoin, even when kafkajs drops the error", () =>
     Effect.gen(function*() {
-      const fake = fakeKafka()
-      const consumer = yield* Consumer.make(fake.kafka, options)
-      fake.join([0])
-      assert.strictEqual((yield* Queue.take(consumer.events))._tag, "Assigned")
+      const { consumer, fake } = yield* joined
 
       // The batch's heartbeat fails: the bridge signals a rebalance, the runner tears its tasks down.
       const batchDone = fake.handler()(batchWithMovedCoordinator()).then(() => undefined, (error: unknown) => error)
@@ -158,10 +164,7 @@ describe("consumer rejoin", () => {
 
   it.scoped("a requested rejoin stays requested until a join, whatever kafkajs does with the first error", () =>
     Effect.gen(function*() {
-      const fake = fakeKafka()
-      const consumer = yield* Consumer.make(fake.kafka, options)
-      fake.join([0])
-      assert.strictEqual((yield* Queue.take(consumer.events))._tag, "Assigned")
+      const { consumer, fake } = yield* joined
 
       yield* consumer.requestRejoin
       assert.instanceOf(fake.handler().rejoinRequested?.(), kafkajs.KafkaJSProtocolError)

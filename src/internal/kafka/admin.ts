@@ -122,33 +122,33 @@ const retriable = (cause: unknown): boolean => {
   return "errors" in cause && Array.isArray(cause.errors) && cause.errors.length > 0 && cause.errors.every(retriable)
 }
 
+/** kafkajs's own retries cover requests, not a new topic whose leader metadata is still propagating: a few more seconds. */
+const retries = Schedule.intersect(Schedule.exponential("100 millis"), Schedule.recurs(8))
+
 const attempt = <A>(operation: string, f: () => Promise<A>, access?: Access): Effect.Effect<A, KafkaError> =>
   Effect.tryPromise({ try: f, catch: toKafkaError(operation, access) }).pipe(
-    // kafkajs's own retries cover requests, not a new topic whose leader metadata is
-    // still propagating: give those answers a few more seconds.
-    Effect.retry({
-      schedule: Schedule.intersect(Schedule.exponential("100 millis"), Schedule.recurs(8)),
-      while: isRetriable
-    })
+    Effect.retry({ schedule: retries, while: isRetriable })
   )
 
 /**
- * How long an admin call of a connected client is made again while a broker it needs is gone:
- * kafkajs looks a group's coordinator (or a partition's leader) up once a call and retries that
- * broker until its retries end, while a killed broker's coordinators and leaders move to the live
- * ones within seconds; a new call asks again. Bounded: a cluster that stays unreachable fails the
- * call about a minute (and kafkajs's retries of the last attempt) later.
+ * A call failed because a broker it needed is gone (never a security failure): kafkajs looks a
+ * group's coordinator (or a partition's leader) up once a call and retries that broker until its
+ * retries end, while a killed broker's coordinators and leaders move to the live ones within
+ * seconds; a new call asks again.
  */
-const brokerReturns = Schedule.intersect(Schedule.exponential("500 millis"), Schedule.recurs(8)).pipe(
-  Schedule.upTo("60 seconds")
-)
+const brokerLost = (error: KafkaError): boolean => lostBroker(error.cause) && securityFailure(error) === undefined
 
-/** `attempt`, made again while a broker it needs is gone (`brokerReturns`). */
+/**
+ * The retries of a call made again while a broker it needs is gone: bounded, so that a cluster
+ * that stays unreachable fails the call about a minute (and kafkajs's retries of the last attempt) later.
+ */
+const pastLostBroker = retries.pipe(Schedule.upTo("60 seconds"))
+
+/** `attempt`, made again while a broker it needs is gone too (`brokerLost`). */
 const attemptPastLostBroker = <A>(operation: string, f: () => Promise<A>, access?: Access): Effect.Effect<A, KafkaError> =>
-  attempt(operation, f, access).pipe(
-    Effect.retry({ schedule: brokerReturns, while: (error) => lostBroker(error.cause) && securityFailure(error) === undefined })
+  Effect.tryPromise({ try: f, catch: toKafkaError(operation, access) }).pipe(
+    Effect.retry({ schedule: pastLostBroker, while: (error) => isRetriable(error) || brokerLost(error) })
   )
-
 
 /**
  * How long a topic that must exist is asked for again before it is `TopicNotFound`: about 3 s, for a
@@ -159,13 +159,13 @@ const metadataSettles = Schedule.intersect(Schedule.exponential("100 millis"), S
 /** The admin operations over a connected kafkajs admin client (tests give it one of their own). */
 export const makeFrom = (kafkajs: PatchedKafkajs.KafkaJS, kafka: Kafka, admin: Admin): KafkaAdmin => {
   const partitionCount = (topic: string) =>
-    // No extra retries: an unknown topic is an answer here, not a transient state.
+    // An unknown topic is an answer here, not a transient state: not asked again (a lost broker is).
     Effect.tryPromise({
       try: () => admin.fetchTopicMetadata({ topics: [topic] }),
       catch: toKafkaError("fetchTopicMetadata", { topics: [topic], topicOperation: "DESCRIBE" })
     }).pipe(
       // A broker killed or restarting while asked: its metadata is on every other one.
-      Effect.retry({ schedule: brokerReturns, while: (error) => lostBroker(error.cause) && securityFailure(error) === undefined }),
+      Effect.retry({ schedule: pastLostBroker, while: brokerLost }),
       Effect.map((metadata): number | undefined => metadata.topics[0]?.partitions.length),
       Effect.catchIf((e) => isUnknownTopic(e.cause), () => Effect.succeed(undefined))
     )

@@ -48,7 +48,6 @@ export const chain = (error: unknown): ReadonlyArray<ErrorLike> => {
 export const isFenced = (error: unknown): boolean =>
   chain(error).some((e) => typeof e.type === "string" && FENCED_TYPES.has(e.type))
 
-/** True for the errors kafkajs uses to signal a group rebalance. */
 /**
  * True when a request failed because a broker could not be reached or went away
  * (refused, closed, timed out), kafkajs's retries of it included: the answer of
@@ -58,6 +57,7 @@ export const isFenced = (error: unknown): boolean =>
 export const lostBroker = (error: unknown): boolean =>
   chain(error).some((e) => typeof e.name === "string" && UNREACHABLE_NAMES.has(e.name))
 
+/** True for the errors kafkajs uses to signal a group rebalance. */
 export const isRebalancing = (error: unknown): boolean =>
   chain(error).some((e) =>
     e.type === "REBALANCE_IN_PROGRESS" || e.type === "NOT_COORDINATOR_FOR_GROUP" || e.type === "ILLEGAL_GENERATION" ||

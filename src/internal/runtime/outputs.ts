@@ -160,11 +160,16 @@ const withTimestamp = (encoded: Topic.EncodedRecord, timestamp: number): Topic.E
 }
 
 /**
- * An output with its input's timestamp, unless it sets its own (or the input
- * has none: -1), and with the trace context of its transform when traced.
+ * An output with `defaultTimestamp` (its input's, when the input has one), unless
+ * it sets its own, and with the trace context of its transform when traced.
  */
-const stamped = (encoded: Topic.EncodedRecord, source: FetchedRecord, trace: Tracing.TraceHeaders | undefined): Topic.EncodedRecord => {
-  const timed = encoded.timestamp !== undefined || !(source.timestamp >= 0) ? encoded : withTimestamp(encoded, source.timestamp)
+const stamped = (
+  encoded: Topic.EncodedRecord,
+  defaultTimestamp: number | undefined,
+  trace: Tracing.TraceHeaders | undefined
+): Topic.EncodedRecord => {
+  // An output of Skein's own (`Topic.record`) carries it already; another `OutputRecord` may not.
+  const timed = encoded.timestamp !== undefined || defaultTimestamp === undefined ? encoded : withTimestamp(encoded, defaultTimestamp)
   return trace === undefined ? timed : Tracing.withTraceHeaders(timed, trace)
 }
 
@@ -233,7 +238,7 @@ export const encode = (
   for (let i = 0; i < emit.length; i++) {
     const encoded = emit[i]!.encode(defaultTimestamp)
     if (Either.isLeft(encoded)) return Either.left(encoded.left)
-    const output = stamped(encoded.right, source, trace)
+    const output = stamped(encoded.right, defaultTimestamp, trace)
     const limit = limits.known(output.topic)
     if (limit === undefined || !knownInRange(output, counts)) {
       // The first output for this topic (or a partition to check): look up what is missing, then go on.
@@ -241,7 +246,7 @@ export const encode = (
       let filled = i
       return Effect.gen(function*() {
         for (const record of rest) {
-          const next = stamped(yield* record.encode(defaultTimestamp), source, trace)
+          const next = stamped(yield* record.encode(defaultTimestamp), defaultTimestamp, trace)
           yield* checkPartition(next, counts, source)
           const tooLarge = sizeError(next, yield* limits.lookup(next.topic), source)
           if (tooLarge !== undefined) return yield* Effect.fail(tooLarge)
