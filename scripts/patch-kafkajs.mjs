@@ -72,6 +72,13 @@
 //   offset comparing numbers where they are exact, not a Long parsed from every message's offset.
 //   Every fetched record (input and restores) paid both. The same messages; see
 //   test/unit/recordDecoder.test.ts and bench/decoder.ts.
+// - kafkajs/src/consumer/fetcher.js and kafkajs/src/consumer/runner.js: a fetch's batches are no
+//   longer kept alive past their use: the fetcher's loop held the last fetch's batches in its
+//   suspended frame while it awaited the next fetch, and the eachBatch handler's `isStale`, made in
+//   the scope of closures that use the batch, kept the batch alive as long as the handler kept
+//   `isStale` (Skein's buffer keeps it until the batch's records are processed). Every message
+//   kafkajs decoded lived on beside Skein's copy of it: a heap snapshot of the benchmark's count
+//   held 80,011 kafkajs messages, 40,089 after. The same behaviour otherwise.
 // Bun and Deno use the same node_modules, so patching the files covers all three runtimes.
 //
 // Plain Node, no dependency. Strict: patches are whole-file hunks (git diff -U100000), and the

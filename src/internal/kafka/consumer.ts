@@ -221,6 +221,16 @@ const toRecord = (
   }
 }
 
+/**
+ * A batch's records as Skein's. Made here, not in a closure of `eachBatch`: a closure there that
+ * used the batch would share its scope with `finish`, which the buffer keeps with the records
+ * until they are processed, and keep kafkajs's messages alive beside them.
+ */
+const recordsOf = (batch: EachBatchPayload["batch"]): ReadonlyArray<FetchedRecord> => {
+  const { partition, topic } = batch
+  return batch.messages.map((message) => toRecord(topic, partition, message))
+}
+
 /** Where kafkajs fetched the batch from (a field its type declarations omit). */
 const fetchedOffsetOf = (batch: EachBatchPayload["batch"]): number => {
   const value: unknown = Reflect.get(batch, "fetchedOffset")
@@ -443,7 +453,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
           generation,
           fetchedOffset: fetchedOffsetOf(batch),
           isStale,
-          records: batch.messages.map((m) => toRecord(batch.topic, batch.partition, m)),
+          records: recordsOf(batch),
           nextOffset: Number(batch.lastOffset()) + 1,
           highWatermark: Number(batch.highWatermark),
           complete: finish

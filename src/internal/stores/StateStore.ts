@@ -155,18 +155,25 @@ export const open = <P extends number = never>(
         await fs.utimes(path, now, now).catch(() => undefined)
       })
   ).pipe(Effect.map((db): StateStore<P> => {
+    // One atomic write, made as a chained batch: each operation goes to LevelDB's batch as it is
+    // added, where an array of operations is read back property by property (about 3x the main
+    // thread's time an operation, and a commit writes one per changed key).
     const replay: StateStore<P>["replay"] = (writes, checkpoint) =>
-      writes.length === 0 && checkpoint === undefined ? Effect.void : attempt("write", path, () =>
-        db.batch([
-          ...writes.map((w) =>
-            w.value === null
-              ? { type: "del" as const, key: dataKey(w.key) }
-              : { type: "put" as const, key: dataKey(w.key), value: w.value }
-          ),
-          ...(checkpoint === undefined
-            ? []
-            : [{ type: "put" as const, key: checkpointKey, value: Schema.encodeSync(CheckpointJson)(checkpoint) }])
-        ]))
+      writes.length === 0 && checkpoint === undefined ? Effect.void : attempt("write", path, async () => {
+        const batch = db.batch()
+        try {
+          for (const w of writes) {
+            if (w.value === null) batch.del(dataKey(w.key))
+            else batch.put(dataKey(w.key), w.value)
+          }
+          if (checkpoint !== undefined) batch.put(checkpointKey, Schema.encodeSync(CheckpointJson)(checkpoint))
+        } catch (error) {
+          // Nothing was written: the batch is released, the failure is the write's.
+          await batch.close()
+          throw error
+        }
+        await batch.write()
+      })
     return {
       path,
       get: (key) => attempt("get", path, () => db.get(dataKey(key))),
