@@ -79,6 +79,13 @@
 //   `isStale` (Skein's buffer keeps it until the batch's records are processed). Every message
 //   kafkajs decoded lived on beside Skein's copy of it: a heap snapshot of the benchmark's count
 //   held 80,011 kafkajs messages, 40,089 after. The same behaviour otherwise.
+// - kafkajs/src/protocol/recordBatch/record/v0/decoder.js: a fetched record's key and value are
+//   read from the batch's buffer when asked for (getters of the message, a new view at each read),
+//   not each kept as a Buffer view from the fetch on, and a record without headers shares one
+//   frozen empty object: three objects fewer a fetched record, alive as long as the record (Skein
+//   holds fetched records until they are processed, long enough for each to be promoted to the old
+//   generation). `keySize` and `valueSize` give the lengths without a view. The same bytes; see
+//   test/unit/recordDecoder.test.ts.
 // Bun and Deno use the same node_modules, so patching the files covers all three runtimes.
 //
 // Plain Node, no dependency. Strict: patches are whole-file hunks (git diff -U100000), and the

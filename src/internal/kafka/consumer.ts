@@ -209,15 +209,45 @@ const toRecord = (
       raw[name] = headerBytes(value)
     }
   }
-  return {
+  return new KafkaRecord(
     topic,
     partition,
-    offset: Number(message.offset),
-    key: message.key,
-    value: message.value,
-    headers: headers ?? noTextHeaders,
-    rawHeaders: raw ?? noHeaders,
-    timestamp: Number(message.timestamp)
+    Number(message.offset),
+    headers ?? noTextHeaders,
+    raw ?? noHeaders,
+    Number(message.timestamp),
+    message
+  )
+}
+
+/** The message kafkajs fetched: its key and value as Buffers. */
+type KafkaMessage = EachBatchPayload["batch"]["messages"][number]
+
+/**
+ * A fetched record whose key and value are read from kafkajs's message when asked for: Skein's
+ * patch of kafkajs's record decoder reads them from the batch's buffer at each read, instead of
+ * keeping a Buffer view of each for as long as the record lives (held in the poll buffer, every
+ * record would be copied by the young generation's collections, then promoted, with its views).
+ * Each read returns a new view of the same bytes.
+ */
+class KafkaRecord implements FetchedRecord {
+  readonly #message: KafkaMessage
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    readonly offset: number,
+    readonly headers: Readonly<Record<string, string>>,
+    readonly rawHeaders: FetchedHeaders,
+    readonly timestamp: number,
+    message: KafkaMessage
+  ) {
+    this.#message = message
+  }
+  get key(): Buffer | null {
+    return this.#message.key
+  }
+  get value(): Buffer | null {
+    return this.#message.value
   }
 }
 
