@@ -131,13 +131,28 @@ export interface FencedProducer<P extends number = number, T extends string = st
   ) => Effect.Effect<CommitReceipt.CommitReceipt<P>, KafkaError | TaskMigrated>
 }
 
+/**
+ * A timestamp as the text kafkajs's messages carry, the last one printed reused: the outputs of a
+ * send mostly share their timestamps (their inputs', fetched in bursts), and printing a 13-digit
+ * number is the dearest step of a message.
+ */
+let lastTimestamp = Number.NaN
+let lastTimestampText = ""
+const timestampText = (timestamp: number): string => {
+  if (timestamp !== lastTimestamp) {
+    lastTimestampText = String(timestamp)
+    lastTimestamp = timestamp
+  }
+  return lastTimestampText
+}
+
 const toMessage = (record: EncodedRecord): Message => {
   // Buffers (a dead letter's original bytes) pass through as they are.
   // The usual message (key, value, timestamp) as one literal: each property added later is an
   // out-of-object property, an allocation more per message.
   const message: Message = record.timestamp === undefined
     ? { key: record.key, value: record.value }
-    : { key: record.key, value: record.value, timestamp: String(record.timestamp) }
+    : { key: record.key, value: record.value, timestamp: timestampText(record.timestamp) }
   if (record.partition !== undefined) message.partition = record.partition
   if (record.headers !== undefined) {
     const headers: IHeaders = {}
