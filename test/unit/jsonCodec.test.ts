@@ -41,6 +41,34 @@ describe("jsonCodec", () => {
     assert.ok(Either.isLeft(steps.decode("{not json")))
   })
 
+  it("a bare Number, String or Boolean state encodes as the Schema does without its parser: the same texts and errors", () => {
+    const cases: ReadonlyArray<readonly [Schema.Schema.AnyNoContext, ReadonlyArray<unknown>]> = [
+      [Schema.Number, [0, -0, 1.5, -3e300, NaN, Infinity, "1", true, null, undefined, {}]],
+      [Schema.String, ["", "x", "\u2028", 1, false, null, []]],
+      [Schema.Boolean, [true, false, 0, "true", null]]
+    ]
+    for (const [schema, values] of cases) {
+      const codec = Topic.json(schema)
+      const steps = JsonCodec.steps(codec)
+      const encodeComposed = Schema.encodeUnknownEither(codec)
+      for (const value of values) {
+        const label = `${String(schema)} ${typeof value} ${JSON.stringify(value)}`
+        const text = steps.encode(value as never)
+        const composed = encodeComposed(value)
+        assert.strictEqual(Either.isRight(text), Either.isRight(composed), label)
+        if (Either.isRight(text) && Either.isRight(composed)) assert.strictEqual(text.right, composed.right, label)
+        // The error is the state Schema's own (the JSON step is a second one), as it was through its parser.
+        const own = Schema.encodeUnknownEither(schema)(value)
+        if (Either.isLeft(text) && Either.isLeft(own)) assert.strictEqual(text.left.message, own.left.message, label)
+        // Stored only when the composed codec's text reads back.
+        const stored = steps.store(value as never)
+        const readsBack = Either.isRight(composed) && Either.isRight(Schema.decodeEither(codec)(composed.right))
+        assert.strictEqual(Either.isRight(stored), readsBack, label)
+        if (Either.isRight(stored) && Either.isRight(composed)) assert.strictEqual(stored.right, composed.right, label)
+      }
+    }
+  })
+
   it("a codec not made by Topic.json runs as it is", () => {
     const steps = JsonCodec.steps(Schema.NumberFromString)
     assert.deepStrictEqual(steps.encode(5), Either.right("5"))

@@ -7,7 +7,7 @@
  *
  * @internal
  */
-import { Either, ParseResult, Schema } from "effect"
+import { Either, ParseResult, Schema, SchemaAST } from "effect"
 import * as JsonExact from "./jsonExact.ts"
 
 /** The Schema of each codec `Topic.json` made (its `A` is the codec's). */
@@ -37,6 +37,10 @@ export interface Steps<A> {
 }
 
 const cache = new WeakMap<object, unknown>()
+
+/** The `typeof` of the values a Schema's encode returns as they are: a bare primitive keyword's type. */
+const identityType = (ast: SchemaAST.AST): "number" | "string" | "boolean" | undefined =>
+  SchemaAST.isNumberKeyword(ast) ? "number" : SchemaAST.isStringKeyword(ast) ? "string" : SchemaAST.isBooleanKeyword(ast) ? "boolean" : undefined
 
 /**
  * The steps of `codec`: the Schema then JSON for a codec of `Topic.json`,
@@ -68,7 +72,14 @@ const make = <A>(codec: Schema.Schema<A, string>): Steps<A> => {
       }
     }
   }
-  const encode = Schema.encodeEither(schema)
+  const encodeSchema = Schema.encodeEither(schema)
+  // A bare primitive keyword (`Schema.Number`, `Schema.String`, `Schema.Boolean`) encodes a value
+  // of its type as itself: without the Schema's parser (a chain of closures and `Either`s a
+  // call), and every other value still goes to it, so results and errors are the Schema's.
+  const itself = identityType(schema.ast)
+  const encode = itself === undefined
+    ? encodeSchema
+    : (value: A): Either.Either<unknown, ParseResult.ParseError> => typeof value === itself ? Either.right(value) : encodeSchema(value)
   const decode = Schema.decodeUnknownEither(schema)
   const lawful = JsonExact.lawful(schema.ast)
   const issue = (actual: unknown, e: unknown): ParseResult.ParseError =>
