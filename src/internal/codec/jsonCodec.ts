@@ -118,7 +118,8 @@ const make = <A>(codec: Schema.Schema<A, string>): Steps<A> => {
       // `undefined` for an encoded `undefined` or function: no text, which reads back as nothing.
       let text: string | undefined
       try {
-        text = JSON.stringify(encoded.right)
+        // A finite number's JSON is its `String` (without the serializer's setup).
+        text = typeof encoded.right === "number" && Number.isFinite(encoded.right) ? String(encoded.right) : JSON.stringify(encoded.right)
       } catch (e) {
         // A value JSON rejects (a bigint, a cycle): the Schema's encoded form is not JSON.
         return Either.left({ _tag: "Encode", cause: issue(encoded.right, e) })

@@ -28,8 +28,11 @@ import { Cause, Effect, Either, Exit, Option } from "effect"
 import type { YieldWrap } from "effect/Utils"
 import { yieldWrapGet } from "effect/Utils"
 
-/** Whether `self` is done: an `Exit`, with `self`'s success and error types. */
-export const isDone = <A, E, R>(self: Effect.Effect<A, E, R>): self is Exit.Exit<A, E> => Exit.isExit(self)
+/**
+ * Whether `self` is done: an `Exit`, with `self`'s success and error types. An effect to run (a
+ * transform's `Effect.sync`) has no `_tag`: one property lookup, not `isExit`'s symbol checks.
+ */
+export const isDone = <A, E, R>(self: Effect.Effect<A, E, R>): self is Exit.Exit<A, E> => "_tag" in self && Exit.isExit(self)
 
 /** `f` of `self`'s value: at once when `self` is done (an `Exit`), else when `self` runs. */
 export const flatMap = <A, E, R, B, E2, R2>(
