@@ -254,7 +254,8 @@ class KafkaRecord implements FetchedRecord {
 /**
  * A batch's records as Skein's. Made here, not in a closure of `eachBatch`: a closure there that
  * used the batch would share its scope with `finish`, which the buffer keeps with the records
- * until they are processed, and keep kafkajs's messages alive beside them.
+ * until they are processed, and keep kafkajs's whole batch (its arrays of every message) alive
+ * until the last of its records is processed.
  */
 const recordsOf = (batch: EachBatchPayload["batch"]): ReadonlyArray<FetchedRecord> => {
   const { partition, topic } = batch
