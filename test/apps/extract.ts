@@ -38,7 +38,8 @@ const extractor = Items.make({
   source: config.source,
   output: config.output,
   pageSize: config.pageSize,
-  delayBeforeCommit: Duration.millis(config.delayBeforeCommitMs)
+  delayBeforeCommit: Duration.millis(config.delayBeforeCommitMs),
+  onFetched: (token, after) => print({ _tag: "Fetched", token, after })
 })
 
 /** Modules are loaded: with `waitForStart`, wait for a line on stdin before joining the group. */

@@ -29,6 +29,8 @@ export interface Options {
   readonly pageSize: number
   /** Sleep between a page's fetch and its commit (a window to kill the process in). */
   readonly delayBeforeCommit?: Duration.DurationInput
+  /** Told of each page as it arrives, before that sleep: a test can freeze the process inside it. */
+  readonly onFetched?: (token: string, after: number) => Effect.Effect<void>
   readonly poll?: Schedule.Schedule<unknown, unknown>
   readonly timeout?: Duration.DurationInput
   readonly retry?: Schedule.Schedule<unknown, unknown>
@@ -53,6 +55,7 @@ export const make = (options: Options) => {
         )
         const ok = yield* HttpClientResponse.filterStatusOk(response)
         const body = yield* HttpClientResponse.schemaBodyJson(PageBody)(ok)
+        if (options.onFetched !== undefined) yield* options.onFetched(token, cursor.after)
         if (options.delayBeforeCommit !== undefined) yield* Effect.sleep(options.delayBeforeCommit)
         const emit = body.items.map((item) => Topic.record(Items, token, { token, id: item.id, after: cursor.after }))
         const next = { after: body.items[body.items.length - 1]?.id ?? cursor.after }

@@ -162,6 +162,8 @@ export type AppEvent =
     readonly tokensStarted: number
   }
   | { readonly _tag: "Ready" }
+  /** A page arrived: the app sleeps `delayBeforeCommitMs` before committing it. */
+  | { readonly _tag: "Fetched"; readonly token: string; readonly after: number }
   | { readonly _tag: "Failed"; readonly error: string; readonly message: string }
 
 export interface App {

@@ -33,7 +33,8 @@ describe("Extractor instances", () => {
         source: source.url,
         output,
         pageSize: 2,
-        delayBeforeCommitMs: 1000,
+        // The window to freeze c in, after its "Fetched" line (every page waits it).
+        delayBeforeCommitMs: 3000,
         sessionTimeoutMs: 6000,
         waitForStart: true
       }
@@ -55,7 +56,10 @@ describe("Extractor instances", () => {
       yield* eventually(Effect.sync(() => owned(b).length === 4), { what: "b owns every token", timeout: Duration.seconds(90) })
       trace("b owns every token")
 
-      // c joins; then freeze it right after it fetched a page, before that page's commit.
+      // c joins; then freeze it inside the sleep between a page's arrival and its commit (c's own
+      // "Fetched" line: a page the source served may not have reached c yet, and a c frozen before
+      // the sleep began sleeps it after waking, long enough to see the rebalance first and drop the
+      // page instead of trying its commit). Woken past the sleep, c commits at once and is fenced.
       yield* c.start
       yield* eventually(
         Effect.sync(() => owned(b).length === 2 && owned(c).length === 2),
@@ -63,13 +67,13 @@ describe("Extractor instances", () => {
       )
       const ofC = new Set(owned(c))
       trace(`spread: b=${owned(b).join()} c=${owned(c).join()}`)
-      yield* Queue.takeAll(source.served)
-      const frozenPage = yield* Queue.take(source.served).pipe(
-        Effect.repeat({ until: (page) => ofC.has(page.token) })
+      yield* Queue.takeAll(c.events)
+      const frozenPage = yield* Queue.take(c.events).pipe(
+        Effect.repeat({ until: (event) => event._tag === "Fetched" && ofC.has(event.token) })
       )
       yield* c.kill("SIGSTOP")
       const migrationsBefore = c.status()?.migrations ?? 0
-      trace(`c frozen after fetching ${frozenPage.token}@${frozenPage.after}`)
+      trace(`c frozen after fetching ${frozenPage._tag === "Fetched" ? `${frozenPage.token}@${frozenPage.after}` : "?"}`)
 
       // c's session expires: b takes every token over and fences c's transactional ids.
       yield* eventually(Effect.sync(() => owned(b).length === 4), {
