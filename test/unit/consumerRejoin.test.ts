@@ -21,6 +21,7 @@ import kafkajs from "kafkajs"
 import { createRequire } from "node:module"
 import type { EachBatchPayload, KafkaMessage } from "kafkajs"
 import * as Consumer from "../../src/internal/kafka/consumer.ts"
+import { silentLogger } from "../helpers/kafkajsCopies.ts"
 
 type Listener = (event: { readonly payload: unknown }) => void
 
@@ -196,7 +197,7 @@ describe("kafkajs's fetch manager", () => {
   it.live("drops a batch handler's error when a fetcher of another broker sees the brokers change first", () =>
     Effect.promise(async () => {
       const createFetchManager = createRequire(import.meta.url)("kafkajs/src/consumer/fetchManager.js") as CreateFetchManager
-      const noLogger = { namespace: () => noLogger, info: () => {}, debug: () => {}, warn: () => {}, error: () => {} }
+      const noLogger = silentLogger()
       let nodes: ReadonlyArray<number> = [1, 2]
       let handled = 0
       let rounds = 0

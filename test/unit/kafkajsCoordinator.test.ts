@@ -7,7 +7,7 @@
  * `test/helpers/kafkajsCopies.ts`) on fake brokers; test/broker-cluster.test.ts kills a real one.
  */
 import { afterAll, assert, describe, it } from "@effect/vitest"
-import { copyKafkajs } from "../helpers/kafkajsCopies.ts"
+import { copyKafkajs, silentLogger } from "../helpers/kafkajsCopies.ts"
 import type { KafkajsCopy } from "../helpers/kafkajsCopies.ts"
 
 const originalCopy = copyKafkajs("original")
@@ -30,7 +30,7 @@ type ConsumerGroupClass = new(options: Record<string, unknown>) => {
   heartbeat: (options: { readonly interval: number }) => Promise<void>
 }
 
-const noLogger = { namespace: () => noLogger, info: () => {}, debug: () => {}, warn: () => {}, error: () => {} }
+const noLogger = silentLogger()
 
 /**
  * A member of a group whose coordinator (node 1) refuses connections; `lookup` is the cluster's

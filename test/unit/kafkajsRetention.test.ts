@@ -8,26 +8,15 @@
  * original and the patched file side by side: a batch the original keeps reachable, the patch lets
  * the collector take (a `WeakRef` to it, after a full collection).
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
+import { assert, describe, it } from "@effect/vitest"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
-import { copyKafkajs, type KafkajsCopy } from "../helpers/kafkajsCopies.ts"
+import { sideBySide, silentLogger, type KafkajsCopy } from "../helpers/kafkajsCopies.ts"
 
 v8.setFlagsFromString("--expose-gc")
 const collect = vm.runInNewContext("gc") as () => void
 
-let originalCopy: KafkajsCopy
-let patchedCopy: KafkajsCopy
-
-beforeAll(() => {
-  originalCopy = copyKafkajs("original")
-  patchedCopy = copyKafkajs("patched")
-})
-
-afterAll(() => {
-  originalCopy?.remove()
-  patchedCopy?.remove()
-})
+const copies = sideBySide()
 
 /** A new macrotask: a `WeakRef` made in this job is kept until the job ends. */
 const nextTask = () => new Promise<void>((resolve) => setImmediate(resolve))
@@ -39,11 +28,6 @@ const survives = async (ref: WeakRef<object>): Promise<boolean> => {
   await nextTask()
   collect()
   return ref.deref() !== undefined
-}
-
-const silentLogger = () => {
-  const logger = { info: () => {}, debug: () => {}, warn: () => {}, error: () => {}, namespace: () => logger }
-  return logger
 }
 
 interface Fetcher {
@@ -134,14 +118,14 @@ const isStaleKeepsBatch = async (copy: KafkajsCopy): Promise<{ readonly kept: bo
 
 describe("kafkajs patch: no fetched batch kept past its use", () => {
   it("the fetcher lets go of a fetch's batches while it waits for the next fetch", async () => {
-    assert.isTrue(await fetcherKeepsBatch(originalCopy), "kafkajs as published keeps the last fetch's batch (the test's premise)")
-    assert.isFalse(await fetcherKeepsBatch(patchedCopy), "the patched fetcher must not keep a handled batch alive")
+    assert.isTrue(await fetcherKeepsBatch(copies.original), "kafkajs as published keeps the last fetch's batch (the test's premise)")
+    assert.isFalse(await fetcherKeepsBatch(copies.patched), "the patched fetcher must not keep a handled batch alive")
   })
 
   it("an eachBatch handler that keeps isStale does not keep the batch", async () => {
-    const original = await isStaleKeepsBatch(originalCopy)
+    const original = await isStaleKeepsBatch(copies.original)
     assert.isTrue(original.kept, "kafkajs as published keeps the batch through isStale (the test's premise)")
-    const patched = await isStaleKeepsBatch(patchedCopy)
+    const patched = await isStaleKeepsBatch(copies.patched)
     assert.isFalse(patched.kept, "the patched runner's isStale must not keep the batch alive")
     assert.isTrue(patched.stale, "isStale still asks the consumer group")
   })

@@ -8,8 +8,8 @@
  * copies, see `test/helpers/kafkajsCopies.ts`) on the same keys, and checks the hash against the
  * Java client's own test vectors.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { copyKafkajs, type KafkajsCopy } from "../helpers/kafkajsCopies.ts"
+import { assert, describe, it } from "@effect/vitest"
+import { sideBySide, type KafkajsCopy } from "../helpers/kafkajsCopies.ts"
 
 type Murmur2 = (key: unknown) => number
 
@@ -41,18 +41,7 @@ const partitionerOf = (copy: KafkajsCopy): Partitioner => {
   return (args) => Number(partitioner(args))
 }
 
-let originalCopy: KafkajsCopy
-let patchedCopy: KafkajsCopy
-
-beforeAll(() => {
-  originalCopy = copyKafkajs("original")
-  patchedCopy = copyKafkajs("patched")
-})
-
-afterAll(() => {
-  originalCopy?.remove()
-  patchedCopy?.remove()
-})
+const copies = sideBySide()
 
 /** mulberry32: a small seeded generator, so a failure can be replayed from its seed. */
 const random = (seed: number) => {
@@ -68,7 +57,7 @@ const random = (seed: number) => {
 
 describe("kafkajs patch: default partitioner", () => {
   it("murmur2 matches the Java client's test vectors", () => {
-    const murmur2 = murmur2Of(patchedCopy)
+    const murmur2 = murmur2Of(copies.patched)
     // org.apache.kafka.common.utils.UtilsTest#testMurmur2
     const vectors: ReadonlyArray<readonly [string, number]> = [
       ["21", -973932308],
@@ -85,8 +74,8 @@ describe("kafkajs patch: default partitioner", () => {
   })
 
   it("murmur2 hashes every key as kafkajs does: Buffers, strings of any length and characters, numbers", () => {
-    const original = murmur2Of(originalCopy)
-    const patched = murmur2Of(patchedCopy)
+    const original = murmur2Of(copies.original)
+    const patched = murmur2Of(copies.patched)
     const seed = 14
     const next = random(seed)
     const chars = ["a", "Z", "0", "-", "é", "€", "𝄞", "\ud800", "\u0000"]
@@ -111,8 +100,8 @@ describe("kafkajs patch: default partitioner", () => {
       partitionId,
       leader: partitionId % 5 === 0 ? -1 : 1
     }))
-    const original = partitionerOf(originalCopy)
-    const patched = partitionerOf(patchedCopy)
+    const original = partitionerOf(copies.original)
+    const patched = partitionerOf(copies.patched)
     for (let i = 0; i < 2_000; i++) {
       const message = { key: `key-${i}` }
       const args = { topic: "t", partitionMetadata: metadata, message }

@@ -9,8 +9,8 @@
  * filters its messages by offset with numbers. kafkajs as published and as patched run side by side (two
  * private copies, `test/helpers/kafkajsCopies.ts`) on records written by kafkajs's own encoder.
  */
-import { afterAll, assert, beforeAll, describe, it } from "@effect/vitest"
-import { copyKafkajs, type KafkajsCopy } from "../helpers/kafkajsCopies.ts"
+import { assert, describe, it } from "@effect/vitest"
+import { sideBySide, type KafkajsCopy } from "../helpers/kafkajsCopies.ts"
 
 type RecordDecoder = (decoder: unknown, batchContext: Record<string, unknown>) => unknown
 interface Codecs {
@@ -73,18 +73,7 @@ const attempt = (decode: () => unknown): unknown => {
   }
 }
 
-let originalCopy: KafkajsCopy
-let patchedCopy: KafkajsCopy
-
-beforeAll(() => {
-  originalCopy = copyKafkajs("original")
-  patchedCopy = copyKafkajs("patched")
-})
-
-afterAll(() => {
-  originalCopy?.remove()
-  patchedCopy?.remove()
-})
+const copies = sideBySide()
 
 /** mulberry32: a small seeded generator, so a failure can be replayed from its seed. */
 const random = (seed: number) => {
@@ -101,13 +90,13 @@ const random = (seed: number) => {
 describe("kafkajs patch: record decoder", () => {
   it("decodes offsets, timestamps, keys, values and headers as kafkajs does", () => {
     const encodeRecord = load<(record: Record<string, unknown>) => { buffer: Buffer }>(
-      originalCopy,
+      copies.original,
       "src/protocol/recordBatch/record/v0/index.js",
       "function"
     )
-    const Long = originalCopy.load("src/utils/long.js") as { fromString: (s: string) => unknown }
-    const original = codecsOf(originalCopy)
-    const patched = codecsOf(patchedCopy)
+    const Long = copies.original.load("src/utils/long.js") as { fromString: (s: string) => unknown }
+    const original = codecsOf(copies.original)
+    const patched = codecsOf(copies.patched)
     const seed = 21
     const next = random(seed)
     const pick = <A>(xs: ReadonlyArray<A>): A => xs[Math.floor(next() * xs.length)]!
@@ -159,12 +148,12 @@ describe("kafkajs patch: record decoder", () => {
 describe("kafkajs patch: a damaged record", () => {
   it("the same record or the same error as kafkajs when its timestamp delta or offset delta is damaged", () => {
     const encodeRecord = load<(record: Record<string, unknown>) => { buffer: Buffer }>(
-      originalCopy,
+      copies.original,
       "src/protocol/recordBatch/record/v0/index.js",
       "function"
     )
-    const original = codecsOf(originalCopy)
-    const patched = codecsOf(patchedCopy)
+    const original = codecsOf(copies.original)
+    const patched = codecsOf(copies.patched)
     const seed = 9
     const next = random(seed)
     const context = { firstOffset: "700635774", firstTimestamp: "1796208721285", magicByte: 2, timestampType: 0 }
@@ -196,13 +185,13 @@ describe("kafkajs patch: record batch decoder", () => {
   }
 
   it("decodes whole batches as kafkajs does", async () => {
-    const Record = load<(record: Record<string, unknown>) => unknown>(originalCopy, "src/protocol/recordBatch/record/v0/index.js", "function")
-    const { RecordBatch } = originalCopy.load("src/protocol/recordBatch/v0/index.js") as {
+    const Record = load<(record: Record<string, unknown>) => unknown>(copies.original, "src/protocol/recordBatch/record/v0/index.js", "function")
+    const { RecordBatch } = copies.original.load("src/protocol/recordBatch/v0/index.js") as {
       readonly RecordBatch: (batch: Record<string, unknown>) => Promise<{ readonly buffer: Buffer }>
     }
-    const Long = originalCopy.load("src/utils/long.js") as { fromValue: (value: number) => unknown }
-    const original = batchCodecsOf(originalCopy)
-    const patched = batchCodecsOf(patchedCopy)
+    const Long = copies.original.load("src/utils/long.js") as { fromValue: (value: number) => unknown }
+    const original = batchCodecsOf(copies.original)
+    const patched = batchCodecsOf(copies.patched)
     const seed = 5
     const next = random(seed)
     const bytes = (length: number) => Buffer.from(Array.from({ length }, () => Math.floor(next() * 256)))
@@ -236,9 +225,9 @@ describe("kafkajs patch: a fetched batch's offset filter", () => {
   }
 
   it("keeps the messages at or after the fetched offset, as kafkajs does, around 2^53 too", () => {
-    const Original = load<BatchClass>(originalCopy, "src/consumer/batch.js", "class")
-    const Patched = load<BatchClass>(patchedCopy, "src/consumer/batch.js", "class")
-    const Long = originalCopy.load("src/utils/long.js") as { fromString: (s: string) => { add: (n: number) => { toString: () => string } } }
+    const Original = load<BatchClass>(copies.original, "src/consumer/batch.js", "class")
+    const Patched = load<BatchClass>(copies.patched, "src/consumer/batch.js", "class")
+    const Long = copies.original.load("src/utils/long.js") as { fromString: (s: string) => { add: (n: number) => { toString: () => string } } }
     // A compressed batch may start before the fetched offset; offsets beyond 2^53 take kafkajs's Long comparison.
     const bases = ["0", "35909", "9007199254740980", "9007199254740991", "9223372036854775000"]
     for (const base of bases) {

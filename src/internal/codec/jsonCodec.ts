@@ -7,8 +7,9 @@
  *
  * @internal
  */
-import { Either, ParseResult, Schema, SchemaAST } from "effect"
+import { Either, ParseResult, Schema } from "effect"
 import * as JsonExact from "./jsonExact.ts"
+import { encodesAsItself } from "./primitiveText.ts"
 
 /** The Schema of each codec `Topic.json` made (its `A` is the codec's). */
 const schemas = new WeakMap<object, Schema.Schema.AnyNoContext>()
@@ -37,10 +38,6 @@ export interface Steps<A> {
 }
 
 const cache = new WeakMap<object, unknown>()
-
-/** The `typeof` of the values a Schema's encode returns as they are: a bare primitive keyword's type. */
-const identityType = (ast: SchemaAST.AST): "number" | "string" | "boolean" | undefined =>
-  SchemaAST.isNumberKeyword(ast) ? "number" : SchemaAST.isStringKeyword(ast) ? "string" : SchemaAST.isBooleanKeyword(ast) ? "boolean" : undefined
 
 /**
  * The steps of `codec`: the Schema then JSON for a codec of `Topic.json`,
@@ -76,7 +73,7 @@ const make = <A>(codec: Schema.Schema<A, string>): Steps<A> => {
   // A bare primitive keyword (`Schema.Number`, `Schema.String`, `Schema.Boolean`) encodes a value
   // of its type as itself: without the Schema's parser (a chain of closures and `Either`s a
   // call), and every other value still goes to it, so results and errors are the Schema's.
-  const itself = identityType(schema.ast)
+  const itself = encodesAsItself(schema.ast)
   const encode = itself === undefined
     ? encodeSchema
     : (value: A): Either.Either<unknown, ParseResult.ParseError> => typeof value === itself ? Either.right(value) : encodeSchema(value)

@@ -17,6 +17,13 @@
 import { Either, Schema, SchemaAST } from "effect"
 import type { ParseResult } from "effect"
 
+/**
+ * The `typeof` of the values a Schema's encode returns as they are (and passes, so a fast path can
+ * return them without the parser): a bare `Schema.Number`, `String` or `Boolean` keyword's type.
+ */
+export const encodesAsItself = (ast: SchemaAST.AST): "number" | "string" | "boolean" | undefined =>
+  SchemaAST.isNumberKeyword(ast) ? "number" : SchemaAST.isStringKeyword(ast) ? "string" : SchemaAST.isBooleanKeyword(ast) ? "boolean" : undefined
+
 /** A text codec's two directions, as `Topic` calls them. */
 export interface TextSteps<A> {
   readonly decode: (text: string) => Either.Either<A, ParseResult.ParseError>
@@ -32,7 +39,7 @@ export interface TextSteps<A> {
 export const steps = <A>(codec: Schema.Schema<A, string>): TextSteps<A> => {
   const decode = Schema.decodeEither(codec)
   const encode = Schema.encodeEither(codec)
-  if (SchemaAST.isStringKeyword(codec.ast)) {
+  if (encodesAsItself(codec.ast) === "string") {
     return { decode, encode: (value) => typeof value === "string" ? Either.right(value) : encode(value) }
   }
   if (codec.ast === Schema.NumberFromString.ast) {
