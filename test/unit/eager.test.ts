@@ -96,4 +96,71 @@ describe("eager effects", () => {
       }, recover))
       assert.ok(Exit.isFailure(other) && Cause.isDie(other.cause), "a defect the function does not recover stays a defect")
     }))
+
+  it.effect("runNow: Effect.sync, Effect.suspend, Effect.gen and map/flatMap of done steps are taken now, in order, as an Exit", () =>
+    Effect.gen(function*() {
+      const log: Array<string> = []
+      const cases: ReadonlyArray<readonly [string, () => Effect.Effect<string, string>]> = [
+        ["sync", () => Effect.sync(() => (log.push("sync"), "sync"))],
+        ["suspend", () => Effect.suspend(() => (log.push("suspend"), Effect.succeed("suspend")))],
+        ["gen", () =>
+          Effect.gen(function*() {
+            const a = yield* Effect.sync(() => (log.push("gen-a"), "gen"))
+            const b = yield* Effect.succeed("-")
+            log.push("gen-end")
+            return `${a}${b}`
+          })],
+        ["map", () => Effect.map(Effect.sync(() => (log.push("map"), "ma")), (s) => `${s}p`)],
+        ["failure", () => Effect.flatMap(Effect.sync(() => (log.push("failure"), 1)), () => Effect.fail("failed"))]
+      ]
+      const expected: Record<string, { readonly log: ReadonlyArray<string>; readonly exit: Exit.Exit<string, string> }> = {
+        sync: { log: ["sync"], exit: Exit.succeed("sync") },
+        suspend: { log: ["suspend"], exit: Exit.succeed("suspend") },
+        gen: { log: ["gen-a", "gen-end"], exit: Exit.succeed("gen-") },
+        map: { log: ["map"], exit: Exit.succeed("map") },
+        failure: { log: ["failure"], exit: Exit.fail("failed") }
+      }
+      for (const [name, make] of cases) {
+        log.length = 0
+        const effect = make()
+        assert.deepStrictEqual(log, [], `${name}: nothing runs when the Effect is made`)
+        const now = Eager.runNow(effect)
+        // Fails when Effect's instructions change shape: the fast path would be gone unnoticed.
+        assert.ok(Eager.isDone(now), `${name}: taken now, an Exit (Effect ${Effect.isEffect(now) ? "instruction changed?" : ""})`)
+        assert.deepStrictEqual(log, expected[name]!.log, `${name}: its steps ran once, in order`)
+        assert.deepStrictEqual(now, expected[name]!.exit)
+        // The same as the runtime running the Effect.
+        log.length = 0
+        assert.deepStrictEqual(yield* Effect.exit(make()), expected[name]!.exit)
+        assert.deepStrictEqual(log, expected[name]!.log)
+      }
+    }))
+
+  it.effect("runNow: the first step that needs the runtime is left for it, with every step after it, in order", () =>
+    Effect.gen(function*() {
+      const log: Array<string> = []
+      const effect = Effect.gen(function*() {
+        yield* Effect.sync(() => log.push("before"))
+        yield* Effect.yieldNow()
+        yield* Effect.sync(() => log.push("after"))
+        return "done"
+      })
+      const now = Eager.runNow(effect)
+      assert.notOk(Eager.isDone(now), "a yield needs the runtime")
+      assert.deepStrictEqual(log, ["before"], "the steps before it ran now, none after it")
+      assert.strictEqual(yield* now, "done")
+      assert.deepStrictEqual(log, ["before", "after"], "the runtime ran the rest, not the first steps again")
+      const service = Effect.map(Effect.context<never>(), () => "context")
+      assert.strictEqual(yield* Eager.runNow(service), "context")
+    }))
+
+  it("runNow: a throw in a step taken now is thrown to the caller, the defect a throw in the runtime is", () => {
+    const boom = new Error("boom")
+    assert.throws(() => Eager.runNow(Effect.sync(() => { throw boom })), "boom")
+    const died = Effect.runSyncExit(Effect.sync(() => { throw boom }))
+    assert.ok(Exit.isFailure(died) && Cause.isDie(died.cause), "the runtime makes the same throw a defect")
+    const caught = Eager.catchSomeDefect(() => Eager.runNow(Effect.sync(() => { throw boom })), (defect) =>
+      defect === boom ? Option.some(Effect.succeed("recovered")) : Option.none())
+    assert.deepStrictEqual(caught, Exit.succeed("recovered"))
+  })
 })

@@ -180,8 +180,9 @@ const atOnce = 64
 
 /**
  * How many records done at once a lane runs between two reads of the clock for `maxDuration`: reading
- * it for each (`Date.now()`) was 1-2 % of a windowed count's CPU. A record that is not done at once (an
- * Effect: a slow handler's) is always followed by a read.
+ * it for each (`Date.now()`) was 1-2 % of a windowed count's CPU. A record done at once is one whose
+ * transform needs no fiber (`Effect.succeed`, `Effect.sync`, a generator of such steps, the stream DSL's:
+ * `Eager.runNow`); a record that is not (an asynchronous handler's) is always followed by a read.
  */
 const deadlineEvery = 8
 
@@ -543,8 +544,8 @@ export const run = <Inputs extends ReadonlyArray<Topic.Any>, S, E, R>(
       }
       const unit = overlay?.unit(source)
       if (unit === undefined) {
-        const result = transformer.transform(decoded, copy, taskState)
-        // A transform that is done at once (the stream DSL's, `eager.ts`) is settled in this call.
+        // A transform done at once (`Effect.succeed`, `Effect.sync`, the stream DSL's: `eager.ts`) is settled in this call.
+        const result = Eager.runNow(transformer.transform(decoded, copy, taskState))
         if (Eager.isDone(result)) return result._tag === "Success" ? settle(result.value, stateKey, source, trace, then) : Exit.failCause(result.cause)
         return Effect.flatMap(result, (result): Effect.Effect<A, unknown, R> => settle(result, stateKey, source, trace, then))
       }

@@ -34,6 +34,89 @@ import { yieldWrapGet } from "effect/Utils"
  */
 export const isDone = <A, E, R>(self: Effect.Effect<A, E, R>): self is Exit.Exit<A, E> => "_tag" in self && Exit.isExit(self)
 
+/** An `Effect.sync`: its function, called by the runtime when the Effect runs. */
+type SyncStep<A, E, R> = Effect.Effect<A, E, R> & { readonly _op: "Sync"; readonly effect_instruction_i0: () => A }
+/** An `Effect.suspend` (what `Effect.gen` makes): its body, made by the runtime when the Effect runs. */
+type CommitStep<A, E, R> = Effect.Effect<A, E, R> & { readonly _op: "Commit"; readonly commit: () => Effect.Effect<A, E, R> }
+/** A `flatMap` (what `Effect.map` and `Effect.gen`'s `yield*` make): the Effect, then its continuation. */
+type FlatMapStep<A, E, R> = Effect.Effect<A, E, R> & {
+  readonly _op: "OnSuccess"
+  readonly effect_instruction_i0: Effect.Effect<unknown, E, R>
+  readonly effect_instruction_i1: (a: unknown) => Effect.Effect<A, E, R>
+}
+
+/** A running `Effect.gen`: its generator, resumed by the runtime with each yielded step's value. */
+type IteratorStep<A, E, R> = Effect.Effect<A, E, R> & {
+  readonly _op: "Iterator"
+  readonly effect_instruction_i0: Iterator<YieldWrap<Effect.Effect<unknown, E, R>>, A, unknown>
+}
+
+const isSync = <A, E, R>(self: Effect.Effect<A, E, R>): self is SyncStep<A, E, R> =>
+  "_op" in self && self._op === "Sync" && "effect_instruction_i0" in self && typeof self.effect_instruction_i0 === "function"
+const isCommit = <A, E, R>(self: Effect.Effect<A, E, R>): self is CommitStep<A, E, R> =>
+  "_op" in self && self._op === "Commit" && "commit" in self && typeof self.commit === "function"
+const isFlatMap = <A, E, R>(self: Effect.Effect<A, E, R>): self is FlatMapStep<A, E, R> =>
+  "_op" in self && self._op === "OnSuccess" && "effect_instruction_i1" in self &&
+  typeof self.effect_instruction_i1 === "function" && "effect_instruction_i0" in self && Effect.isEffect(self.effect_instruction_i0)
+
+const isIterator = <A, E, R>(self: Effect.Effect<A, E, R>): self is IteratorStep<A, E, R> =>
+  "_op" in self && self._op === "Iterator" && "effect_instruction_i0" in self && typeof self.effect_instruction_i0 === "object" &&
+  self.effect_instruction_i0 !== null && "next" in self.effect_instruction_i0 && typeof self.effect_instruction_i0.next === "function"
+
+/** How deep `runNow` goes into an Effect's steps before it leaves the rest to the runtime. */
+const maxDepth = 64
+
+/**
+ * `self`, with the steps Effect's runtime would take first, in the same order, taken now where
+ * none needs a fiber: an `Effect.sync`'s function is called, an `Effect.suspend`'s (an
+ * `Effect.gen`'s) body is made, a `flatMap`'s continuation is called with a value that is done.
+ * A transform written as `Effect.sync(...)`, or as a generator that yields only done steps, is
+ * an `Exit` then, handled in the same call as one written with `Effect.succeed`; from the first
+ * step that needs the runtime (an asynchronous one, a service, a log line) the rest is returned
+ * for the runtime to run, as it was. A throw is thrown to the caller, as every step run at once
+ * throws (`catchSomeDefect`).
+ *
+ * It reads an Effect's instruction (`_op` and its operands), which Effect's runtime dispatches
+ * on; an Effect of another shape is left to the runtime (`test/unit/eager.test.ts` pins the
+ * shapes to the installed Effect).
+ */
+export const runNow = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => stepFrom(self, 0)
+
+const stepFrom = <A, E, R>(self: Effect.Effect<A, E, R>, depth: number): Effect.Effect<A, E, R> => {
+  let current = self
+  for (let steps = depth; steps < maxDepth; steps++) {
+    if (isDone(current)) return current
+    if (isSync(current)) return Exit.succeed(current.effect_instruction_i0())
+    if (isCommit(current)) {
+      current = current.commit()
+      continue
+    }
+    if (isIterator(current)) return resumeFrom(current.effect_instruction_i0, undefined, steps + 1)
+    if (!isFlatMap(current)) return current
+    const first = stepFrom(current.effect_instruction_i0, steps + 1)
+    if (!isDone(first)) return first === current.effect_instruction_i0 ? current : Effect.flatMap(first, current.effect_instruction_i1)
+    if (first._tag === "Failure") return Exit.failCause(first.cause)
+    current = current.effect_instruction_i1(first.value)
+  }
+  return current
+}
+
+/** A generator resumed with `input`, as the runtime resumes it: each yielded step taken now while it is done. */
+const resumeFrom = <A, E, R>(
+  iterator: Iterator<YieldWrap<Effect.Effect<unknown, E, R>>, A, unknown>,
+  input: unknown,
+  depth: number
+): Effect.Effect<A, E, R> => {
+  let state = iterator.next(input)
+  while (state.done !== true) {
+    const step = stepFrom(yieldWrapGet(state.value), depth)
+    if (!isDone(step)) return Effect.flatMap(step, (value) => resumeFrom(iterator, value, depth))
+    if (step._tag === "Failure") return Exit.failCause(step.cause)
+    state = iterator.next(step.value)
+  }
+  return Exit.succeed(state.value)
+}
+
 /** `f` of `self`'s value: at once when `self` is done (an `Exit`), else when `self` runs. */
 export const flatMap = <A, E, R, B, E2, R2>(
   self: Effect.Effect<A, E, R>,
