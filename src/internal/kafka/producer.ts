@@ -228,11 +228,18 @@ export const notPermit = <S>(permit: RestorePermit<number, Guarantee, S>, partit
 export const isPermit = <S>(permit: RestorePermit<number, Guarantee, S>, partition: number): boolean =>
   notPermit(permit, partition) === undefined
 
+/** A send call's messages to one topic, and their bytes (bounds). */
+interface TopicMessages {
+  readonly messages: Array<Message>
+  bytes: number
+}
+
 /**
  * The records' messages per topic, in send calls of at most `maxBytes` each,
  * and at most `limitOf(topic)` per topic: a broker checks `max.message.bytes`
  * against a partition's whole record batch, and a send call makes one batch
- * per partition.
+ * per partition. Outputs come in runs of one topic: a topic's limit and
+ * messages are looked up once per run.
  */
 const sendCalls = (
   records: ReadonlyArray<EncodedRecord>,
@@ -240,30 +247,37 @@ const sendCalls = (
   limitOf: (topic: string) => number | undefined
 ) => {
   const calls: Array<Array<{ topic: string; messages: Array<Message> }>> = []
-  let byTopic = new Map<string, Array<Message>>()
-  let topicBytes = new Map<string, number>()
+  let byTopic = new Map<string, TopicMessages>()
   let bytes = 0
   const flush = () => {
-    if (byTopic.size > 0) calls.push([...byTopic].map(([topic, messages]) => ({ topic, messages })))
+    if (byTopic.size > 0) calls.push([...byTopic].map(([topic, { messages }]) => ({ topic, messages })))
     byTopic = new Map()
-    topicBytes = new Map()
     bytes = 0
   }
+  let topic: string | undefined = undefined
+  let limit = maxBytes
+  let current: TopicMessages | undefined = undefined
   for (const record of records) {
+    if (record.topic !== topic) {
+      topic = record.topic
+      limit = Math.min(maxBytes, limitOf(topic) ?? maxBytes)
+      current = byTopic.get(topic)
+    }
     let size = recordSizeBound(record)
-    const limit = Math.min(maxBytes, limitOf(record.topic) ?? maxBytes)
     // A bound above the limit may still fit: count the text before splitting on it.
     if (size > limit) size = recordBytes(record)
-    const inTopic = topicBytes.get(record.topic) ?? 0
-    if ((bytes > 0 && bytes + size > maxBytes) || (inTopic > 0 && inTopic + size > limit)) flush()
-    bytes += size
-    topicBytes.set(record.topic, (topicBytes.get(record.topic) ?? 0) + size)
-    let messages = byTopic.get(record.topic)
-    if (messages === undefined) {
-      messages = []
-      byTopic.set(record.topic, messages)
+    const inTopic = current?.bytes ?? 0
+    if ((bytes > 0 && bytes + size > maxBytes) || (inTopic > 0 && inTopic + size > limit)) {
+      flush()
+      current = undefined
     }
-    messages.push(toMessage(record))
+    bytes += size
+    if (current === undefined) {
+      current = { messages: [], bytes: 0 }
+      byTopic.set(topic, current)
+    }
+    current.bytes += size
+    current.messages.push(toMessage(record))
   }
   flush()
   return calls
