@@ -48,6 +48,7 @@ const messagesAsFields = (value: unknown): unknown => {
     if ("keySize" in value) {
       assert.strictEqual(m["keySize"], key?.length ?? 0, "keySize")
       assert.strictEqual(m["valueSize"], val?.length ?? 0, "valueSize")
+      assert.strictEqual(m["offsetNumber"], Number(m["offset"]), "offsetNumber")
     }
     return {
       magicByte: m["magicByte"],
@@ -232,8 +233,12 @@ describe("kafkajs patch: a fetched batch's offset filter", () => {
     const bases = ["0", "35909", "9007199254740980", "9007199254740991", "9223372036854775000"]
     for (const base of bases) {
       const offsets = Array.from({ length: 30 }, (_, i) => Long.fromString(base).add(i).toString())
-      const messages = offsets.map((offset) => ({ offset, key: null, value: null, isControlRecord: false, batchContext: {} }))
-      for (const fetched of [offsets[0]!, offsets[7]!, offsets[29]!, Long.fromString(base).add(30).toString()]) {
+      const plain = offsets.map((offset) => ({ offset, key: null, value: null, isControlRecord: false, batchContext: {} }))
+      // The patched record decoder's messages also carry their offset as a number (inexact past 2^53).
+      const decoded = plain.map((message) => ({ ...message, offsetNumber: Number(message.offset) }))
+      for (const [messages, fetched] of [plain, decoded].flatMap((messages) =>
+        [offsets[0]!, offsets[7]!, offsets[29]!, Long.fromString(base).add(30).toString()].map((fetched) => [messages, fetched] as const)
+      )) {
         const data = { partition: 0, highWatermark: "0", abortedTransactions: [], messages }
         const patched = new Patched("t", fetched, data)
         const original = new Original("t", fetched, data)

@@ -15,7 +15,7 @@ import type { Consumer, KafkaMessage } from "kafkajs"
 import { KafkaError } from "../../SkeinError.ts"
 import { connectOrDisconnect, explainGroupFailure } from "./client.ts"
 import type { Kafka } from "./client.ts"
-import { consumerRetry } from "./consumer.ts"
+import { consumerRetry, offsetOf } from "./consumer.ts"
 import { toKafkaError } from "./errors.ts"
 import { notPermit } from "./producer.ts"
 import type { Guarantee, RestorePermit } from "./producer.ts"
@@ -64,8 +64,8 @@ export const changelogRecords = (
   for (let i = 0; i < messages.length; i++) {
     const m = messages[i]!
     records[i] = m.timestamp === undefined
-      ? { offset: Number(m.offset), key: m.key, value: m.value }
-      : { offset: Number(m.offset), key: m.key, value: m.value, timestamp: Number(m.timestamp) }
+      ? { offset: offsetOf(m), key: m.key, value: m.value }
+      : { offset: offsetOf(m), key: m.key, value: m.value, timestamp: Number(m.timestamp) }
   }
   return records
 }

@@ -212,13 +212,20 @@ const toRecord = (
   return new KafkaRecord(
     topic,
     partition,
-    Number(message.offset),
+    offsetOf(message),
     headers ?? noTextHeaders,
     raw ?? noHeaders,
     Number(message.timestamp),
     message
   )
 }
+
+/**
+ * A fetched message's offset as a number: the patched record decoder keeps it as one
+ * (`offsetNumber`), where kafkajs's field is a string to print and parse back.
+ */
+export const offsetOf = (message: { readonly offset: string }): number =>
+  "offsetNumber" in message && typeof message.offsetNumber === "number" ? message.offsetNumber : Number(message.offset)
 
 /** The message kafkajs fetched: its key and value as Buffers. */
 type KafkaMessage = EachBatchPayload["batch"]["messages"][number]
