@@ -12,21 +12,48 @@ export interface StateCache {
   readonly set: (key: string, state: Option.Option<unknown>) => void
 }
 
-/** A state cache of at most `capacity` keys; the oldest entries go first. */
+/** A cached state, and whether it was written again since eviction last passed it. */
+interface Entry {
+  state: Option.Option<unknown>
+  written: boolean
+}
+
+/**
+ * A state cache of at most `capacity` keys. Once full, a tenth of it is evicted, oldest first
+ * (never the key just added), where an entry written again since eviction last passed it gets a second chance (it moves to
+ * the end; "clock" eviction, an approximation of least recently written): a write of a cached
+ * key, what every commit does for each key it changed, updates the entry in place instead of
+ * moving it in the map.
+ */
 export const makeStateCache = (capacity: number): StateCache => {
-  const entries = new Map<string, Option.Option<unknown>>()
-  return {
-    get: (key) => entries.get(key),
-    set: (key, state) => {
+  const entries = new Map<string, Entry>()
+  /** Evicts a tenth of the cache, never `added` (the key whose insertion made it too large). */
+  const evict = (added: string) => {
+    let evict = Math.ceil(capacity / 10)
+    // An entry moved to the end is visited again (its mark cleared): the loop ends within two passes.
+    for (const [key, entry] of entries) {
+      if (evict <= 0) break
+      if (key === added) continue
       entries.delete(key)
-      entries.set(key, state)
-      if (entries.size > capacity) {
-        let evict = Math.ceil(capacity / 10)
-        for (const oldest of entries.keys()) {
-          if (evict-- <= 0) break
-          entries.delete(oldest)
-        }
+      if (entry.written) {
+        entry.written = false
+        entries.set(key, entry)
+      } else {
+        evict--
       }
+    }
+  }
+  return {
+    get: (key) => entries.get(key)?.state,
+    set: (key, state) => {
+      const entry = entries.get(key)
+      if (entry !== undefined) {
+        entry.state = state
+        entry.written = true
+        return
+      }
+      entries.set(key, { state, written: false })
+      if (entries.size > capacity) evict(key)
     }
   }
 }
