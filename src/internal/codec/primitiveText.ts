@@ -31,16 +31,19 @@ export interface TextSteps<A> {
 }
 
 /**
- * The steps of `codec`: `Schema.String`'s and `Schema.NumberFromString`'s encode
- * without the parser, the Schema's own for everything else. (Their decode is
- * the Schema's: a string keyword's costs a check, and its result must be the
- * codec's `A`, which only the Schema gives without a cast.)
+ * The steps of `codec`: `Schema.String`'s decode and encode and `Schema.NumberFromString`'s
+ * encode without the parser, the Schema's own for everything else.
  */
 export const steps = <A>(codec: Schema.Schema<A, string>): TextSteps<A> => {
   const decode = Schema.decodeEither(codec)
   const encode = Schema.encodeEither(codec)
   if (encodesAsItself(codec.ast) === "string") {
-    return { decode, encode: (value) => typeof value === "string" ? Either.right(value) : encode(value) }
+    // A bare string keyword's `A` is `string`: any text is one, as the Schema's check finds.
+    const isText = (text: unknown): text is A => typeof text === "string"
+    return {
+      decode: (text) => isText(text) ? Either.right(text) : decode(text),
+      encode: (value) => typeof value === "string" ? Either.right(value) : encode(value)
+    }
   }
   if (codec.ast === Schema.NumberFromString.ast) {
     return { decode, encode: (value) => typeof value === "number" ? Either.right(String(value)) : encode(value) }
