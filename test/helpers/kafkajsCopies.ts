@@ -6,7 +6,6 @@
  * files are in (original, patched on disk, or patched by an older patch), and without touching
  * them.
  */
-import { afterAll, beforeAll } from "@effect/vitest"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as os from "node:os"
@@ -48,38 +47,6 @@ export const copyKafkajs = (side: Side, root: string = projectRoot): KafkajsCopy
   }
   const load = (file: string): unknown => createRequire(path.join(dir, "package.json"))(path.join(dir, file))
   return { side, dir, load, remove: () => fs.rmSync(parent, { recursive: true, force: true }) }
-}
-
-/** Both sides of the patch, each a copy of its own: made before a file's tests, removed after them. */
-export interface SideBySide {
-  readonly original: KafkajsCopy
-  readonly patched: KafkajsCopy
-}
-
-/** Registers the copies' making (`beforeAll`) and removal (`afterAll`) for the calling test file. */
-export const sideBySide = (): SideBySide => {
-  let original: KafkajsCopy | undefined
-  let patched: KafkajsCopy | undefined
-  beforeAll(() => {
-    original = copyKafkajs("original")
-    patched = copyKafkajs("patched")
-  })
-  afterAll(() => {
-    original?.remove()
-    patched?.remove()
-  })
-  const made = (copy: KafkajsCopy | undefined): KafkajsCopy => {
-    if (copy === undefined) throw new Error("the kafkajs copies are made before the file's tests run (beforeAll)")
-    return copy
-  }
-  return {
-    get original() {
-      return made(original)
-    },
-    get patched() {
-      return made(patched)
-    }
-  }
 }
 
 /** A kafkajs logger that says nothing, for kafkajs's own objects made by hand. */

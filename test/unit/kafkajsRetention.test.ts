@@ -11,7 +11,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
-import { sideBySide, silentLogger, type KafkajsCopy } from "../helpers/kafkajsCopies.ts"
+import { silentLogger, type KafkajsCopy } from "../helpers/kafkajsCopies.ts"
+import { sideBySide } from "../helpers/kafkajsSideBySide.ts"
 
 v8.setFlagsFromString("--expose-gc")
 const collect = vm.runInNewContext("gc") as () => void

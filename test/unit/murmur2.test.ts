@@ -9,7 +9,8 @@
  * Java client's own test vectors.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { sideBySide, type KafkajsCopy } from "../helpers/kafkajsCopies.ts"
+import type { KafkajsCopy } from "../helpers/kafkajsCopies.ts"
+import { sideBySide } from "../helpers/kafkajsSideBySide.ts"
 
 type Murmur2 = (key: unknown) => number
 

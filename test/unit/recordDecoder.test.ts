@@ -10,7 +10,8 @@
  * private copies, `test/helpers/kafkajsCopies.ts`) on records written by kafkajs's own encoder.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { sideBySide, type KafkajsCopy } from "../helpers/kafkajsCopies.ts"
+import type { KafkajsCopy } from "../helpers/kafkajsCopies.ts"
+import { sideBySide } from "../helpers/kafkajsSideBySide.ts"
 
 type RecordDecoder = (decoder: unknown, batchContext: Record<string, unknown>) => unknown
 interface Codecs {
