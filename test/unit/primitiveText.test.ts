@@ -5,16 +5,18 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Either, Schema } from "effect"
+import type { ParseResult } from "effect"
 import * as PrimitiveText from "../../src/internal/codec/primitiveText.ts"
 
-/** The encode of `steps` against the Schema's, on `values` (the wrong types included). */
-const sameAsSchema = <A>(codec: Schema.Schema<A, string>, values: ReadonlyArray<unknown>) => {
-  const fast = PrimitiveText.steps(codec).encode
-  const slow = Schema.encodeUnknownEither(codec)
+/** The encode (or decode) of `steps` against the Schema's, on `values` (the wrong types included). */
+const sameAsSchema = <A>(codec: Schema.Schema<A, string>, values: ReadonlyArray<unknown>, direction: "encode" | "decode" = "encode") => {
+  const steps = PrimitiveText.steps(codec)
+  // Values of the wrong type reach the fast paths from untyped code (a transform in JavaScript).
+  const fast = (value: unknown) => direction === "encode" ? steps.encode(value as A) : steps.decode(value as string)
+  const slow = direction === "encode" ? Schema.encodeUnknownEither(codec) : Schema.decodeUnknownEither(codec)
   for (const value of values) {
-    // Values of the wrong type reach the fast path from untyped code (a transform in JavaScript).
-    const expected = slow(value)
-    const actual = fast(value as A)
+    const expected: Either.Either<unknown, ParseResult.ParseError> = slow(value)
+    const actual: Either.Either<unknown, ParseResult.ParseError> = fast(value)
     assert.strictEqual(Either.isRight(actual), Either.isRight(expected), `${String(value)}: the same outcome`)
     if (Either.isRight(actual) && Either.isRight(expected)) assert.strictEqual(actual.right, expected.right)
     if (Either.isLeft(actual) && Either.isLeft(expected)) assert.strictEqual(actual.left.message, expected.left.message)
@@ -30,15 +32,7 @@ describe("primitive text codecs", () => {
     // Texts reach decode as strings; other values only from untyped code.
     const texts: ReadonlyArray<unknown> = ["", "a", "\u00e9\u{1F600}", " ", "\uD800", 1, null, undefined]
     for (const codec of [Schema.String, Schema.String.pipe(Schema.minLength(2)), Schema.NonEmptyString]) {
-      const fast = PrimitiveText.steps<string>(codec).decode
-      const slow = Schema.decodeUnknownEither(codec)
-      for (const text of texts) {
-        const expected = slow(text)
-        const actual = fast(text as string)
-        assert.strictEqual(Either.isRight(actual), Either.isRight(expected), `${String(text)}: the same outcome`)
-        if (Either.isRight(actual) && Either.isRight(expected)) assert.strictEqual(actual.right, expected.right)
-        if (Either.isLeft(actual) && Either.isLeft(expected)) assert.strictEqual(actual.left.message, expected.left.message)
-      }
+      sameAsSchema(codec, texts, "decode")
     }
   })
 
