@@ -91,7 +91,10 @@ const stepFrom = <A, E, R>(self: Effect.Effect<A, E, R>, depth: number): Effect.
       current = current.commit()
       continue
     }
-    if (isIterator(current)) return resumeFrom(current.effect_instruction_i0, undefined, steps + 1)
+    if (isIterator(current)) {
+      const depth = steps + 1
+      return resumeFrom(current.effect_instruction_i0, undefined, (step) => stepFrom(step, depth))
+    }
     if (!isFlatMap(current)) return current
     const first = stepFrom(current.effect_instruction_i0, steps + 1)
     if (!isDone(first)) return first === current.effect_instruction_i0 ? current : Effect.flatMap(first, current.effect_instruction_i1)
@@ -101,21 +104,28 @@ const stepFrom = <A, E, R>(self: Effect.Effect<A, E, R>, depth: number): Effect.
   return current
 }
 
-/** A generator resumed with `input`, as the runtime resumes it: each yielded step taken now while it is done. */
+/**
+ * A generator resumed with `input`, as the runtime resumes it: each yielded step, as `take` makes
+ * it (the step itself, or the step with what of it runs at once taken now), resumes the generator
+ * in the same call while it is done; the rest runs when the first that is not runs.
+ */
 const resumeFrom = <A, E, R>(
   iterator: Iterator<YieldWrap<Effect.Effect<unknown, E, R>>, A, unknown>,
   input: unknown,
-  depth: number
+  take: (step: Effect.Effect<unknown, E, R>) => Effect.Effect<unknown, E, R>
 ): Effect.Effect<A, E, R> => {
   let state = iterator.next(input)
   while (state.done !== true) {
-    const step = stepFrom(yieldWrapGet(state.value), depth)
-    if (!isDone(step)) return Effect.flatMap(step, (value) => resumeFrom(iterator, value, depth))
+    const step = take(yieldWrapGet(state.value))
+    if (!isDone(step)) return Effect.flatMap(step, (value) => resumeFrom(iterator, value, take))
     if (step._tag === "Failure") return Exit.failCause(step.cause)
     state = iterator.next(step.value)
   }
   return Exit.succeed(state.value)
 }
+
+/** A yielded step as it is (`gen`'s: only a step that is already done resumes at once). */
+const asItIs = <A, E, R>(step: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => step
 
 /** `f` of `self`'s value: at once when `self` is done (an `Exit`), else when `self` runs. */
 export const flatMap = <A, E, R, B, E2, R2>(
@@ -190,18 +200,7 @@ export function gen<Y extends YieldWrap<Effect.Effect<unknown, unknown, unknown>
 export function gen<A>(
   body: () => Generator<YieldWrap<Effect.Effect<unknown, unknown, unknown>>, A, unknown>
 ): Effect.Effect<A, unknown, unknown> {
-  const iterator = body()
-  const resume = (input: unknown): Effect.Effect<A, unknown, unknown> => {
-    let state = iterator.next(input)
-    while (state.done !== true) {
-      const step = yieldWrapGet(state.value)
-      if (!isDone(step)) return Effect.flatMap(step, resume)
-      if (step._tag === "Failure") return Exit.failCause(step.cause)
-      state = iterator.next(step.value)
-    }
-    return Exit.succeed(state.value)
-  }
-  return resume(undefined)
+  return resumeFrom(body(), undefined, asItIs)
 }
 
 /**
