@@ -37,7 +37,7 @@ const codecsOf = (copy: KafkajsCopy): Codecs => {
  * A decoded value with each fetched message as a plain object of kafkajs's fields: the patch's
  * messages read their key and value from the batch's buffer when asked for (getters of a class),
  * kafkajs's hold them. A patched message's `keySize` and `valueSize` must be its key's and value's
- * lengths.
+ * lengths, and its spans (`batchBuffer`, `keyStart`, `keyLength`, ...) its key's and value's bytes.
  */
 const messagesAsFields = (value: unknown): unknown => {
   if (Array.isArray(value)) return value.map(messagesAsFields)
@@ -50,6 +50,12 @@ const messagesAsFields = (value: unknown): unknown => {
       assert.strictEqual(m["keySize"], key?.length ?? 0, "keySize")
       assert.strictEqual(m["valueSize"], val?.length ?? 0, "valueSize")
       assert.strictEqual(m["offsetNumber"], Number(m["offset"]), "offsetNumber")
+      // Where the key and value lie, as Skein's fetched records keep them: the same bytes (-1: none).
+      const buffer = m["batchBuffer"] as Buffer
+      const span = (start: string, length: string) =>
+        m[length] === -1 ? null : buffer.subarray(m[start] as number, (m[start] as number) + (m[length] as number))
+      assert.deepStrictEqual(span("keyStart", "keyLength"), key, "keyStart, keyLength")
+      assert.deepStrictEqual(span("valueStart", "valueLength"), val, "valueStart, valueLength")
     }
     return {
       magicByte: m["magicByte"],

@@ -17,6 +17,7 @@ import { Deferred, Duration, Effect, FiberId, Queue } from "effect"
 import type { Scope } from "effect"
 import type { Consumer, EachBatchPayload } from "kafkajs"
 import { KafkaError } from "../../SkeinError.ts"
+import { strictTextOf } from "../codec/utf8.ts"
 import type { TopicPartition } from "../../TopicPartition.ts"
 import * as QueryRoutes from "../query/QueryRoutes.ts"
 import * as Assignor from "./assignor.ts"
@@ -46,6 +47,13 @@ export interface FetchedRecord {
   /** The headers as fetched, for a dead letter to copy byte for byte. */
   readonly rawHeaders: FetchedHeaders
   readonly timestamp: number
+  /**
+   * The key as strict UTF-8 text (`null`: none, `undefined`: not UTF-8), read from the fetched
+   * bytes without a view of them; unset: decode `key`.
+   */
+  readonly keyText?: () => string | null | undefined
+  /** The value as `keyText` reads the key. */
+  readonly valueText?: () => string | null | undefined
 }
 
 // Shared by the records without headers (most of them): one object fewer per record in flight.
@@ -209,15 +217,11 @@ const toRecord = (
       raw[name] = headerBytes(value)
     }
   }
-  return new KafkaRecord(
-    topic,
-    partition,
-    offsetOf(message),
-    headers ?? noTextHeaders,
-    raw ?? noHeaders,
-    Number(message.timestamp),
-    message
-  )
+  const offset = offsetOf(message)
+  const timestamp = Number(message.timestamp)
+  return hasSpans(message)
+    ? new SpannedRecord(topic, partition, offset, headers ?? noTextHeaders, raw ?? noHeaders, timestamp, message)
+    : new KafkaRecord(topic, partition, offset, headers ?? noTextHeaders, raw ?? noHeaders, timestamp, message)
 }
 
 /**
@@ -255,6 +259,63 @@ class KafkaRecord implements FetchedRecord {
   }
   get value(): Buffer | null {
     return this.#message.value
+  }
+}
+
+/** Where a fetched message's key and value lie in its batch's buffer (-1: none), as the patched record decoder tells. */
+interface Spans {
+  readonly batchBuffer: Buffer
+  readonly keyStart: number
+  readonly keyLength: number
+  readonly valueStart: number
+  readonly valueLength: number
+}
+
+const hasSpans = (message: KafkaMessage): message is KafkaMessage & Spans =>
+  "batchBuffer" in message && Buffer.isBuffer(message.batchBuffer) &&
+  "keyStart" in message && typeof message.keyStart === "number" &&
+  "keyLength" in message && typeof message.keyLength === "number" &&
+  "valueStart" in message && typeof message.valueStart === "number" &&
+  "valueLength" in message && typeof message.valueLength === "number"
+
+/**
+ * A fetched record that keeps where its key and value lie in its batch's buffer, not kafkajs's
+ * message: the message dies as soon as its batch is buffered, and a record held until it is
+ * processed is one object, not two (every one held is copied by the young generation's
+ * collections, then promoted). Each read returns a new view of the same bytes, as `KafkaRecord`'s.
+ */
+class SpannedRecord implements FetchedRecord {
+  readonly #buffer: Buffer
+  readonly #keyStart: number
+  readonly #keyLength: number
+  readonly #valueStart: number
+  readonly #valueLength: number
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+    readonly offset: number,
+    readonly headers: Readonly<Record<string, string>>,
+    readonly rawHeaders: FetchedHeaders,
+    readonly timestamp: number,
+    spans: Spans
+  ) {
+    this.#buffer = spans.batchBuffer
+    this.#keyStart = spans.keyStart
+    this.#keyLength = spans.keyLength
+    this.#valueStart = spans.valueStart
+    this.#valueLength = spans.valueLength
+  }
+  get key(): Buffer | null {
+    return this.#keyLength === -1 ? null : this.#buffer.subarray(this.#keyStart, this.#keyStart + this.#keyLength)
+  }
+  get value(): Buffer | null {
+    return this.#valueLength === -1 ? null : this.#buffer.subarray(this.#valueStart, this.#valueStart + this.#valueLength)
+  }
+  keyText(): string | null | undefined {
+    return this.#keyLength === -1 ? null : strictTextOf(this.#buffer, this.#keyStart, this.#keyStart + this.#keyLength)
+  }
+  valueText(): string | null | undefined {
+    return this.#valueLength === -1 ? null : strictTextOf(this.#buffer, this.#valueStart, this.#valueStart + this.#valueLength)
   }
 }
 

@@ -35,9 +35,13 @@ export const decodeRecord = (
 ): Either.Either<{ readonly key: unknown; readonly value: unknown }, DecodeError> => {
   const fail = (part: "key" | "value", cause: ParseResult.ParseError) =>
     Either.left(new DecodeError({ topic: record.topic, partition: record.partition, offset: record.offset, part, cause }))
-  const key = topic.format.key === "bytes" ? record.key : strictText(record.key)
+  const key = topic.format.key === "bytes" ? record.key : record.keyText !== undefined ? record.keyText() : strictText(record.key)
   if (key === undefined) return fail("key", notText("key", record.key ?? Buffer.alloc(0)))
-  const value = topic.format.value === "bytes" ? record.value : strictText(record.value)
+  const value = topic.format.value === "bytes"
+    ? record.value
+    : record.valueText !== undefined
+    ? record.valueText()
+    : strictText(record.value)
   if (value === undefined) return fail("value", notText("value", record.value ?? Buffer.alloc(0)))
   try {
     const decoded = topic.decode(key, value)
