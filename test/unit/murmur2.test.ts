@@ -87,6 +87,12 @@ describe("kafkajs patch: default partitioner", () => {
         keys.push(bytes, bytes.toString("latin1"))
       }
     }
+    // ASCII strings around the patch's 32-character loop, and one non-ASCII character at each place.
+    for (let length = 0; length < 40; length++) {
+      const ascii = Array.from({ length }, () => String.fromCharCode(Math.floor(next() * 128))).join("")
+      keys.push(ascii)
+      for (let at = 0; at < length; at++) keys.push(ascii.slice(0, at) + "é" + ascii.slice(at + 1))
+    }
     for (let i = 0; i < 2_000; i++) {
       const length = Math.floor(next() * 400)
       keys.push(Array.from({ length }, () => chars[Math.floor(next() * chars.length)]).join(""))

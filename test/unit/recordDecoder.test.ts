@@ -254,4 +254,49 @@ describe("kafkajs patch: a fetched batch's offset filter", () => {
       }
     }
   })
+
+  it("a batch that let go of its messages answers what kafkajs's runner asks after eachBatch as before", () => {
+    type Summary = Record<string, unknown>
+    interface Released {
+      readonly messages: ReadonlyArray<unknown>
+      readonly releaseMessages: () => void
+    }
+    const Patched = load<new(topic: string, fetchedOffset: string, partitionData: Record<string, unknown>) => Released>(
+      copies.patched,
+      "src/consumer/batch.js",
+      "class"
+    )
+    const call = (batch: object, method: string): unknown => {
+      const f: unknown = Reflect.get(batch, method)
+      if (!isFunction(f)) throw new Error(`the batch has no ${method}`)
+      return Reflect.apply(f, batch, [])
+    }
+    // What the runner reads once eachBatch returns (its resolveOffset, END_BATCH_PROCESS, the lag).
+    const summary = (batch: Released): Summary => ({
+      size: batch.messages.length,
+      ...Object.fromEntries(
+        ["firstOffset", "lastOffset", "isEmpty", "isEmptyIncludingFiltered", "isEmptyDueToFiltering", "isEmptyControlRecord",
+          "isEmptyDueToLogCompactedMessages", "offsetLag", "offsetLagLow"].map((method) => [method, call(batch, method)])
+      )
+    })
+    const message = (offset: number, isControlRecord = false) => ({
+      offset: String(offset), offsetNumber: offset, key: null, value: null, isControlRecord, batchContext: {}
+    })
+    const cases: ReadonlyArray<readonly [string, ReadonlyArray<ReturnType<typeof message>>, string]> = [
+      ["records", [10, 11, 12].map((o) => message(o)), "10"],
+      ["records past the fetched offset", [8, 9, 10, 11].map((o) => message(o)), "10"],
+      ["records and a control record", [message(10), message(11), message(12, true)], "10"],
+      ["only a control record", [message(12, true)], "12"],
+      ["nothing within the fetched offset", [message(3)], "10"],
+      ["empty", [], "10"]
+    ]
+    for (const [label, messages, fetched] of cases) {
+      const data = { partition: 0, highWatermark: "20", abortedTransactions: [], messages }
+      const batch = new Patched("t", fetched, data)
+      const before = summary(batch)
+      batch.releaseMessages()
+      assert.deepStrictEqual(summary(batch), before, label)
+      if (before["size"] !== 0) assert.isTrue(batch.messages.every((m) => m === undefined), `${label}: no message held`)
+    }
+  })
 })

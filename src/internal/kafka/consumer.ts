@@ -330,6 +330,16 @@ const recordsOf = (batch: EachBatchPayload["batch"]): ReadonlyArray<FetchedRecor
   return batch.messages.map((message) => toRecord(topic, partition, message))
 }
 
+/**
+ * Lets kafkajs's batch go of its messages once Skein's records are made from them (Skein's patch
+ * of `consumer/batch.js`, a method its type declarations omit): they die young, instead of being
+ * held until every batch of their fetch is buffered.
+ */
+const releaseMessages = (batch: EachBatchPayload["batch"]): void => {
+  const release: unknown = Reflect.get(batch, "releaseMessages")
+  if (typeof release === "function") Reflect.apply(release, batch, [])
+}
+
 /** Where kafkajs fetched the batch from (a field its type declarations omit). */
 const fetchedOffsetOf = (batch: EachBatchPayload["batch"]): number => {
   const value: unknown = Reflect.get(batch, "fetchedOffset")
@@ -558,6 +568,7 @@ export const make = (kafka: Kafka, options: Options): Effect.Effect<GroupConsume
           complete: finish
         }
       })
+      releaseMessages(batch)
       let pendingError: unknown = undefined
       for (;;) {
         // The heartbeat's timer is cleared once the batch is done: most batches are done within
