@@ -31,7 +31,8 @@
 //   kafkajs/src/producer/partitioners/legacy/partitioner.js (the default partitioner): murmur2 in
 //   32-bit arithmetic (Math.imul, as Java's) instead of ~20 BigInt-backed Long objects per 4 key
 //   bytes (~2 us per keyed record), and the partition metadata filtered only for records with
-//   neither partition nor key, not for every record. The same partitions; see
+//   neither partition nor key, not for every record; a short ASCII key is copied into the hash's
+//   scratch buffer by a loop, not Buffer#write. The same partitions; see
 //   test/unit/murmur2.test.ts;
 // - kafkajs/src/consumer/runner.js: a rejoin after a rebalance (or an unknown member) first awaits
 //   the eachBatch handler's `beforeRejoin` hook, kafkajs's missing onPartitionsRevoked: Skein's
@@ -53,7 +54,9 @@
 //   changelog restores): offsets and timestamps with numbers where they are exact (below 2^53)
 //   instead of parsing each batch's base offset and timestamp into a BigInt-backed Long, adding
 //   and printing it back, per record, and a Long per byte of the timestamp delta; no headers'
-//   array for a record without headers. The same values; see test/unit/recordDecoder.test.ts.
+//   array for a record without headers; a message tells where its key and value lie in the
+//   batch's buffer (`batchBuffer`, `keyStart`, ...), so Skein's record keeps those, not the
+//   message. The same values; see test/unit/recordDecoder.test.ts.
 // - kafkajs/src/consumer/consumerGroup.js: a fetch applies the pending seeks until none is left,
 //   right before it builds its request. A partition seeked while the fetch looked its offsets up
 //   (the first fetch after a join does) was fetched from its old offset and its data dropped on
@@ -70,7 +73,9 @@
 //   the batch's buffer, not each from a Buffer view and a Decoder made for it; and
 //   kafkajs/src/consumer/batch.js: a fetched batch keeps the messages at or after the fetched
 //   offset comparing numbers where they are exact, not a Long parsed from every message's offset.
-//   Every fetched record (input and restores) paid both. The same messages; see
+//   Every fetched record (input and restores) paid both. And `releaseMessages` lets an eachBatch
+//   handler that copied what it needs (Skein's) empty the batch's arrays at once: the messages
+//   were held until every batch of their fetch was handled, long enough to be promoted. The same messages; see
 //   test/unit/recordDecoder.test.ts and bench/decoder.ts.
 // - kafkajs/src/consumer/fetcher.js and kafkajs/src/consumer/runner.js: a fetch's batches are no
 //   longer kept alive past their use: the fetcher's loop held the last fetch's batches in its
