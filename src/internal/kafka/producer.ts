@@ -15,7 +15,7 @@ import type { Scope } from "effect"
 import type { IHeaders, Message, Producer, RecordMetadata, Transaction } from "kafkajs"
 import { KafkaError, TaskMigrated } from "../../SkeinError.ts"
 import * as CommitReceipt from "../runtime/CommitReceipt.ts"
-import type { EncodedRecord } from "../../Topic.ts"
+import type { EncodedRecord, HeaderValue } from "../../Topic.ts"
 import { connectOrDisconnect, probeTransactionalId } from "./client.ts"
 import type { Kafka } from "./client.ts"
 import { recordBytes, recordSizeBound } from "./recordSize.ts"
@@ -56,7 +56,7 @@ export interface Appended {
  * Records per explicit `topic/partition` of one send call, counted by runs of one partition (a
  * task's changelog records are one run): a key a run, not a key a record.
  */
-const explicitCounts = (topicMessages: ReadonlyArray<{ topic: string; messages: ReadonlyArray<Message> }>) => {
+const explicitCounts = (topicMessages: ReadonlyArray<OutgoingTopicMessages>) => {
   const counts = new Map<string, number>()
   for (const { messages, topic } of topicMessages) {
     let partition: number | undefined = undefined
@@ -83,7 +83,7 @@ const explicitCounts = (topicMessages: ReadonlyArray<{ topic: string; messages: 
 /** What each send of a delivery appended, per partition: the highest base offset, with its batch's record count. */
 const appendedOf = (
   acks: ReadonlyArray<RecordMetadata>,
-  topicMessages: ReadonlyArray<{ topic: string; messages: ReadonlyArray<Message> }>,
+  topicMessages: ReadonlyArray<OutgoingTopicMessages>,
   into: Map<string, Appended>
 ): void => {
   const counts = explicitCounts(topicMessages)
@@ -132,37 +132,48 @@ export interface FencedProducer<P extends number = number, T extends string = st
 }
 
 /**
- * A timestamp as the text kafkajs's messages carry, the last one printed reused: the outputs of a
- * send mostly share their timestamps (their inputs', fetched in bursts), and printing a 13-digit
- * number is the dearest step of a message.
+ * A message as kafkajs sends it, as its code reads one: its declarations type the timestamp as text
+ * and a repeated header's values as a mutable array, while its code (and the patch's record batch
+ * encoder) reads a number of milliseconds the same way, to the same bytes
+ * (`test/unit/recordBatchEncoder.test.ts`, "current ms as numbers"), and never writes to a message.
+ * So an output is sent as it is: a copy of each lived until its send was acknowledged, long enough
+ * for the young generation's collections to copy and promote it.
  */
-let lastTimestamp = Number.NaN
-let lastTimestampText = ""
-const timestampText = (timestamp: number): string => {
-  if (timestamp !== lastTimestamp) {
-    lastTimestampText = String(timestamp)
-    lastTimestamp = timestamp
-  }
-  return lastTimestampText
+type OutgoingMessage = Omit<Message, "timestamp" | "headers"> & {
+  readonly timestamp?: string | number | undefined
+  readonly headers?: IHeaders | Readonly<Record<string, HeaderValue>> | undefined
 }
 
-const toMessage = (record: EncodedRecord): Message => {
-  // Buffers (a dead letter's original bytes) pass through as they are.
-  // The usual message (key, value, timestamp) as one literal: each property added later is an
-  // out-of-object property, an allocation more per message.
-  const message: Message = record.timestamp === undefined
-    ? { key: record.key, value: record.value }
-    : { key: record.key, value: record.value, timestamp: timestampText(record.timestamp) }
-  if (record.partition !== undefined) message.partition = record.partition
-  if (record.headers !== undefined) {
-    const headers: IHeaders = {}
-    for (const [name, value] of Object.entries(record.headers)) {
-      headers[name] = typeof value === "string" || Buffer.isBuffer(value) ? value : [...value]
-    }
-    message.headers = headers
-  }
-  return message
+/** A send call's messages to one topic. */
+interface OutgoingTopicMessages {
+  readonly topic: string
+  readonly messages: ReadonlyArray<OutgoingMessage>
 }
+
+/**
+ * A kafkajs sender (a producer, a transaction), as it takes messages. kafkajs declares `sendBatch`
+ * a method, whose parameter TypeScript compares both ways: its `ProducerBatch` reads as this one.
+ */
+interface Sender {
+  sendBatch(batch: {
+    readonly topicMessages?: ReadonlyArray<OutgoingTopicMessages>
+    readonly acks?: number
+  }): Promise<Array<RecordMetadata>>
+}
+
+/**
+ * An output as the message kafkajs sends: the record itself, unless its timestamp is a number kafkajs
+ * reads as none (0: its delta takes the current time for a falsy timestamp), sent as text ("0"), as
+ * every timestamp was before.
+ */
+export const toMessage = (record: EncodedRecord): OutgoingMessage =>
+  record.timestamp === undefined || record.timestamp ? record : { ...record, timestamp: String(record.timestamp) }
+
+const sendBatch = (
+  sender: Sender,
+  topicMessages: ReadonlyArray<OutgoingTopicMessages>,
+  acks?: number
+): Promise<Array<RecordMetadata>> => sender.sendBatch(acks === undefined ? { topicMessages } : { topicMessages, acks })
 
 /**
  * A task's producer in at-least-once mode: no transactions and no fencing.
@@ -230,7 +241,7 @@ export const isPermit = <S>(permit: RestorePermit<number, Guarantee, S>, partiti
 
 /** A send call's messages to one topic, and their bytes (bounds). */
 interface TopicMessages {
-  readonly messages: Array<Message>
+  readonly messages: Array<OutgoingMessage>
   bytes: number
 }
 
@@ -246,7 +257,7 @@ const sendCalls = (
   maxBytes: number,
   limitOf: (topic: string) => number | undefined
 ) => {
-  const calls: Array<Array<{ topic: string; messages: Array<Message> }>> = []
+  const calls: Array<Array<OutgoingTopicMessages>> = []
   let byTopic = new Map<string, TopicMessages>()
   let bytes = 0
   const flush = () => {
@@ -296,7 +307,7 @@ export const runTransaction = async (
   const appended = new Map<string, Appended>()
   try {
     for (const topicMessages of sendCalls(records, limits.maxMessageBytes, limits.limitOf)) {
-      appendedOf(await transaction.sendBatch({ topicMessages }), topicMessages, appended)
+      appendedOf(await sendBatch(transaction, topicMessages), topicMessages, appended)
     }
     if (offsets.offsets.length > 0) {
       const topics = new Map<string, Array<{ partition: number; offset: string }>>()
@@ -470,7 +481,7 @@ export const atLeastOnce = <P extends number>(
           try: async () => {
             const appended = new Map<string, Appended>()
             for (const topicMessages of sendCalls(records, options.maxMessageBytes, options.limitOf ?? unknownLimits)) {
-              appendedOf(await producer.sendBatch({ topicMessages, acks: -1 }), topicMessages, appended)
+              appendedOf(await sendBatch(producer, topicMessages, -1), topicMessages, appended)
             }
             return CommitReceipt.issue(options.partition, [...appended.values()])
           },
