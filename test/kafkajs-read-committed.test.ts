@@ -27,6 +27,7 @@ import { Kafka, logLevel, type Consumer, type Producer, type Transaction } from 
 import { createRequire } from "node:module"
 import { describe, expect, it } from "vitest"
 import { brokers as kafkaBrokers } from "./utils/broker.ts"
+import { seeded } from "./helpers/seeded.ts"
 
 // ---------------------------------------------------------------------------------------------
 // kafkajs internals (CommonJS, untyped): loaded through Node's require, exactly as kafkajs does.
@@ -200,17 +201,6 @@ const delivered = (log: SyntheticLog, fetchOffset: number, maxBatches = Number.M
   return { actual: batch.messages.map((m) => String(m.value)), expected: log.expected(partitionData, fetchOffset) }
 }
 
-/** Deterministic PRNG (mulberry32). */
-const prng = (seed: number) => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const P1 = "1001"
 const P2 = "1002"
@@ -312,7 +302,7 @@ describe("kafkajs read_committed filtering (unit, synthetic fetch responses)", (
     const producers = ["1001", "1002", "1003", "1004"]
     const IDEMPOTENT = "2001" // producer id, never transactional
     for (let seed = 1; seed <= 200; seed++) {
-      const random = prng(seed)
+      const random = seeded(seed)
       const log = new SyntheticLog()
       const open = new Set<string>()
       let n = 0

@@ -1,4 +1,5 @@
 /** Small numeric helpers for the benchmark report. */
+import { seeded } from "../../test/helpers/seeded.ts"
 
 export const percentile = (sorted: ReadonlyArray<number>, p: number): number => {
   if (sorted.length === 0) return Number.NaN
@@ -23,16 +24,7 @@ export const spread = (values: ReadonlyArray<number | undefined>): Spread | unde
 }
 
 /** Deterministic PRNG (mulberry32) so every contender gets the same input. */
-export const mulberry32 = (seed: number): (() => number) => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+export const mulberry32 = seeded
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))
 

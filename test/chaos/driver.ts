@@ -22,6 +22,7 @@ import { Duration, Effect, Ref, Schedule } from "effect"
 import type { Scope } from "effect"
 import kafkajs from "kafkajs"
 import type { Message, Producer } from "kafkajs"
+import { seeded } from "../helpers/seeded.ts"
 
 export interface DriverOptions {
   readonly brokers: ReadonlyArray<string>
@@ -50,16 +51,7 @@ export interface DriverProgress {
 }
 
 /** Deterministic PRNG (mulberry32): the harness's faults and drivers follow `--seed` with it. */
-export const prng = (seed: number): (() => number) => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+export const prng = seeded
 
 export const keyName = (index: number): string => `k${String(index).padStart(5, "0")}`
 

@@ -11,22 +11,12 @@ import { Cause, Effect, Exit, Fiber, Option, Schema } from "effect"
 import type { IHeaders, Message } from "kafkajs"
 import { Topic, Transformer } from "../../src/index.ts"
 import { caughtUp, createTopics, produceRaw, readCommitted, startInstance, unique } from "../helpers/kafka.ts"
+import { seeded } from "../helpers/seeded.ts"
 
 const RECORDS = 10_000
 const PARTITIONS = 2
 const DLQ_LIMIT = 64 * 1024
 
-/** mulberry32: a small seeded PRNG, so a failing corpus can be replayed. */
-const prng = (seed: number) => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 type Kind =
   | "valid"
@@ -52,7 +42,7 @@ const invalidUtf8: ReadonlyArray<ReadonlyArray<number>> = [
 ]
 
 const corpus = (seed: number) => {
-  const random = prng(seed)
+  const random = seeded(seed)
   const int = (n: number) => Math.floor(random() * n)
   const pick = <A>(list: ReadonlyArray<A>): A => list[int(list.length)]!
   const bytes = (n: number) => Buffer.from(Array.from({ length: n }, () => int(256)))

@@ -11,6 +11,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { KafkajsCopy } from "../helpers/kafkajsCopies.ts"
 import { sideBySide } from "../helpers/kafkajsSideBySide.ts"
+import { seeded } from "../helpers/seeded.ts"
 
 type Murmur2 = (key: unknown) => number
 
@@ -44,17 +45,6 @@ const partitionerOf = (copy: KafkajsCopy): Partitioner => {
 
 const copies = sideBySide()
 
-/** mulberry32: a small seeded generator, so a failure can be replayed from its seed. */
-const random = (seed: number) => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 describe("kafkajs patch: default partitioner", () => {
   it("murmur2 matches the Java client's test vectors", () => {
@@ -78,7 +68,7 @@ describe("kafkajs patch: default partitioner", () => {
     const original = murmur2Of(copies.original)
     const patched = murmur2Of(copies.patched)
     const seed = 14
-    const next = random(seed)
+    const next = seeded(seed)
     const chars = ["a", "Z", "0", "-", "é", "€", "𝄞", "\ud800", "\u0000"]
     const keys: Array<unknown> = [0, 1, -1, 12_345, 2 ** 40, "", "x".repeat(5_000), "€".repeat(341), "€".repeat(342)]
     for (let length = 0; length < 48; length++) {

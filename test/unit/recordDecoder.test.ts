@@ -12,6 +12,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { KafkajsCopy } from "../helpers/kafkajsCopies.ts"
 import { sideBySide } from "../helpers/kafkajsSideBySide.ts"
+import { seeded } from "../helpers/seeded.ts"
 
 type RecordDecoder = (decoder: unknown, batchContext: Record<string, unknown>) => unknown
 interface Codecs {
@@ -83,17 +84,6 @@ const attempt = (decode: () => unknown): unknown => {
 
 const copies = sideBySide()
 
-/** mulberry32: a small seeded generator, so a failure can be replayed from its seed. */
-const random = (seed: number) => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 describe("kafkajs patch: record decoder", () => {
   it("decodes offsets, timestamps, keys, values and headers as kafkajs does", () => {
@@ -106,7 +96,7 @@ describe("kafkajs patch: record decoder", () => {
     const original = codecsOf(copies.original)
     const patched = codecsOf(copies.patched)
     const seed = 21
-    const next = random(seed)
+    const next = seeded(seed)
     const pick = <A>(xs: ReadonlyArray<A>): A => xs[Math.floor(next() * xs.length)]!
     // Offsets and timestamps as numbers are exact below 2^53: around it, the patch takes kafkajs's path.
     const firstOffsets = ["0", "1", "35909", "4294967296", "9007199254740000", "9007199254740991", "9007199254740993", "9223372036854775000"]
@@ -163,7 +153,7 @@ describe("kafkajs patch: a damaged record", () => {
     const original = codecsOf(copies.original)
     const patched = codecsOf(copies.patched)
     const seed = 9
-    const next = random(seed)
+    const next = seeded(seed)
     const context = { firstOffset: "700635774", firstTimestamp: "1796208721285", magicByte: 2, timestampType: 0 }
     for (let i = 0; i < 2_000; i++) {
       const encoded = Buffer.from(encodeRecord({
@@ -201,7 +191,7 @@ describe("kafkajs patch: record batch decoder", () => {
     const original = batchCodecsOf(copies.original)
     const patched = batchCodecsOf(copies.patched)
     const seed = 5
-    const next = random(seed)
+    const next = seeded(seed)
     const bytes = (length: number) => Buffer.from(Array.from({ length }, () => Math.floor(next() * 256)))
     for (let b = 0; b < 60; b++) {
       const count = 1 + Math.floor(next() * 40)

@@ -5,6 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { strictText, strictTextOf } from "../../src/internal/codec/utf8.ts"
+import { seeded } from "../helpers/seeded.ts"
 
 const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
 const expected = (bytes: Uint8Array): string | undefined => {
@@ -15,17 +16,6 @@ const expected = (bytes: Uint8Array): string | undefined => {
   }
 }
 
-/** mulberry32: a small seeded generator, so a failure can be replayed from its seed. */
-const random = (seed: number) => {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 /** `bytes` inside a larger buffer, read by `strictTextOf` where they lie, and by `strictText` whole. */
 const check = (bytes: ReadonlyArray<number>, label: string): void => {
@@ -61,7 +51,7 @@ describe("strict UTF-8", () => {
 
   it("agrees with the strict decoder on random bytes", () => {
     const seed = 30
-    const next = random(seed)
+    const next = seeded(seed)
     // Mostly high bytes and well-formed pieces, so sequences are often almost valid.
     const pieces: ReadonlyArray<ReadonlyArray<number>> = [
       [0x61], [0xc3, 0xa9], [0xe2, 0x82, 0xac], [0xf0, 0x9f, 0x98, 0x80], [0xef, 0xbf, 0xbd], [0xef, 0xbb, 0xbf], [0xed, 0x9f, 0xbf]

@@ -217,11 +217,15 @@ const toRecord = (
       raw[name] = headerBytes(value)
     }
   }
-  const offset = offsetOf(message)
-  const timestamp = Number(message.timestamp)
-  return hasSpans(message)
-    ? new SpannedRecord(topic, partition, offset, headers ?? noTextHeaders, raw ?? noHeaders, timestamp, message)
-    : new KafkaRecord(topic, partition, offset, headers ?? noTextHeaders, raw ?? noHeaders, timestamp, message)
+  return new KafkaRecord(
+    topic,
+    partition,
+    offsetOf(message),
+    headers ?? noTextHeaders,
+    raw ?? noHeaders,
+    Number(message.timestamp),
+    spansOf(message)
+  )
 }
 
 /**
@@ -233,34 +237,6 @@ export const offsetOf = (message: { readonly offset: string }): number =>
 
 /** The message kafkajs fetched: its key and value as Buffers. */
 type KafkaMessage = EachBatchPayload["batch"]["messages"][number]
-
-/**
- * A fetched record whose key and value are read from kafkajs's message when asked for: Skein's
- * patch of kafkajs's record decoder reads them from the batch's buffer at each read, instead of
- * keeping a Buffer view of each for as long as the record lives (held in the poll buffer, every
- * record would be copied by the young generation's collections, then promoted, with its views).
- * Each read returns a new view of the same bytes.
- */
-class KafkaRecord implements FetchedRecord {
-  readonly #message: KafkaMessage
-  constructor(
-    readonly topic: string,
-    readonly partition: number,
-    readonly offset: number,
-    readonly headers: Readonly<Record<string, string>>,
-    readonly rawHeaders: FetchedHeaders,
-    readonly timestamp: number,
-    message: KafkaMessage
-  ) {
-    this.#message = message
-  }
-  get key(): Buffer | null {
-    return this.#message.key
-  }
-  get value(): Buffer | null {
-    return this.#message.value
-  }
-}
 
 /** Where a fetched message's key and value lie in its batch's buffer (-1: none), as the patched record decoder tells. */
 interface Spans {
@@ -278,13 +254,32 @@ const hasSpans = (message: KafkaMessage): message is KafkaMessage & Spans =>
   "valueStart" in message && typeof message.valueStart === "number" &&
   "valueLength" in message && typeof message.valueLength === "number"
 
+const noBytes = Buffer.alloc(0)
+
+/**
+ * A message's spans: as the patched record decoder tells them, else (a message kafkajs's own
+ * decoder made) its key and value copied into one buffer.
+ */
+const spansOf = (message: KafkaMessage): Spans => {
+  if (hasSpans(message)) return message
+  const { key, value } = message
+  return {
+    batchBuffer: Buffer.concat([key ?? noBytes, value ?? noBytes]),
+    keyStart: 0,
+    keyLength: key === null ? -1 : key.length,
+    valueStart: key?.length ?? 0,
+    valueLength: value === null ? -1 : value.length
+  }
+}
+
 /**
  * A fetched record that keeps where its key and value lie in its batch's buffer, not kafkajs's
- * message: the message dies as soon as its batch is buffered, and a record held until it is
- * processed is one object, not two (every one held is copied by the young generation's
- * collections, then promoted). Each read returns a new view of the same bytes, as `KafkaRecord`'s.
+ * message nor a Buffer view of each: a record held until it is processed is one object (every one
+ * held is copied by the young generation's collections, then promoted), and the message dies as
+ * soon as its batch is buffered. Each read of `key` or `value` returns a new view of the same
+ * bytes; `keyText` and `valueText` decode them without one.
  */
-class SpannedRecord implements FetchedRecord {
+class KafkaRecord implements FetchedRecord {
   readonly #buffer: Buffer
   readonly #keyStart: number
   readonly #keyLength: number
