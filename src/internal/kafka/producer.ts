@@ -169,12 +169,6 @@ interface Sender {
 export const toMessage = (record: EncodedRecord): OutgoingMessage =>
   record.timestamp === undefined || record.timestamp ? record : { ...record, timestamp: String(record.timestamp) }
 
-const sendBatch = (
-  sender: Sender,
-  topicMessages: ReadonlyArray<OutgoingTopicMessages>,
-  acks?: number
-): Promise<Array<RecordMetadata>> => sender.sendBatch(acks === undefined ? { topicMessages } : { topicMessages, acks })
-
 /**
  * A task's producer in at-least-once mode: no transactions and no fencing.
  * `deliver` sends the records and waits for their acknowledgement; the runner
@@ -305,9 +299,10 @@ export const runTransaction = async (
 ): Promise<ReadonlyArray<Appended>> => {
   const transaction: Transaction = await producer.transaction()
   const appended = new Map<string, Appended>()
+  const sender: Sender = transaction
   try {
     for (const topicMessages of sendCalls(records, limits.maxMessageBytes, limits.limitOf)) {
-      appendedOf(await sendBatch(transaction, topicMessages), topicMessages, appended)
+      appendedOf(await sender.sendBatch({ topicMessages }), topicMessages, appended)
     }
     if (offsets.offsets.length > 0) {
       const topics = new Map<string, Array<{ partition: number; offset: string }>>()
@@ -480,8 +475,9 @@ export const atLeastOnce = <P extends number>(
         Effect.tryPromise({
           try: async () => {
             const appended = new Map<string, Appended>()
+            const sender: Sender = producer
             for (const topicMessages of sendCalls(records, options.maxMessageBytes, options.limitOf ?? unknownLimits)) {
-              appendedOf(await sendBatch(producer, topicMessages, -1), topicMessages, appended)
+              appendedOf(await sender.sendBatch({ topicMessages, acks: -1 }), topicMessages, appended)
             }
             return CommitReceipt.issue(options.partition, [...appended.values()])
           },
